@@ -1,0 +1,218 @@
+"""Scenario and suite records: strict, versioned pydantic models.
+
+A record is checked here for everything that can be checked on its own (field types, setting
+names, value domains, turn count, the seed rule). What needs the history of a scenario (undo
+targets, ambiguity guards) is checked by :mod:`oracle.replay`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
+
+from oracle.catalogue import DOMAINS, KEYS, SETTINGS, SPEC_VALUES
+
+SCHEMA_VERSION: Final = 1
+MAX_TURNS: Final = 10
+
+CATEGORIES: Final[tuple[str, ...]] = (
+    "undo_ref",
+    "undo_earliest",
+    "coupling",
+    "distractor",
+    "undo_last",
+    "drop",
+    "long_chain",
+    "redo",
+    "drop_undo",
+    "indirect_ref",
+)
+"""Scenario categories, in the order of the contract's table for ``butterfly-40``."""
+
+OPS: Final[tuple[str, ...]] = (
+    "set",
+    "drop",
+    "undo_last",
+    "undo_ref",
+    "undo_earliest",
+    "redo",
+    "distractor",
+)
+UNDO_OPS: Final = ("undo_last", "undo_ref", "undo_earliest", "redo")
+
+
+def _known_setting(key: str) -> str:
+    if key not in DOMAINS:
+        raise ValueError(f"unknown setting {key!r}")
+    return key
+
+
+def _known_category(name: str) -> str:
+    if name not in CATEGORIES:
+        raise ValueError(f"unknown category {name!r} (known: {', '.join(CATEGORIES)})")
+    return name
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """JSON Schema of a spec: exactly the 20 keys, each a string of its domain or unspecified."""
+    return {
+        "type": "object",
+        "properties": {
+            s.key: {"type": "string", "enum": [*s.domain, "unspecified"]} for s in SETTINGS
+        },
+        "required": list(KEYS),
+        "additionalProperties": False,
+    }
+
+
+def check_spec(spec: dict[str, str]) -> dict[str, str]:
+    """Reject a spec that lacks a setting, has an unknown one or a value outside its domain.
+
+    Returns a new dict in catalogue order.
+    """
+    unknown = [k for k in spec if k not in SPEC_VALUES]
+    if unknown:
+        raise ValueError(f"unknown setting {unknown[0]!r}")
+    missing = [k for k in KEYS if k not in spec]
+    if missing:
+        raise ValueError(f"missing setting{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    for k in KEYS:
+        v = spec[k]
+        if v not in SPEC_VALUES[k]:
+            allowed = ", ".join((*sorted(DOMAINS[k]), "unspecified"))
+            raise ValueError(f"{k}: value {v!r} is not one of {allowed}")
+    return {k: spec[k] for k in KEYS}
+
+
+SettingKey = Annotated[
+    str,
+    AfterValidator(_known_setting),
+    WithJsonSchema({"type": "string", "enum": list(KEYS)}),
+]
+Spec = Annotated[
+    dict[str, str],
+    AfterValidator(check_spec),
+    WithJsonSchema(spec_json_schema()),
+]
+Category = Annotated[
+    str,
+    AfterValidator(_known_category),
+    WithJsonSchema({"type": "string", "enum": list(CATEGORIES)}),
+]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class _Turn(BaseModel):
+    model_config = _STRICT
+    text: str = Field(min_length=1, description="The user's words for this turn.")
+    paraphrase: str | None = Field(
+        default=None,
+        description="Which template paraphrase produced the text (generated turns only).",
+    )
+
+
+class SetTurn(_Turn):
+    """A new change: setting := value."""
+
+    op: Literal["set"]
+    setting: SettingKey
+    value: str
+
+    @model_validator(mode="after")
+    def _value_in_domain(self) -> SetTurn:
+        domain = SETTINGS[KEYS.index(self.setting)].domain
+        if self.value not in domain:
+            hint = " (a dropped requirement is a drop turn)" if self.value == "unspecified" else ""
+            raise ValueError(
+                f"value {self.value!r} is not in the domain of {self.setting} "
+                f"({', '.join(domain)}){hint}"
+            )
+        return self
+
+
+class DropTurn(_Turn):
+    """A new change: setting := unspecified."""
+
+    op: Literal["drop"]
+    setting: SettingKey
+
+
+class UndoLastTurn(_Turn):
+    op: Literal["undo_last"]
+
+
+class UndoRefTurn(_Turn):
+    """Undo the one active change that assigned ``setting`` (named indirectly in the text)."""
+
+    op: Literal["undo_ref"]
+    setting: SettingKey
+
+
+class UndoEarliestTurn(_Turn):
+    op: Literal["undo_earliest"]
+
+
+class RedoTurn(_Turn):
+    op: Literal["redo"]
+
+
+class DistractorTurn(_Turn):
+    op: Literal["distractor"]
+
+
+Turn = Annotated[
+    SetTurn | DropTurn | UndoLastTurn | UndoRefTurn | UndoEarliestTurn | RedoTurn | DistractorTurn,
+    Field(discriminator="op"),
+]
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+
+
+class Scenario(BaseModel):
+    """One scenario: an initial spec and 1 to 10 user turns."""
+
+    model_config = _STRICT
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: str = Field(pattern=_ID.pattern)
+    category: Category
+    source: Literal["handwritten", "generated"]
+    seed: int | None = Field(default=None, description="Per-scenario seed (generated only).")
+    initial: Spec
+    turns: tuple[Turn, ...] = Field(min_length=1, max_length=MAX_TURNS)
+
+    @model_validator(mode="after")
+    def _seed_rule(self) -> Scenario:
+        if self.source == "generated" and self.seed is None:
+            raise ValueError("a generated scenario records its seed")
+        if self.source == "handwritten" and self.seed is not None:
+            raise ValueError("a handwritten scenario has no seed")
+        return self
+
+    def to_json(self) -> str:
+        """One JSON Lines record: fields in declaration order, no absent optionals."""
+        return self.model_dump_json(exclude_none=True)
+
+
+class SuiteManifest(BaseModel):
+    """Provenance of a frozen suite file: how to regenerate it and the hash it must have."""
+
+    model_config = _STRICT
+    schema_version: Literal[1] = SCHEMA_VERSION
+    name: str
+    file: str
+    generator_version: str
+    seed: int
+    handwritten: str = Field(description="The handwritten scenarios file merged into the suite.")
+    n_scenarios: int
+    counts: dict[str, int]
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")

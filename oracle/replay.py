@@ -1,0 +1,316 @@
+"""Replay: the exact spec after every turn, and the validity guards.
+
+State is the initial spec, the changes in the order they were made (each with its assignment, an
+active flag and the sequence number of its latest (re)activation), and a redo stack. The spec
+after a turn is the initial spec with every active change applied in the order made, then the
+coupling rules. The engine keeps the uncoupled spec up to date incrementally: a set or drop
+writes its setting; an undo or redo recomputes only the setting of the change it touched.
+
+The same engine, with guards off and one rule bent, also answers "what would an agent that
+ignores undo / treats undo-earliest as undo-last / ignores couplings say?" (:class:`Rules`);
+the scripted agents of the harness use it. ``replay`` and ``check`` always use the exact rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from oracle.catalogue import COUPLINGS, FORCED, TRIGGERS, UNSPECIFIED, apply_couplings
+from oracle.records import Scenario, Turn
+
+DROP_MARKERS: Final = ("requirement", "unspecified")
+"""A drop turn must say plainly that a requirement is removed: its text names one of these."""
+
+DROP_AMBIGUOUS: Final = (
+    "none",
+    "no limit",
+    "don't care",
+    "do not care",
+    "doesn't matter",
+    "does not matter",
+    "no longer matter",
+    "turn off",
+    "switch off",
+    "disable",
+    "get rid of",
+)
+"""Wording that also reads as setting the value ``none``/``off``; a drop turn may use none of it."""
+_AMBIGUOUS_RE: Final = re.compile(r"\b(" + "|".join(re.escape(w) for w in DROP_AMBIGUOUS) + r")\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """Why a scenario is invalid: the first guard that failed, at which turn (0 = the record)."""
+
+    scenario: str
+    turn: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"scenario {self.scenario}, turn {self.turn}: {self.reason}"
+
+
+class InvalidScenario(ValueError):
+    def __init__(self, violation: Violation) -> None:
+        super().__init__(str(violation))
+        self.violation = violation
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """How to replay. The oracle is ``Rules()``; the others describe scripted agents."""
+
+    undo: bool = True
+    """False: undo_* and redo turns change nothing (every set and drop stays in effect)."""
+    earliest_as_last: bool = False
+    """True: undo_earliest deactivates the most recent active change instead."""
+    couplings: bool = True
+    """False: the coupling rules are not applied."""
+    guards: bool = True
+    """False: no validity guard is checked (for agents replaying a scenario their own way)."""
+
+
+ORACLE: Final = Rules()
+
+
+class _Change:
+    __slots__ = ("activated", "active", "index", "setting", "turn", "value")
+
+    def __init__(self, index: int, turn: int, setting: str, value: str, activated: int) -> None:
+        self.index = index
+        self.turn = turn
+        self.setting = setting
+        self.value = value
+        self.active = True
+        self.activated = activated
+
+    def __str__(self) -> str:
+        return f"the change of turn {self.turn} ({self.setting} := {self.value})"
+
+
+class _Invalid(Exception):
+    def __init__(self, turn: int, reason: str) -> None:
+        self.turn = turn
+        self.reason = reason
+
+
+def replay(scenario: Scenario, rules: Rules = ORACLE) -> list[dict[str, str]]:
+    """The spec after every turn, index 0 being the initial spec.
+
+    With guards on (the default), raises :class:`InvalidScenario` at the first violated guard.
+    """
+    try:
+        return _replay(scenario.initial, scenario.turns, rules)
+    except _Invalid as e:
+        raise InvalidScenario(Violation(scenario.id, e.turn, e.reason)) from None
+
+
+def check(scenario: Scenario) -> Violation | None:
+    """The first guard the scenario violates, or None if it is valid."""
+    try:
+        _replay(scenario.initial, scenario.turns, ORACLE)
+    except _Invalid as e:
+        return Violation(scenario.id, e.turn, e.reason)
+    return None
+
+
+def targeted(scenario: Scenario) -> frozenset[str]:
+    """Settings some turn targets, explicitly or through a coupling (for change radius).
+
+    A set, drop or undo_ref turn targets its setting; a turn that assigns a coupling's trigger
+    also targets the setting that rule forces.
+    """
+    out: set[str] = set()
+    for turn in scenario.turns:
+        setting = getattr(turn, "setting", None)
+        if setting is None:
+            continue
+        out.add(setting)
+        for c in COUPLINGS:
+            if c.trigger == setting:
+                out.add(c.forced)
+    return frozenset(out)
+
+
+def _text_guard(turn: Turn, t: int) -> None:
+    if turn.op != "drop":
+        return
+    text = turn.text.lower()
+    if not any(m in text for m in DROP_MARKERS):
+        raise _Invalid(t, "a drop turn must say plainly that the requirement is removed "
+                          f"(name one of: {', '.join(DROP_MARKERS)})")
+    m = _AMBIGUOUS_RE.search(text)
+    if m:
+        raise _Invalid(t, f"drop wording {m.group(0)!r} also reads as a value, not as removal")
+
+
+def _replay(
+    initial: dict[str, str], turns: Sequence[Turn], rules: Rules
+) -> list[dict[str, str]]:
+    guards = rules.guards
+    if guards and apply_couplings(dict(initial)) != initial:
+        raise _Invalid(0, "the initial spec breaks a coupling rule")
+    base = dict(initial)  # the spec before couplings, active changes applied in order made
+    changes: list[_Change] = []
+    redo: list[_Change] = []
+    seq = 0  # activation sequence counter
+    specs = [dict(initial)]
+
+    def restore(setting: str) -> None:
+        value = initial[setting]
+        for c in changes:
+            if c.active and c.setting == setting:
+                value = c.value
+        base[setting] = value
+
+    for t, turn in enumerate(turns, 1):
+        op = turn.op
+        if guards:
+            _text_guard(turn, t)
+        if op == "set" or op == "drop":
+            setting = turn.setting  # type: ignore[union-attr]
+            value = turn.value if op == "set" else UNSPECIFIED  # type: ignore[union-attr]
+            changes.append(_Change(len(changes), t, setting, value, seq))
+            seq += 1
+            redo.clear()
+            base[setting] = value
+        elif op == "distractor" or not rules.undo:
+            pass
+        elif op == "redo":
+            if not redo:
+                if guards:
+                    raise _Invalid(t, "redo: nothing has been undone since the last change")
+            else:
+                c = redo.pop()
+                c.active = True
+                c.activated = seq
+                seq += 1
+                restore(c.setting)
+                if guards:
+                    _order_guard(changes, c.setting, base, t)
+        else:
+            target = _undo_target(turn, t, changes, base, rules)
+            if target is not None:
+                target.active = False
+                redo.append(target)
+                restore(target.setting)
+                if guards:
+                    _order_guard(changes, target.setting, base, t)
+        spec = dict(base)
+        if rules.couplings:
+            apply_couplings(spec)
+        if guards:
+            _coupling_guard(changes, base, t)
+        specs.append(spec)
+    return specs
+
+
+def _undo_target(
+    turn: Turn, t: int, changes: list[_Change], base: dict[str, str], rules: Rules
+) -> _Change | None:
+    op = turn.op
+    guards = rules.guards
+    active = [c for c in changes if c.active]
+    if not active:
+        if guards:
+            raise _Invalid(t, f"{op}: no change is in effect")
+        return None
+    if op == "undo_last" or (op == "undo_earliest" and rules.earliest_as_last):
+        target = active[-1]
+        if guards:
+            latest = max(active, key=lambda c: c.activated)
+            if latest is not target:
+                raise _Invalid(
+                    t,
+                    f"undo_last: {target} was made last but {latest} was reactivated "
+                    "later, so 'the last change' has two readings",
+                )
+        return target
+    if op == "undo_earliest":
+        target = active[0]
+        if guards:
+            for c in active[1:]:
+                if c.setting == target.setting:
+                    raise _Invalid(t, f"undo_earliest: {target} is shadowed by {c}")
+            for cp in COUPLINGS:
+                if cp.forced == target.setting and base[cp.trigger] == cp.when:
+                    raise _Invalid(
+                        t, f"undo_earliest: {target} is shadowed by the rule '{cp.text}'"
+                    )
+        return target
+    # undo_ref
+    setting = turn.setting  # type: ignore[union-attr]
+    hits = [c for c in active if c.setting == setting]
+    if guards:
+        if len(hits) != 1:
+            raise _Invalid(
+                t,
+                f"undo_ref: {len(hits)} changes in effect assign {setting}; exactly one must",
+            )
+        if setting in FORCED:
+            for cp in COUPLINGS:
+                if cp.forced == setting and base[cp.trigger] == cp.when:
+                    src = _source(changes, cp.trigger)
+                    if src is not None:
+                        raise _Invalid(
+                            t, f"undo_ref: {setting} is also forced by {src} ('{cp.text}')"
+                        )
+    return hits[-1] if hits else None
+
+
+def _source(changes: list[_Change], setting: str) -> _Change | None:
+    """The active change whose assignment of ``setting`` is visible, or None (initial spec)."""
+    src = None
+    for c in changes:
+        if c.active and c.setting == setting:
+            src = c
+    return src
+
+
+def _order_guard(changes: list[_Change], setting: str, base: dict[str, str], t: int) -> None:
+    """Replaying in order made and in order (re)activated must agree on ``setting``."""
+    latest: _Change | None = None
+    for c in changes:
+        if c.active and c.setting == setting and (latest is None or c.activated > latest.activated):
+            latest = c
+    if latest is not None and latest.value != base[setting]:
+        raise _Invalid(
+            t,
+            f"{setting} differs when active changes are replayed in the order made "
+            f"({base[setting]}) and in the order (re)activated ({latest.value})",
+        )
+
+
+def _coupling_guard(changes: list[_Change], base: dict[str, str], t: int) -> None:
+    """No explicit assignment may be overridden by a rule whose trigger was made before it."""
+    for cp in COUPLINGS:
+        if base[cp.trigger] != cp.when or base[cp.forced] == cp.then:
+            continue
+        forced_src = _source(changes, cp.forced)
+        if forced_src is None:
+            continue  # the initial value, overridden by a later trigger: allowed
+        trigger_src = _source(changes, cp.trigger)
+        if trigger_src is None or trigger_src.index < forced_src.index:
+            made = "the initial spec" if trigger_src is None else str(trigger_src)
+            raise _Invalid(
+                t,
+                f"{forced_src} contradicts the rule '{cp.text}', whose trigger ({made}) "
+                "was made before it",
+            )
+
+
+__all__ = [
+    "DROP_AMBIGUOUS",
+    "DROP_MARKERS",
+    "ORACLE",
+    "TRIGGERS",
+    "InvalidScenario",
+    "Rules",
+    "Violation",
+    "check",
+    "replay",
+    "targeted",
+]
