@@ -114,8 +114,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "the header row",
         "whether the first row holds column names",
         {
-            "yes": "a header row with column names",
-            "no": "no header row, data from the first line",
+            "yes": "a header row of column names",
+            "no": "no header row (data starts on the first line)",
         },
     ),
     _s(
@@ -137,7 +137,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "the sort order",
         "the order in which rows come out",
         {
-            "none": "rows left in their original order, no sorting",
+            "none": "no sorting (rows stay in their original order)",
             "ascending": "rows sorted in ascending order",
             "descending": "rows sorted in descending order",
         },
@@ -249,8 +249,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "deduplication",
         "whether repeated rows are removed",
         {
-            "on": "duplicate rows removed",
-            "off": "duplicate rows kept",
+            "on": "removal of duplicate rows",
+            "off": "duplicate rows kept as they are",
         },
     ),
     _s(
@@ -260,9 +260,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "the error policy",
         "what happens when a row cannot be parsed",
         {
-            "fail": "stopping at the first bad row",
-            "skip": "bad rows skipped silently",
-            "warn": "a warning for each bad row, then carrying on",
+            "fail": "a policy of stopping at the first bad row",
+            "skip": "a policy of skipping bad rows silently",
+            "warn": "a policy of warning about each bad row and carrying on",
         },
     ),
     _s(

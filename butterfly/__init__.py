@@ -1,0 +1,3 @@
+"""ButterflyBench harness: generate, prompt, call models, parse, score, report."""
+
+__version__ = "0.1.0"

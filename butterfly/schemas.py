@@ -1,0 +1,55 @@
+"""The published JSON Schemas of every record format, generated from the pydantic models.
+
+``docs/schemas/`` holds the committed files; a test fails when they differ from the models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from oracle import Scenario, SuiteManifest, spec_json_schema
+
+
+def _titled(schema: dict[str, Any], title: str, description: str) -> dict[str, Any]:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        "description": description,
+        **{k: v for k, v in schema.items() if k not in {"title", "description"}},
+    }
+
+
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
+    "scenario.schema.json": lambda: _titled(
+        Scenario.model_json_schema(),
+        "ButterflyBench scenario",
+        "One line of a suite file (JSON Lines): an initial spec and 1 to 10 user turns.",
+    ),
+    "suite-manifest.schema.json": lambda: _titled(
+        SuiteManifest.model_json_schema(),
+        "ButterflyBench suite manifest",
+        "Provenance of a frozen suite: seed, generator version and content hash.",
+    ),
+    "spec.schema.json": lambda: _titled(
+        spec_json_schema(),
+        "ButterflyBench spec",
+        "The complete spec: 20 settings, each a string of its domain or 'unspecified'.",
+    ),
+}
+
+
+def render(name: str) -> str:
+    return json.dumps(SCHEMAS[name](), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schemas(out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in SCHEMAS:
+        path = out_dir / name
+        path.write_text(render(name), encoding="utf-8")
+        written.append(path)
+    return written

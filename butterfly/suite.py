@@ -1,0 +1,171 @@
+"""Suites on disk: resolve a name, load and validate a JSON Lines file, write one.
+
+Every problem with a suite file is a :class:`SuiteError` whose message is one line naming the
+file, the line, the scenario id when known, the turn when it applies, and the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Final
+
+from pydantic import ValidationError
+
+from butterfly.errors import UserError
+from oracle import Scenario, SuiteManifest, check
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+SCENARIOS_DIR: Final = ROOT / "scenarios"
+DEFAULT_SUITE: Final = "butterfly-40"
+
+
+class SuiteError(UserError):
+    """A suite file is missing or malformed; the message is one line for the user."""
+
+
+def resolve_suite(name_or_path: str) -> Path:
+    """A path to an existing file, or the name of a suite under ``scenarios/``."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    named = SCENARIOS_DIR / f"{name_or_path}.jsonl"
+    if "/" not in name_or_path and named.is_file():
+        return named
+    known = sorted(p.stem for p in SCENARIOS_DIR.glob("*.jsonl") if p.stem != "handwritten")
+    raise SuiteError(
+        f"{name_or_path}: no such suite file or suite name (known names: {', '.join(known)})"
+    )
+
+
+def _where(e: ValidationError) -> str:
+    err = e.errors(include_url=False)[0]
+    loc = list(err["loc"])
+    parts: list[str] = []
+    if len(loc) >= 2 and loc[0] == "turns" and isinstance(loc[1], int):
+        parts.append(f"turn {loc[1] + 1}")
+        loc = loc[3:] if len(loc) > 2 and isinstance(loc[2], str) and loc[2] in _OPS else loc[2:]
+    field = ".".join(str(x) for x in loc)
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "missing":
+        msg = "missing field"
+    elif err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    if field:
+        parts.append(f"{field}: {msg}")
+    else:
+        parts.append(msg)
+    return ": ".join(parts)
+
+
+_OPS: Final = frozenset({"set", "drop", "undo_last", "undo_ref", "undo_earliest", "redo",
+                         "distractor"})
+
+
+def parse_line(line: str, where: str) -> Scenario:
+    """One scenario from one JSON line; ``where`` is ``file:line`` for messages."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise SuiteError(f"{where}:{e.colno}: malformed JSON: {e.msg}") from None
+    if not isinstance(raw, dict):
+        raise SuiteError(f"{where}: a scenario must be a JSON object, not {type(raw).__name__}")
+    sid = raw.get("id")
+    label = f"{where}: scenario {sid}" if isinstance(sid, str) else where
+    try:
+        scenario = Scenario.model_validate_json(line)
+    except ValidationError as e:
+        raise SuiteError(f"{label}: {_where(e)}") from None
+    violation = check(scenario)
+    if violation is not None:
+        raise SuiteError(f"{where}: {violation}")
+    return scenario
+
+
+def load_suite(path: Path | str) -> list[Scenario]:
+    """Load and fully validate a suite; raise :class:`SuiteError` at the first problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SuiteError(f"{path}: cannot read: {e}") from None
+    scenarios: list[Scenario] = []
+    seen: dict[str, int] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for n, line in enumerate(lines, 1):
+        where = f"{path}:{n}"
+        if not line.strip():
+            raise SuiteError(f"{where}: blank line (a suite has one scenario per line)")
+        scenario = parse_line(line, where)
+        if scenario.id in seen:
+            raise SuiteError(
+                f"{where}: scenario {scenario.id}: duplicate id (first on line {seen[scenario.id]})"
+            )
+        seen[scenario.id] = n
+        scenarios.append(scenario)
+    if not scenarios:
+        raise SuiteError(f"{path}: the suite is empty")
+    return scenarios
+
+
+def dumps_suite(scenarios: list[Scenario]) -> str:
+    return "".join(s.to_json() + "\n" for s in scenarios)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_manifest(suite_path: Path) -> SuiteManifest | None:
+    """The manifest beside a frozen suite (``NAME.manifest.json``), if there is one."""
+    mpath = suite_path.with_name(suite_path.stem + ".manifest.json")
+    if not mpath.is_file():
+        return None
+    try:
+        return SuiteManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+    except ValidationError as e:
+        raise SuiteError(f"{mpath}: {_where(e)}") from None
+
+
+BUILTIN_SEEDS: Final = {"butterfly-40": 40}
+"""Frozen suites the generator can rebuild byte for byte, with their seeds."""
+
+
+def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
+    """Rebuild a frozen suite: its handwritten scenarios plus generated ones, by category."""
+    from butterfly.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
+    from oracle import CATEGORIES
+
+    if name not in BUILTIN_SEEDS:
+        raise SuiteError(f"no built-in suite named {name!r} (known: {', '.join(BUILTIN_SEEDS)})")
+    seed = BUILTIN_SEEDS[name]
+    handwritten_path = SCENARIOS_DIR / "handwritten.jsonl"
+    handwritten = load_suite(handwritten_path)
+    counts = dict(DEFAULT_COUNTS)
+    for s in handwritten:
+        counts[s.category] -= 1
+    generated = generate(counts, seed)
+    ordered = [
+        s for c in CATEGORIES for s in (*handwritten, *generated) if s.category == c
+    ]
+    text = dumps_suite(ordered)
+    manifest = SuiteManifest(
+        name=name,
+        file=f"scenarios/{name}.jsonl",
+        generator_version=GENERATOR_VERSION,
+        seed=seed,
+        handwritten="scenarios/handwritten.jsonl",
+        n_scenarios=len(ordered),
+        counts=dict(DEFAULT_COUNTS),
+        sha256=sha256_text(text),
+    )
+    return ordered, manifest

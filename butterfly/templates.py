@@ -1,0 +1,83 @@
+"""Paraphrase families: the user's words for each op.
+
+Every op has a family of at least three paraphrases (five for undo-earliest, so that "cannot
+track history" can be told apart from "this sentence is hard"). A generated turn records the id
+of the paraphrase it used, ``<family>.<index>``. Indices are stable: append new paraphrases at
+the end of a family, never reorder, or every committed suite changes.
+
+Placeholders: ``{name}`` (the setting's name), ``{description}`` (its indirect description),
+``{phrase}`` (a value phrase of the setting).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+FAMILIES: Final[dict[str, tuple[str, ...]]] = {
+    "set": (
+        "Switch to {phrase}.",
+        "Let's go with {phrase} instead.",
+        "Please change {name}: I want {phrase}.",
+        "From now on I'd like {phrase}.",
+        "I'd rather have {phrase}.",
+    ),
+    "drop": (
+        "Remove the requirement on {name}; leave it unspecified.",
+        "We no longer have a requirement for {name}. Mark it as unspecified.",
+        "Drop {name} from the requirements entirely, so it is unspecified.",
+        "Take {name} out of the spec as a requirement: it should be unspecified now.",
+    ),
+    "undo_last": (
+        "Undo that last change.",
+        "Actually, revert my most recent change.",
+        "Scratch the change I just made.",
+        "Go back on my last change, please.",
+    ),
+    "undo_ref": (
+        "Undo the change I made to {description}.",
+        "Revert my change to {description}; it should go back to what it was before that change.",
+        "Let's roll back what I changed about {description}.",
+        "Put {description} back the way it was before I changed it.",
+    ),
+    "undo_earliest": (
+        "Undo the earliest change that is still in effect.",
+        "Of the changes still in effect, revert the one I made first.",
+        "Roll back my oldest change that hasn't been undone yet.",
+        "Take back the first of my changes that still stands.",
+        "Among my edits that are still active, undo the earliest one.",
+        "Go back on the earliest change that is still in place, and keep the rest.",
+    ),
+    "redo": (
+        "Actually, put back the change I just undid.",
+        "Redo the change I just undid.",
+        "On second thought, restore what I just reverted.",
+        "Bring back the change I undid most recently.",
+    ),
+    "distractor": (
+        "By the way, my teammate runs this tool with {phrase} on her machine. "
+        "That's just her setup, not ours.",
+        "Quick question, no change needed: does {name} affect memory use much?",
+        "For context, the last project I worked on used {phrase}. Nothing to change here.",
+        "Someone in the meeting suggested {phrase}, but we decided against it.",
+        "Just thinking out loud about {name}. We'll keep it as it is.",
+    ),
+    # Indirect references: set turns whose value is resolved by the generator.
+    "indirect.same_format": (
+        "Use the same format for the output as for the input.",
+        "Write the output in whatever format the input files are in.",
+        "Make the output format match the input format.",
+    ),
+    "indirect.double_timeout": (
+        "Double the timeout per file.",
+        "Give each file twice as long as it gets now.",
+        "Make the per-file timeout twice what it is currently.",
+    ),
+    "indirect.tenfold_rows": (
+        "Raise the row limit tenfold.",
+        "Allow ten times as many rows as the current limit.",
+        "Multiply the row limit by ten.",
+    ),
+}
+
+DISTRACTOR_MENTIONS_VALUE: Final = frozenset({0, 2, 3})
+"""Distractor paraphrases whose text names a value (the generator picks one not in force)."""
