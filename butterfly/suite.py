@@ -66,21 +66,26 @@ _OPS: Final = frozenset({"set", "drop", "undo_last", "undo_ref", "undo_earliest"
 def parse_line(line: str, where: str) -> Scenario:
     """One scenario from one JSON line; ``where`` is ``file:line`` for messages."""
     try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise SuiteError(f"{where}:{e.colno}: malformed JSON: {e.msg}") from None
-    if not isinstance(raw, dict):
-        raise SuiteError(f"{where}: a scenario must be a JSON object, not {type(raw).__name__}")
-    sid = raw.get("id")
-    label = f"{where}: scenario {sid}" if isinstance(sid, str) else where
-    try:
         scenario = Scenario.model_validate_json(line)
     except ValidationError as e:
-        raise SuiteError(f"{label}: {_where(e)}") from None
+        raise SuiteError(_describe(line, where, e)) from None
     violation = check(scenario)
     if violation is not None:
         raise SuiteError(f"{where}: {violation}")
     return scenario
+
+
+def _describe(line: str, where: str, e: ValidationError) -> str:
+    """The one-line message for a record that failed validation (the slow path)."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as je:
+        return f"{where}:{je.colno}: malformed JSON: {je.msg}"
+    if not isinstance(raw, dict):
+        return f"{where}: a scenario must be a JSON object, not {type(raw).__name__}"
+    sid = raw.get("id")
+    label = f"{where}: scenario {sid}" if isinstance(sid, str) else where
+    return f"{label}: {_where(e)}"
 
 
 def load_suite(path: Path | str) -> list[Scenario]:

@@ -307,7 +307,9 @@ KEYS: Final[tuple[str, ...]] = tuple(s.key for s in SETTINGS)
 BY_KEY: Final = MappingProxyType({s.key: s for s in SETTINGS})
 DOMAINS: Final = MappingProxyType({s.key: frozenset(s.domain) for s in SETTINGS})
 """Explicit values of each setting (``unspecified`` excluded)."""
-SPEC_VALUES: Final = MappingProxyType({s.key: frozenset((*s.domain, UNSPECIFIED)) for s in SETTINGS})
+SPEC_VALUES: Final = MappingProxyType(
+    {s.key: frozenset((*s.domain, UNSPECIFIED)) for s in SETTINGS}
+)
 """Values a setting may hold in a spec: its domain plus ``unspecified``."""
 
 
@@ -319,13 +321,16 @@ class Coupling:
     when: str
     forced: str
     then: str
-    text: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.trigger} = {self.when} forces {self.forced} = {self.then}"
 
 
 COUPLINGS: Final[tuple[Coupling, ...]] = (
-    Coupling("input_format", "tsv", "delimiter", "tab", "input_format = tsv forces delimiter = tab"),
-    Coupling("parallel", "on", "progress_bar", "off", "parallel = on forces progress_bar = off"),
-    Coupling("output_format", "html", "encoding", "utf-8", "output_format = html forces encoding = utf-8"),
+    Coupling("input_format", "tsv", "delimiter", "tab"),
+    Coupling("parallel", "on", "progress_bar", "off"),
+    Coupling("output_format", "html", "encoding", "utf-8"),
 )
 
 TRIGGERS: Final = frozenset(c.trigger for c in COUPLINGS)
