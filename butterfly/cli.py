@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from butterfly import __version__
 from butterfly.errors import UserError
 
 Command = Callable[[argparse.Namespace], int]
+T = TypeVar("T")
 
 
 def _write(path: str | None, text: str) -> None:
@@ -89,6 +91,119 @@ def cmd_schema(a: argparse.Namespace) -> int:
     return 0
 
 
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-")
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from butterfly.records import RunParams
+    from butterfly.runner import open_run, pending_calls
+    from butterfly.suite import load_suite, resolve_suite
+
+    model = a.model or "local/smollm2"
+    suite_path = resolve_suite(a.suite)
+    scenarios = load_suite(suite_path)
+    if a.limit is not None:
+        if a.limit < 1:
+            raise UserError("--limit must be at least 1")
+        scenarios = scenarios[: a.limit]
+    for name, value, low in (("--concurrency", a.concurrency, 1), ("--retries", a.retries, 0),
+                             ("--max-tokens", a.max_tokens, 1)):
+        if value < low:
+            raise UserError(f"{name} must be at least {low}")
+    if a.timeout <= 0:
+        raise UserError("--timeout must be positive")
+    from butterfly.runner import redact_url
+
+    params = RunParams(
+        temperature=a.temperature,
+        max_tokens=a.max_tokens,
+        seed=a.seed,
+        schema_output=not a.no_schema,
+        parse=a.parse,
+        limit=a.limit,
+        concurrency=a.concurrency,
+        timeout=a.timeout,
+        retries=a.retries,
+        api_base=redact_url(a.api_base),
+    )
+    out = Path(a.out) if a.out else Path("runs") / f"{_slug(model)}__{suite_path.stem}"
+    state = open_run(out, model, suite_path, scenarios, params)
+    todo = pending_calls(scenarios, state)
+    return _execute(a, model, scenarios, state, out, todo)
+
+
+def _execute(a: argparse.Namespace, model: str, scenarios: list, state, out: Path,  # type: ignore[no-untyped-def, type-arg]
+             todo: int) -> int:
+    import asyncio
+    import contextlib
+
+    from butterfly.client import ModelClient
+    from butterfly.display import ProgressDisplay, print_score
+    from butterfly.provider import open_provider
+    from butterfly.runner import Progress, run_suite
+    from butterfly.score import score_run
+
+    params = state.manifest.params
+    with contextlib.ExitStack() as stack:
+        provider = open_provider(stack, model, scenarios, concurrency=params.concurrency,
+                                 api_base=a.api_base)
+        cache = None
+        if not a.no_cache and provider.cacheable:
+            from butterfly.cache import Cache
+
+            cache = Cache(Path(a.cache).expanduser())
+        client = ModelClient(provider, concurrency=params.concurrency, retries=params.retries,
+                             timeout=params.timeout, cache=cache)
+        display = stack.enter_context(ProgressDisplay(todo, f"{model} on {out}"))
+        progress = Progress(total=todo, on_update=display.update)
+        try:
+            result = asyncio.run(_run_and_close(run_suite(scenarios, client, state, out, progress),
+                                                client))
+        except KeyboardInterrupt:
+            print(f"butterfly: interrupted; answers so far are kept in {out}. Re-run the same "
+                  "command to resume.", file=sys.stderr)
+            return 130
+    print_score(score_run(out))
+    if result.incomplete:
+        print(
+            f"butterfly: {len(result.incomplete)} scenario(s) incomplete after provider errors "
+            f"({result.provider_errors} failed call(s) recorded): they are excluded from the "
+            "scores above. Re-run the same command to complete them.",
+            file=sys.stderr,
+        )
+        return 4
+    return 0
+
+
+async def _run_and_close(coro: Coroutine[Any, Any, T], client: Any) -> T:
+    try:
+        return await coro
+    finally:
+        await client.aclose()
+
+
+def cmd_score(a: argparse.Namespace) -> int:
+    from butterfly.score import score_run
+
+    result = score_run(Path(a.run), a.parse)
+    if a.json:
+        print(json.dumps(result, indent=2))
+    else:
+        from butterfly.display import print_score
+
+        print_score(result)
+    return 0
+
+
+def cmd_parse(a: argparse.Namespace) -> int:
+    from butterfly.parse import main_parse
+
+    code, text = main_parse(a.mode, sys.stdin.read())
+    print(text, file=sys.stdout if code == 0 else sys.stderr)
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="butterfly",
@@ -116,6 +231,38 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="write the JSON Schemas of every record format")
     sc.add_argument("--out-dir", default="docs/schemas")
     sc.set_defaults(func=cmd_schema)
+
+    r = sub.add_parser("run", help="run a suite against a model (default: the embedded SmolLM2)")
+    r.add_argument("--model", help="local/smollm2 (default), local/PATH.gguf, script/NAME, or "
+                   "any litellm model (openai/..., anthropic/..., ollama/...)")
+    r.add_argument("--suite", default="butterfly-40", help="suite file or name")
+    r.add_argument("--limit", type=int, help="only the first N scenarios")
+    r.add_argument("--out", help="run directory (default runs/MODEL__SUITE); re-run to resume")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--max-tokens", type=int, default=1024)
+    r.add_argument("--concurrency", type=int, default=1)
+    r.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+    r.add_argument("--retries", type=int, default=4, help="retries per call after a failure")
+    r.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
+    r.add_argument("--no-schema", action="store_true",
+                   help="do not send the spec's JSON Schema as response_format")
+    r.add_argument("--parse", choices=("strict", "structured", "lenient"), default="structured")
+    r.add_argument("--cache", default="~/.cache/butterfly/answers.sqlite",
+                   help="SQLite answer cache shared by runs")
+    r.add_argument("--no-cache", action="store_true")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("score", help="score a run directory")
+    s.add_argument("run", metavar="RUN")
+    s.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    s.add_argument("--parse", choices=("strict", "structured", "lenient"),
+                   help="re-parse the raw answers in this mode")
+    s.set_defaults(func=cmd_score)
+
+    pa = sub.add_parser("parse", help="parse one raw answer from stdin (exit 3: abstention)")
+    pa.add_argument("--mode", choices=("strict", "structured", "lenient"), default="structured")
+    pa.set_defaults(func=cmd_parse)
     return p
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.append(str(ROOT / "tests"))
 
 
 def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,

@@ -1,0 +1,56 @@
+"""A SQLite cache of model answers, keyed on what changes an answer.
+
+The key is the SHA-256 of the canonical JSON of the request's answer-changing fields (model,
+messages, sampling parameters, seed, response format); never timeouts, concurrency or retries.
+Writes are committed one by one in WAL mode, so a killed process loses at most the answer in
+flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+from butterfly.provider import Request, Response
+
+
+def cache_key(request: Request) -> str:
+    blob = json.dumps(request.cache_key_fields(), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class Cache:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, response TEXT NOT NULL)"
+        )
+
+    def get(self, request: Request) -> Response | None:
+        row = self._db.execute(
+            "SELECT response FROM answers WHERE key = ?", (cache_key(request),)
+        ).fetchone()
+        if row is None:
+            return None
+        d = json.loads(row[0])
+        return Response(d["text"], d.get("finish_reason"), d.get("prompt_tokens"),
+                        d.get("completion_tokens"))
+
+    def put(self, request: Request, response: Response) -> None:
+        blob = json.dumps({
+            "text": response.text,
+            "finish_reason": response.finish_reason,
+            "prompt_tokens": response.prompt_tokens,
+            "completion_tokens": response.completion_tokens,
+        })
+        self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (cache_key(request), blob))
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,106 @@
+"""The wrapper around every provider: concurrency, retries, per-call timeouts, the cache.
+
+One call in, one :class:`Outcome` out, never an exception for a provider failure: a call that
+still fails after its retries comes back with ``error`` set (its class and message), so the
+runner can mark the scenario incomplete instead of scoring a glitch as a model failure.
+
+Retries use exponential backoff with full jitter (base 0.5 s, cap 30 s) and honour a server's
+Retry-After when it gives one. The concurrency slot is released while a call waits to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from butterfly.cache import Cache
+from butterfly.provider import Provider, ProviderError, Request, Response
+from butterfly.records import CallError
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    response: Response | None
+    error: CallError | None
+    attempts: int
+    latency_s: float
+    cached: bool
+
+
+class ModelClient:
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        concurrency: int = 1,
+        retries: int = 4,
+        timeout: float = 120.0,
+        cache: Cache | None = None,
+        backoff_base: float | None = None,
+        backoff_cap: float = 30.0,
+        rng: random.Random | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.provider = provider
+        self.retries = retries
+        self.timeout = timeout
+        self.cache = cache if provider.cacheable else None
+        # BUTTERFLY_BACKOFF_BASE lets tests of failure paths run without long waits.
+        self.backoff_base = (
+            float(os.environ.get("BUTTERFLY_BACKOFF_BASE", "0.5"))
+            if backoff_base is None else backoff_base
+        )
+        self.backoff_cap = backoff_cap
+        self._rng = rng or random.Random(0)
+        self._sleep = sleep
+        self._slots = asyncio.Semaphore(concurrency)
+        self.sent = 0
+        self.failed_attempts = 0
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        ceiling = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
+        delay = self._rng.uniform(0, ceiling)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, 10 * self.backoff_cap))
+        return delay
+
+    async def call(self, request: Request) -> Outcome:
+        start = time.perf_counter()
+        if self.cache is not None:
+            hit = self.cache.get(request)
+            if hit is not None:
+                return Outcome(hit, None, 1, time.perf_counter() - start, True)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._slots:
+                    self.sent += 1
+                    response = await asyncio.wait_for(
+                        self.provider(request, self.timeout), self.timeout + 5.0
+                    )
+            except ProviderError as e:
+                err = e
+            except TimeoutError:
+                err = ProviderError("timeout", f"no answer within {self.timeout:g} s")
+            else:
+                if self.cache is not None:
+                    self.cache.put(request, response)
+                return Outcome(response, None, attempt, time.perf_counter() - start, False)
+            self.failed_attempts += 1
+            if attempt > self.retries:
+                return Outcome(None, CallError(kind=err.kind, message=err.message), attempt,
+                               time.perf_counter() - start, False)
+            await self._sleep(self.backoff(attempt, err.retry_after))
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+        if self.cache is not None:
+            self.cache.close()

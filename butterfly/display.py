@@ -1,0 +1,127 @@
+"""What the terminal shows: a progress display while a run goes, and the score tables."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from butterfly.runner import Progress as RunProgress
+
+
+class ProgressDisplay:
+    """A rich progress bar on a terminal; a plain line every 10 s (and at the end) otherwise."""
+
+    def __init__(self, total: int, label: str, *, tty: bool | None = None) -> None:
+        self.total = total
+        self.label = label
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self._last = 0.0
+        self._bar: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> ProgressDisplay:
+        if self.tty:
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("calls  errors {task.fields[errors]}  {task.fields[tps]} tok/s"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.label, total=self.total, errors=0, tps="-")
+        else:
+            print(f"{self.label}: {self.total} calls to make", file=sys.stderr, flush=True)
+        return self
+
+    def update(self, p: RunProgress) -> None:
+        elapsed = max(time.perf_counter() - p.started, 1e-9)
+        tps = p.completion_tokens / elapsed
+        if self._bar is not None:
+            self._bar.update(self._task, completed=p.done, errors=p.errors, tps=f"{tps:.1f}")
+            return
+        now = time.perf_counter()
+        if now - self._last >= 10 or p.done == p.total:
+            self._last = now
+            rate = p.done / elapsed
+            eta = (p.total - p.done) / rate if rate > 0 else float("nan")
+            print(f"calls {p.done}/{p.total}  errors {p.errors}  {tps:.1f} tok/s  "
+                  f"eta {eta:.0f} s", file=sys.stderr, flush=True)
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(et, e, tb)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def score_tables(result: dict[str, Any]) -> list[Table]:
+    """The model beside the two trivial baselines, then final match per category."""
+    main = Table(title=f"ButterflyBench: {result['model']} ({result['n_scenarios']} scenarios)")
+    for col in ("agent", "final match", "turn match", "abstention", "change radius",
+                "undo recovery", "wobble"):
+        main.add_column(col, justify="left" if col == "agent" else "right")
+    rows = [(result["model"], result)] + [
+        (f"baseline: {name}", b) for name, b in result["baselines"].items()
+    ]
+    for name, r in rows:
+        main.add_row(
+            name,
+            f"{_pct(r['final_match'])} ({r['final_matches']}/{r['n_scenarios']})",
+            _pct(r["turn_match"]),
+            _pct(r["abstention"]),
+            _num(r["change_radius"]),
+            _pct(r["undo_recovery"]),
+            str(r["wobbles"]),
+        )
+    cat = Table(title="final match by category")
+    cat.add_column("category")
+    cat.add_column("n", justify="right")
+    for col in (result["model"], "noop", "last-edit"):
+        cat.add_column(col, justify="right")
+    for c, r in result["by_category"].items():
+        cat.add_row(
+            c,
+            str(r["n_scenarios"]),
+            _pct(r["final_match"]),
+            _pct(result["baselines"]["noop"]["by_category"][c]["final_match"]),
+            _pct(result["baselines"]["last-edit"]["by_category"][c]["final_match"]),
+        )
+    return [main, cat]
+
+
+def print_score(result: dict[str, Any], console: Console | None = None) -> None:
+    if console is None:
+        console = Console() if sys.stdout.isatty() else Console(width=120)
+    for t in score_tables(result):
+        console.print(t)
+    if result["incomplete"]:
+        console.print(
+            f"incomplete (provider errors, excluded from every figure): {result['incomplete']} of "
+            f"{result['n_total']} scenarios ({_pct(result['incomplete_share'])})"
+        )
+    by_op = result["undo_recovery_by_op"]
+    parts = [f"{op} {_pct(v['share'])} (n={v['n']})" for op, v in by_op.items() if v["n"]]
+    if parts:
+        console.print("undo recovery by op: " + ", ".join(parts))

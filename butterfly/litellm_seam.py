@@ -1,0 +1,128 @@
+"""The one module that calls litellm.
+
+litellm runs offline: its model cost map is read from the package, not fetched, and telemetry
+is off. The environment is set before the import; this module is imported only by commands that
+call a provider (litellm takes seconds to import). litellm's own retries are off: retries,
+timeouts, concurrency and the cache belong to :mod:`butterfly.client`.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "True")
+os.environ.setdefault("LITELLM_TELEMETRY", "False")
+os.environ.setdefault("DISABLE_AIOHTTP_TRANSPORT", "True")
+
+import litellm
+from litellm import exceptions as lx
+
+from butterfly.errors import UserError
+from butterfly.provider import ProviderError, Request, Response
+
+litellm.telemetry = False
+litellm.suppress_debug_info = True
+
+
+class FatalProviderError(UserError):
+    """The provider refused the request itself (bad key, unknown model, bad parameter)."""
+
+
+def _retry_after(e: Exception) -> float | None:
+    response = getattr(e, "response", None)
+    headers = getattr(response, "headers", None) or getattr(e, "headers", None) or {}
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except AttributeError:
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def classify(e: Exception) -> ProviderError | FatalProviderError:
+    """Map a litellm exception to our error classes (the order of checks matters)."""
+    msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
+    if isinstance(e, lx.Timeout):
+        return ProviderError("timeout", msg)
+    if isinstance(e, lx.RateLimitError):
+        return ProviderError("rate_limit", msg, _retry_after(e))
+    if "missing credentials" in str(e).lower() or "api_key" in str(e).lower():
+        return FatalProviderError(f"no credentials for this provider: {msg}")
+    if isinstance(e, (lx.AuthenticationError, lx.PermissionDeniedError, lx.NotFoundError,
+                      lx.BadRequestError, lx.UnsupportedParamsError)):
+        return FatalProviderError(f"the provider refused the request: {msg}")
+    text = str(e).lower()
+    if "invalid response from llm endpoint" in text or "expecting value" in text or (
+        "json" in text and "decode" in text
+    ):
+        return ProviderError("bad_response", msg)
+    if "connection error" in text or isinstance(e, lx.APIConnectionError):
+        return ProviderError("connection", msg)
+    if isinstance(e, (lx.InternalServerError, lx.ServiceUnavailableError, lx.BadGatewayError)):
+        return ProviderError("server", msg, _retry_after(e))
+    if isinstance(e, (lx.APIResponseValidationError, ValueError, KeyError, TypeError)):
+        return ProviderError("bad_response", msg)
+    if isinstance(e, lx.APIError):
+        status = getattr(e, "status_code", None)
+        if isinstance(status, int) and status >= 500:
+            return ProviderError("server", msg, _retry_after(e))
+        return ProviderError("bad_response", msg)
+    return ProviderError("bad_response", msg)
+
+
+class LiteLLMProvider:
+    """Any model litellm knows, or an OpenAI-compatible server at ``api_base``."""
+
+    cacheable = True
+
+    def __init__(self, *, api_base: str | None = None, api_key: str | None = None,
+                 litellm_model: str | None = None) -> None:
+        self.api_base = api_base
+        self.api_key = api_key
+        self.litellm_model = litellm_model
+        """The name litellm is given, when it differs from ours (``local/...`` models)."""
+
+    async def __call__(self, request: Request, timeout: float) -> Response:
+        kwargs: dict[str, object] = {
+            "model": self.litellm_model or request.model,
+            "messages": [dict(m) for m in request.messages],
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": request.seed,
+            "timeout": timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if request.response_format is not None:
+            kwargs["response_format"] = dict(request.response_format)
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        try:
+            resp = await litellm.acompletion(**kwargs)
+        except FatalProviderError:
+            raise
+        except Exception as e:  # every provider failure is classified, never propagated raw
+            raise classify(e) from e
+        try:
+            choice = resp.choices[0]
+            text = choice.message.content
+            finish = choice.finish_reason
+        except (AttributeError, IndexError, KeyError, TypeError) as e:
+            raise ProviderError("bad_response", f"malformed completion: {e}") from e
+        usage = getattr(resp, "usage", None)
+        return Response(
+            text="" if text is None else str(text),
+            finish_reason=finish,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+        )
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,115 @@
+"""Run records on disk: a manifest and append-only JSON Lines of calls. Strict and versioned.
+
+A run directory holds:
+- ``manifest.json``: what was run (suite, model, every parameter), never a secret;
+- ``suite.jsonl``: a copy of the suite, so a run can be scored anywhere, years later;
+- ``calls.jsonl``: one record per model call, appended and flushed as each call ends. The raw
+  answer is always kept beside the parsed spec or the abstention reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RUN_SCHEMA_VERSION: Literal[1] = 1
+
+ErrorClass = Literal["timeout", "rate_limit", "server", "connection", "bad_response"]
+"""Why a call finally failed: always the provider's fault, never scored as the model's."""
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class SuiteRef(BaseModel):
+    model_config = _STRICT
+    path: str = Field(description="The suite file the run was started with.")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    n_scenarios: int
+
+
+class RunParams(BaseModel):
+    """Every parameter of a run. ``answer_key()`` is the part that changes answers."""
+
+    model_config = _STRICT
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int = 0
+    schema_output: bool = Field(True, description="Send the spec's JSON Schema as response_format")
+    parse: Literal["strict", "structured", "lenient"] = "structured"
+    limit: int | None = None
+    concurrency: int = 1
+    timeout: float = 120.0
+    retries: int = 4
+    api_base: str | None = None
+
+    def answer_key(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "schema_output": self.schema_output,
+        }
+
+
+class RunManifest(BaseModel):
+    model_config = _STRICT
+    schema_version: Literal[1] = RUN_SCHEMA_VERSION
+    kind: Literal["butterfly-run"] = "butterfly-run"
+    butterfly_version: str
+    git_commit: str | None
+    model: str
+    suite: SuiteRef
+    params: RunParams
+    prompt_sha256: str = Field(description="Hash of the system prompt and templates in force.")
+    started_at: str
+    updated_at: str
+    status: Literal["running", "complete", "incomplete", "interrupted"]
+    n_calls: int = 0
+    n_provider_errors: int = 0
+    incomplete_scenarios: tuple[str, ...] = ()
+
+
+class Tokens(BaseModel):
+    model_config = _STRICT
+    prompt: int | None = None
+    completion: int | None = None
+
+
+class CallError(BaseModel):
+    model_config = _STRICT
+    kind: ErrorClass
+    message: str
+
+
+class Message(BaseModel):
+    model_config = _STRICT
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class CallRecord(BaseModel):
+    """One model call: what was sent, what came back, and what the parser made of it."""
+
+    model_config = _STRICT
+    schema_version: Literal[1] = RUN_SCHEMA_VERSION
+    scenario: str
+    turn: int = Field(ge=1)
+    layout: str = "E"
+    repeat: int = 0
+    messages_sha256: str = Field(description="Hash of the full message list sent.")
+    messages_added: tuple[Message, ...] = Field(
+        description="Messages appended since this conversation's previous call (all for turn 1); "
+        "the full list is the concatenation over turns 1..turn."
+    )
+    raw: str | None = Field(description="The model's raw answer; null only if the call failed.")
+    finish_reason: str | None = None
+    spec: dict[str, str] | None = Field(description="The parsed spec, or null (abstention).")
+    abstention: str | None = Field(description="Why the answer is an abstention, or null.")
+    abstention_detail: str = ""
+    latency_s: float
+    tokens: Tokens = Tokens()
+    attempts: int = Field(ge=1)
+    cached: bool = False
+    error: CallError | None = None
+    at: str

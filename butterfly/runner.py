@@ -1,0 +1,362 @@
+"""Run a suite against one model: conversations, call records, resume.
+
+A run directory is created once and then only appended to. Re-running the same command with
+the same ``--out`` resumes: the answers already recorded are reused (never sent again) and only
+the missing turns are called. A scenario whose call still fails after its retries is marked
+incomplete (a provider error, never a model failure) and the next run completes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Final
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from butterfly import __version__
+from butterfly.client import ModelClient
+from butterfly.errors import UserError
+from butterfly.parse import parse_answer
+from butterfly.prompts import SYSTEM, messages
+from butterfly.provider import Request
+from butterfly.records import (
+    CallRecord,
+    Message,
+    RunManifest,
+    RunParams,
+    SuiteRef,
+    Tokens,
+)
+from butterfly.suite import ROOT
+from oracle import Scenario, spec_json_schema
+
+MANIFEST: Final = "manifest.json"
+CALLS: Final = "calls.jsonl"
+SUITE_COPY: Final = "suite.jsonl"
+
+RESPONSE_FORMAT: Final = {
+    "type": "json_schema",
+    "json_schema": {"name": "spec", "schema": spec_json_schema(), "strict": True},
+}
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def prompt_sha256() -> str:
+    return hashlib.sha256(SYSTEM.encode("utf-8")).hexdigest()
+
+
+def git_commit() -> str | None:
+    if not (ROOT / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def redact_url(url: str | None) -> str | None:
+    """Drop any user:password@ from a URL before it reaches a file."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return url
+
+
+Key = tuple[str, int, str, int]
+"""(scenario, turn, layout, repeat)"""
+
+
+@dataclass
+class RunState:
+    manifest: RunManifest
+    done: dict[Key, CallRecord] = field(default_factory=dict)
+    failed: dict[Key, CallRecord] = field(default_factory=dict)
+
+
+def read_calls(path: Path, *, repair: bool = False) -> list[CallRecord]:
+    """All call records. A torn last line (a kill mid-write: no newline yet) is ignored, and cut
+    off the file when ``repair``; any other bad line is a corrupt run directory."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    if cut < len(data) and repair:
+        with path.open("r+b") as f:
+            f.truncate(cut)
+    records: list[CallRecord] = []
+    for n, line in enumerate(data[:cut].splitlines(), 1):
+        try:
+            records.append(CallRecord.model_validate_json(line))
+        except ValidationError as e:
+            raise UserError(f"{path}:{n}: corrupt call record: {str(e).splitlines()[0]}") from None
+    return records
+
+
+def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
+             params: RunParams) -> RunState:
+    """Create the run directory, or reopen it for resuming after checking it is the same run."""
+    suite_bytes = suite_path.read_bytes()
+    suite_sha = hashlib.sha256(suite_bytes).hexdigest()
+    mpath = out / MANIFEST
+    if mpath.exists():
+        try:
+            old = RunManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+        except ValidationError as e:
+            raise UserError(f"{mpath}: not a butterfly run manifest: "
+                            f"{str(e).splitlines()[0]}") from None
+        if old.model != model or old.suite.sha256 != suite_sha:
+            raise UserError(
+                f"--out {out} holds a run of {old.model} on {old.suite.path} "
+                f"(sha256 {old.suite.sha256[:12]}); this is {model} on {suite_path} "
+                f"(sha256 {suite_sha[:12]}): choose another --out"
+            )
+        if old.params.answer_key() != params.answer_key() or old.prompt_sha256 != prompt_sha256():
+            raise UserError(
+                f"--out {out} was run with other answer-changing parameters "
+                f"({json.dumps(old.params.answer_key())}); resume with the same ones or choose "
+                "another --out"
+            )
+        manifest = old.model_copy(update={"params": params, "updated_at": now(),
+                                          "status": "running"})
+        state = RunState(manifest)
+        for rec in read_calls(out / CALLS, repair=True):
+            key = (rec.scenario, rec.turn, rec.layout, rec.repeat)
+            if rec.error is None:
+                state.done[key] = rec
+                state.failed.pop(key, None)
+            elif key not in state.done:
+                state.failed[key] = rec
+        return state
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot create: {e.strerror or e}") from None
+    if any(out.iterdir()):
+        raise UserError(f"--out {out} is not empty and holds no run: choose another --out")
+    shutil.copyfile(suite_path, out / SUITE_COPY)
+    stamp = now()
+    manifest = RunManifest(
+        butterfly_version=__version__,
+        git_commit=git_commit(),
+        model=model,
+        suite=SuiteRef(path=str(suite_path), sha256=suite_sha, n_scenarios=len(scenarios)),
+        params=params,
+        prompt_sha256=prompt_sha256(),
+        started_at=stamp,
+        updated_at=stamp,
+        status="running",
+    )
+    write_manifest(out, manifest)
+    return RunState(manifest)
+
+
+def write_manifest(out: Path, manifest: RunManifest) -> None:
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out / MANIFEST)
+
+
+class CallLog:
+    """Append-only writer of call records: one line per call, flushed as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self._f: IO[str] = path.open("a", encoding="utf-8")
+
+    def append(self, record: CallRecord) -> None:
+        self._f.write(record.model_dump_json() + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+@dataclass
+class Progress:
+    """What a progress display is told; the CLI renders it (rich bar or plain lines)."""
+
+    total: int
+    done: int = 0
+    errors: int = 0
+    completion_tokens: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    on_update: Callable[[Progress], None] | None = None
+
+    def add(self, rec: CallRecord) -> None:
+        self.done += 1
+        if rec.error is not None:
+            self.errors += 1
+        self.completion_tokens += rec.tokens.completion or 0
+        if self.on_update is not None:
+            self.on_update(self)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    out: Path
+    n_calls: int
+    provider_errors: int
+    incomplete: tuple[str, ...]
+    interrupted: bool = False
+
+
+async def _play(
+    scenario: Scenario,
+    client: ModelClient,
+    state: RunState,
+    log: CallLog,
+    progress: Progress,
+    *,
+    model: str,
+    params: RunParams,
+) -> bool:
+    """Play one conversation to its end; False if a call failed after its retries."""
+    answers: list[str] = []
+    sent: list[dict[str, str]] = []
+    for t in range(1, len(scenario.turns) + 1):
+        key = (scenario.id, t, "E", 0)
+        msgs = messages(scenario, t, answers)
+        prior = state.done.get(key)
+        if prior is not None and prior.raw is not None:
+            answers.append(prior.raw)
+            sent = msgs
+            continue
+        request = Request(
+            model=model,
+            messages=tuple(msgs),
+            temperature=params.temperature,
+            max_tokens=params.max_tokens,
+            seed=params.seed,
+            response_format=RESPONSE_FORMAT if params.schema_output else None,
+            meta={"scenario": scenario.id, "turn": t},
+        )
+        outcome = await client.call(request)
+        added = msgs[len(sent):]
+        sent = msgs
+        resp = outcome.response
+        if resp is None:
+            parsed_spec, reason, detail = None, None, ""
+        else:
+            p = parse_answer(resp.text, params.parse, truncated=resp.finish_reason == "length")
+            parsed_spec, reason, detail = p.spec, p.reason, p.detail
+        rec = CallRecord(
+            scenario=scenario.id,
+            turn=t,
+            messages_sha256=hashlib.sha256(
+                json.dumps(msgs, ensure_ascii=False).encode("utf-8")
+            ).hexdigest(),
+            messages_added=tuple(Message.model_validate(m)
+                                 for m in added),
+            raw=None if resp is None else resp.text,
+            finish_reason=None if resp is None else resp.finish_reason,
+            spec=parsed_spec,
+            abstention=reason,
+            abstention_detail=detail,
+            latency_s=round(outcome.latency_s, 6),
+            tokens=Tokens(
+                prompt=None if resp is None else resp.prompt_tokens,
+                completion=None if resp is None else resp.completion_tokens,
+            ),
+            attempts=outcome.attempts,
+            cached=outcome.cached,
+            error=outcome.error,
+            at=now(),
+        )
+        log.append(rec)
+        progress.add(rec)
+        if resp is None:
+            return False
+        state.done[key] = rec
+        answers.append(resp.text)
+    return True
+
+
+async def run_suite(
+    scenarios: Sequence[Scenario],
+    client: ModelClient,
+    state: RunState,
+    out: Path,
+    progress: Progress,
+) -> RunResult:
+    """Play every scenario (at most ``concurrency`` conversations at once) and close the run."""
+    params = state.manifest.params
+    model = state.manifest.model
+    log = CallLog(out / CALLS)
+    slots = asyncio.Semaphore(max(1, params.concurrency))
+    incomplete: list[str] = []
+    interrupted = False
+
+    async def one(s: Scenario) -> None:
+        async with slots:
+            ok = await _play(s, client, state, log, progress, model=model, params=params)
+        if not ok:
+            incomplete.append(s.id)
+
+    try:
+        await asyncio.gather(*(one(s) for s in scenarios))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        interrupted = True
+        raise
+    finally:
+        log.close()
+        order = {s.id: i for i, s in enumerate(scenarios)}
+        done_ids = tuple(sorted(incomplete, key=order.__getitem__))
+        all_records = read_calls(out / CALLS)
+        manifest = state.manifest.model_copy(update={
+            "updated_at": now(),
+            "status": "interrupted" if interrupted else ("incomplete" if done_ids else "complete"),
+            "n_calls": sum(1 for r in all_records if r.error is None),
+            "n_provider_errors": sum(1 for r in all_records if r.error is not None),
+            "incomplete_scenarios": done_ids,
+        })
+        write_manifest(out, manifest)
+        state.manifest = manifest
+    return RunResult(out, manifest.n_calls, manifest.n_provider_errors, done_ids)
+
+
+def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:
+    return sum(
+        1 for s in scenarios for t in range(1, len(s.turns) + 1)
+        if (s.id, t, "E", 0) not in state.done
+    )
+
+
+def load_run_records(out: Path) -> tuple[RunManifest, list[Scenario], dict[Key, CallRecord]]:
+    """Everything a scorer needs from a run directory: manifest, suite copy, latest records."""
+    from butterfly.suite import load_suite
+
+    mpath = out / MANIFEST
+    if not mpath.is_file():
+        raise UserError(f"{out}: not a run directory (no {MANIFEST})")
+    try:
+        manifest = RunManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+    except ValidationError as e:
+        raise UserError(f"{mpath}: not a butterfly run manifest: "
+                        f"{str(e).splitlines()[0]}") from None
+    scenarios = load_suite(out / SUITE_COPY)
+    records: dict[Key, CallRecord] = {}
+    for rec in read_calls(out / CALLS):
+        key = (rec.scenario, rec.turn, rec.layout, rec.repeat)
+        if rec.error is None or key not in records:
+            records[key] = rec
+    return manifest, scenarios, records

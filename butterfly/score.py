@@ -1,0 +1,226 @@
+"""Metrics of contract section 4, per scenario and aggregated, from records (never live objects).
+
+m_t is the model's parsed spec after turn t (None for an abstention), o_t the oracle's; m_0 = o_0
+is the initial spec.
+
+- turn match: m_t == o_t on all 20 settings (an abstention is a mismatch);
+- final match: turn match at the last turn (the headline: share of scenarios);
+- first divergent turn: the first t without a turn match, or none;
+- wobble: a final match with a divergent turn on the way;
+- change radius: settings wrong in the final spec that no turn targeted (explicitly or through a
+  coupling), mean per scenario over scenarios whose final answer parsed;
+- collateral(t): settings where m_t differs from m_{t-1} while o_t equals o_{t-1}, over turns
+  whose answers at t-1 and t both parsed;
+- undo recovery: over undo_last / undo_ref / undo_earliest / redo turns whose previous turn
+  matched, the share that still match; per op;
+- abstention: abstentions / answers; coverage = 1 - abstention.
+
+Scenarios with a provider error (incomplete) are excluded from every figure and counted apart.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oracle import CATEGORIES, KEYS, UNDO_OPS, Scenario, replay, targeted
+
+Spec = dict[str, str]
+
+
+@dataclass(frozen=True)
+class ScenarioScore:
+    id: str
+    category: str
+    turns: int
+    turn_match: tuple[bool, ...]
+    first_divergent: int | None
+    change_radius: int | None
+    collateral: tuple[int | None, ...]
+    undo: tuple[tuple[str, bool], ...]
+    """(op, still matches) for undo/redo turns whose previous turn matched."""
+    abstentions: int
+
+    @property
+    def final_match(self) -> bool:
+        return self.turn_match[-1]
+
+    @property
+    def wobble(self) -> bool:
+        return self.final_match and self.first_divergent is not None
+
+
+def score_scenario(
+    scenario: Scenario, answers: Sequence[Spec | None], oracle: Sequence[Spec] | None = None
+) -> ScenarioScore:
+    """Score one complete conversation: ``answers[t-1]`` is m_t for t = 1..n."""
+    o = oracle if oracle is not None else replay(scenario)
+    n = len(scenario.turns)
+    if len(answers) != n:
+        raise ValueError(f"{scenario.id}: {len(answers)} answers for {n} turns")
+    m: list[Spec | None] = [o[0], *answers]
+    match = tuple(m[t] == o[t] for t in range(1, n + 1))
+    first = next((t for t in range(1, n + 1) if not match[t - 1]), None)
+    final = m[n]
+    radius: int | None = None
+    if final is not None:
+        hit = targeted(scenario)
+        radius = sum(1 for k in KEYS if k not in hit and final[k] != o[n][k])
+    collateral: list[int | None] = []
+    for t in range(1, n + 1):
+        cur, prev = m[t], m[t - 1]
+        if cur is None or prev is None:
+            collateral.append(None)
+        else:
+            collateral.append(
+                sum(1 for k in KEYS if cur[k] != prev[k] and o[t][k] == o[t - 1][k])
+            )
+    undo: list[tuple[str, bool]] = []
+    for t, turn in enumerate(scenario.turns, 1):
+        prev_ok = True if t == 1 else match[t - 2]
+        if turn.op in UNDO_OPS and prev_ok:
+            undo.append((turn.op, match[t - 1]))
+    return ScenarioScore(
+        id=scenario.id,
+        category=scenario.category,
+        turns=n,
+        turn_match=match,
+        first_divergent=first,
+        change_radius=radius,
+        collateral=tuple(collateral),
+        undo=tuple(undo),
+        abstentions=sum(1 for a in answers if a is None),
+    )
+
+
+def _share(num: int, den: int) -> float | None:
+    return None if den == 0 else num / den
+
+
+def aggregate(scores: Sequence[ScenarioScore]) -> dict[str, Any]:
+    """The metrics of a set of scored scenarios (all complete)."""
+    n = len(scores)
+    answers = sum(s.turns for s in scores)
+    abst = sum(s.abstentions for s in scores)
+    radii = [s.change_radius for s in scores if s.change_radius is not None]
+    coll = [c for s in scores for c in s.collateral if c is not None]
+    undo_by_op: dict[str, dict[str, Any]] = {}
+    for op in UNDO_OPS:
+        cases = [ok for s in scores for o, ok in s.undo if o == op]
+        undo_by_op[op] = {"share": _share(sum(cases), len(cases)), "n": len(cases)}
+    all_undo = [ok for s in scores for _, ok in s.undo]
+    fdt = Counter(s.first_divergent for s in scores)
+    return {
+        "n_scenarios": n,
+        "final_match": _share(sum(s.final_match for s in scores), n),
+        "final_matches": sum(s.final_match for s in scores),
+        "turn_match": _share(sum(sum(s.turn_match) for s in scores), answers),
+        "abstention": _share(abst, answers),
+        "coverage": None if answers == 0 else 1 - abst / answers,
+        "n_answers": answers,
+        "change_radius": None if not radii else sum(radii) / len(radii),
+        "change_radius_n": len(radii),
+        "collateral_per_turn": None if not coll else sum(coll) / len(coll),
+        "undo_recovery": _share(sum(all_undo), len(all_undo)),
+        "undo_recovery_n": len(all_undo),
+        "undo_recovery_by_op": undo_by_op,
+        "wobble": _share(sum(s.wobble for s in scores), n),
+        "wobbles": sum(s.wobble for s in scores),
+        "first_divergent_turn": {
+            ("none" if k is None else str(k)): v
+            for k, v in sorted(fdt.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
+        },
+    }
+
+
+def by_category(scores: Sequence[ScenarioScore]) -> dict[str, dict[str, Any]]:
+    return {
+        c: aggregate([s for s in scores if s.category == c])
+        for c in CATEGORIES
+        if any(s.category == c for s in scores)
+    }
+
+
+def agent_scores(name: str, scenarios: Iterable[Scenario]) -> list[ScenarioScore]:
+    """Scores of a scripted agent, computed directly (the trivial baselines)."""
+    from butterfly.agents import agent_specs
+
+    out = []
+    for s in scenarios:
+        oracle = replay(s)
+        specs = agent_specs(name, s)
+        out.append(score_scenario(s, specs[1:], oracle))
+    return out
+
+
+BASELINES = ("noop", "last-edit")
+
+
+def report(
+    model: str,
+    scenarios: Sequence[Scenario],
+    answers: dict[str, list[Spec | None]],
+    incomplete: Sequence[str],
+) -> dict[str, Any]:
+    """The full score object of a run: overall, per category, baselines, incomplete share."""
+    complete = [s for s in scenarios if s.id in answers]
+    scores = [score_scenario(s, answers[s.id]) for s in complete]
+    total = len(scenarios)
+    out: dict[str, Any] = {"model": model, **aggregate(scores)}
+    out["n_total"] = total
+    out["incomplete"] = len(incomplete)
+    out["incomplete_share"] = _share(len(incomplete), total)
+    out["incomplete_scenarios"] = list(incomplete)
+    out["by_category"] = by_category(scores)
+    out["baselines"] = {}
+    for b in BASELINES:
+        bs = agent_scores(b, complete)
+        out["baselines"][b] = {**aggregate(bs), "by_category": by_category(bs)}
+    out["scenarios"] = [
+        {
+            "id": s.id,
+            "category": s.category,
+            "final_match": s.final_match,
+            "first_divergent_turn": s.first_divergent,
+            "change_radius": s.change_radius,
+            "wobble": s.wobble,
+            "abstentions": s.abstentions,
+        }
+        for s in scores
+    ]
+    return out
+
+
+def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
+    """Score a run directory from its records; ``parse_mode`` re-parses the raw answers."""
+    from pathlib import Path
+
+    from butterfly.parse import parse_answer
+    from butterfly.runner import load_run_records
+
+    manifest, scenarios, records = load_run_records(Path(out))
+    limit = manifest.params.limit
+    in_run = scenarios if limit is None else scenarios[:limit]
+    answers: dict[str, list[Spec | None]] = {}
+    incomplete: list[str] = []
+    for s in in_run:
+        specs: list[Spec | None] = []
+        for t in range(1, len(s.turns) + 1):
+            rec = records.get((s.id, t, "E", 0))
+            if rec is None or rec.error is not None or rec.raw is None:
+                incomplete.append(s.id)
+                break
+            if parse_mode is None:
+                specs.append(rec.spec)
+            else:
+                p = parse_answer(rec.raw, parse_mode,  # type: ignore[arg-type]
+                                 truncated=rec.finish_reason == "length")
+                specs.append(p.spec)
+        else:
+            answers[s.id] = specs
+    result = report(manifest.model, in_run, answers, incomplete)
+    result["run"] = str(out)
+    result["parse"] = parse_mode or manifest.params.parse
+    return result

@@ -1,0 +1,106 @@
+"""Scripted agents through the whole pipeline (run -> records -> score): known score profiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+from butterfly.agents import AGENTS, agent_specs
+from butterfly.suite import load_suite
+from oracle import replay
+
+SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
+SCENARIOS = load_suite(SUITE)
+
+
+@pytest.fixture(scope="module")
+def scores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:  # type: ignore[type-arg]
+    out: dict[str, dict] = {}  # type: ignore[type-arg]
+    base = tmp_path_factory.mktemp("runs")
+    for agent in AGENTS:
+        run = base / agent
+        r = run_cli("run", "--model", f"script/{agent}", "--out", str(run), "--no-cache")
+        assert r.returncode == 0, r.stderr
+        assert "final match" in r.stdout  # the score table
+        s = run_cli("score", str(run), "--json")
+        assert s.returncode == 0, s.stderr
+        out[agent] = json.loads(s.stdout)
+    return out
+
+
+def test_json_has_the_promised_keys(scores: dict[str, dict]) -> None:  # type: ignore[type-arg]
+    for key in ("final_match", "abstention", "change_radius", "undo_recovery", "n_scenarios",
+                "by_category", "baselines", "first_divergent_turn", "wobble"):
+        assert key in scores["oracle"]
+
+
+def test_oracle_agent_is_perfect(scores: dict[str, dict]) -> None:  # type: ignore[type-arg]
+    o = scores["oracle"]
+    assert o["final_match"] == 1.0 and o["turn_match"] == 1.0
+    assert o["abstention"] == 0.0 and o["change_radius"] == 0.0 and o["wobbles"] == 0
+    assert o["undo_recovery"] == 1.0
+    assert o["first_divergent_turn"] == {"none": 40}
+    assert all(c["final_match"] == 1.0 for c in o["by_category"].values())
+
+
+def test_noop_agent_profile(scores: dict[str, dict]) -> None:  # type: ignore[type-arg]
+    n = scores["noop"]
+    unchanged = sum(1 for s in SCENARIOS if replay(s)[-1] == s.initial)
+    assert n["final_matches"] == unchanged
+    assert n["abstention"] == 0.0
+    assert n["change_radius"] == 0.0  # everything it gets wrong was targeted by some turn
+    assert n["final_match"] == scores["oracle"]["baselines"]["noop"]["final_match"]
+
+
+def test_last_edit_agent_profile(scores: dict[str, dict]) -> None:  # type: ignore[type-arg]
+    le = scores["last-edit"]
+    by = le["by_category"]
+    for cat in ("distractor", "drop", "indirect_ref"):
+        assert by[cat]["final_match"] == 1.0, cat
+    for cat in ("undo_ref", "undo_last", "undo_earliest", "redo"):
+        # an undo that changes the spec is ignored; redo after it restores agreement
+        expected = sum(
+            1 for s in SCENARIOS if s.category == cat
+            and replay(s)[-1] == agent_specs("last-edit", s)[-1]
+        ) / by[cat]["n_scenarios"]
+        assert by[cat]["final_match"] == expected, cat
+    assert by["undo_ref"]["final_match"] == 0.0
+    assert by["redo"]["final_match"] == 1.0
+    assert le["final_match"] == scores["oracle"]["baselines"]["last-edit"]["final_match"]
+    for op in ("undo_last", "undo_ref", "undo_earliest"):
+        assert le["undo_recovery_by_op"][op]["share"] == 0.0, op
+
+
+def test_lifo_agent_fails_exactly_on_undo_earliest(scores: dict[str, dict]) -> None:  # type: ignore[type-arg]
+    lifo = scores["lifo"]
+    assert lifo["undo_recovery_by_op"]["undo_earliest"]["share"] == 0.0
+    assert lifo["undo_recovery_by_op"]["undo_last"]["share"] == 1.0
+    assert lifo["undo_recovery_by_op"]["undo_ref"]["share"] == 1.0
+    assert lifo["by_category"]["undo_earliest"]["final_match"] == 0.0
+    for cat in ("undo_ref", "undo_last", "coupling", "distractor", "drop", "redo"):
+        assert lifo["by_category"][cat]["final_match"] == 1.0, cat
+
+
+def test_no_coupling_agent_fails_where_a_rule_is_in_force(scores: dict[str, dict]) -> None:  # type: ignore[type-arg]
+    nc = scores["no-coupling"]
+    from oracle import COUPLINGS
+
+    expected = sum(
+        1 for s in SCENARIOS
+        if not any(replay(s)[-1][c.trigger] == c.when and
+                   agent_specs("no-coupling", s)[-1][c.forced] != c.then for c in COUPLINGS)
+    )
+    assert nc["final_matches"] == expected < 40
+    assert nc["by_category"]["undo_earliest"]["final_match"] == 1.0
+
+
+def test_score_reparse_modes_agree_for_clean_json(scores: dict[str, dict], tmp_path: Path) -> None:  # type: ignore[type-arg]
+    run = tmp_path / "o"
+    assert run_cli("run", "--model", "script/oracle", "--out", str(run), "--limit", "5",
+                   "--no-cache").returncode == 0
+    for mode in ("strict", "structured", "lenient"):
+        r = run_cli("score", str(run), "--json", "--parse", mode)
+        assert json.loads(r.stdout)["final_match"] == 1.0

@@ -1,0 +1,239 @@
+"""The runner end to end through the fake server: faults, resume after SIGKILL, refusals,
+secrets, and no connection beyond loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, run_cli
+from fakeserver import FakeServer
+
+from butterfly.prompts import messages
+from butterfly.suite import load_suite
+from oracle import replay
+
+SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
+SCENARIOS = load_suite(SUITE)[:8]
+N_CALLS = sum(len(s.turns) for s in SCENARIOS)
+FAST = {"BUTTERFLY_BACKOFF_BASE": "0.01"}
+
+
+def oracle_responder() -> Any:
+    """Answers like a perfect model, found from the user messages of the conversation."""
+    table: dict[tuple[str, ...], str] = {}
+    for s in SCENARIOS:
+        specs = replay(s)
+        answers = [json.dumps(x) for x in specs[1:]]
+        for t in range(1, len(s.turns) + 1):
+            users = tuple(m["content"] for m in messages(s, t, answers[: t - 1])
+                          if m["role"] == "user")
+            table[users] = answers[t - 1]
+
+    def respond(body: dict[str, Any]) -> str:
+        users = tuple(m["content"] for m in body["messages"] if m["role"] == "user")
+        return table[users]
+
+    return respond
+
+
+def _run(out: Path, srv: FakeServer, *extra: str, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--out", str(out),
+                   "--limit", str(len(SCENARIOS)), "--no-cache", "--timeout", "2", *extra,
+                   env={**FAST, "OPENAI_API_KEY": "sk-test-SECRET-123", **(env or {})})
+
+
+def _score(out: Path) -> dict[str, Any]:
+    r = run_cli("score", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)  # type: ignore[no-any-return]
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("clean") / "run"
+    with FakeServer(oracle_responder()) as srv:
+        r = _run(out, srv)
+        assert r.returncode == 0, r.stderr
+        assert srv.count == N_CALLS
+    return _score(out)
+
+
+def test_clean_run_is_perfect(clean: dict[str, Any]) -> None:
+    assert clean["final_match"] == 1.0 and clean["n_scenarios"] == len(SCENARIOS)
+
+
+def test_failing_server_gives_the_same_score(tmp_path: Path, clean: dict[str, Any]) -> None:
+    cycle = ["500", "429:0.05", None, "503", "hang:4", None, "nonjson", "drop", None]
+    out = tmp_path / "run"
+    with FakeServer(oracle_responder(), faults=lambda i: cycle[i % len(cycle)]) as srv:
+        r = _run(out, srv, "--retries", "6", "--timeout", "1")
+    assert r.returncode == 0, r.stderr
+    recs = _records(out)
+    assert len(recs) == N_CALLS and all(x["error"] is None for x in recs)
+    assert any(x["attempts"] > 1 for x in recs)
+    got = _score(out)
+    for key in ("final_match", "turn_match", "abstention", "change_radius", "undo_recovery"):
+        assert got[key] == clean[key], key
+
+
+def test_garbage_answer_is_an_abstention_not_an_error(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with FakeServer(oracle_responder(), faults=["garbage"]) as srv:
+        r = _run(out, srv)
+    assert r.returncode == 0, r.stderr
+    first = _records(out)[0]
+    assert first["error"] is None and first["spec"] is None and first["abstention"]
+    assert first["raw"]  # the raw answer is kept
+    assert _score(out)["abstention"] > 0
+
+
+def test_provider_failure_marks_incomplete_then_rerun_completes(
+    tmp_path: Path, clean: dict[str, Any]
+) -> None:
+    victim = SCENARIOS[2]
+    marker = victim.turns[0].text
+
+    def fail_victim(i: int, body: dict[str, Any]) -> str | None:
+        return "500" if any(marker in m["content"] for m in body["messages"]) else None
+
+    out = tmp_path / "run"
+    with FakeServer(oracle_responder(), faults=fail_victim) as srv:
+        r = _run(out, srv, "--retries", "2")
+    assert r.returncode == 4, r.stderr
+    assert "incomplete" in r.stderr and "Traceback" not in r.stderr
+    s = _score(out)
+    assert s["incomplete"] == 1 and s["incomplete_scenarios"] == [victim.id]
+    assert s["n_scenarios"] == len(SCENARIOS) - 1 and s["final_match"] == 1.0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "incomplete"
+    with FakeServer(oracle_responder()) as srv:
+        r = _run(out, srv)
+        assert r.returncode == 0, r.stderr
+        assert srv.count == len(victim.turns)  # only the missing calls are sent
+    assert _score(out)["final_match"] == clean["final_match"]
+    assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_sigkill_then_resume_loses_nothing(tmp_path: Path, clean: dict[str, Any]) -> None:
+    out = tmp_path / "run"
+    respond = oracle_responder()
+
+    def slow(body: dict[str, Any]) -> str:
+        time.sleep(0.15)
+        return str(respond(body))
+
+    with FakeServer(slow) as srv:
+        cmd = [sys.executable, "-m", "butterfly.cli", "run", "--model", "openai/fake",
+               "--api-base", srv.api_base, "--out", str(out), "--limit", str(len(SCENARIOS)),
+               "--no-cache"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **FAST},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        calls = out / "calls.jsonl"
+        while time.time() < deadline:
+            if calls.exists() and calls.read_text().count("\n") >= 5:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        done_before = calls.read_text().count("\n")
+        assert 5 <= done_before < N_CALLS
+        with calls.open("a") as f:
+            f.write('{"schema_version": 1, "scenario": "torn wri')  # a write cut by the kill
+        sent_before = srv.count
+        r = _run(out, srv)
+        assert r.returncode == 0, r.stderr
+        resent = srv.count - sent_before
+    assert resent <= N_CALLS - done_before + 1  # at most the call in flight is asked again
+    recs = _records(out)
+    keys = [(x["scenario"], x["turn"]) for x in recs if x["error"] is None]
+    assert len(keys) == len(set(keys)) == N_CALLS
+    assert _score(out)["final_match"] == clean["final_match"]
+
+
+def test_out_of_another_model_or_suite_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
+                   "--no-cache").returncode == 0
+    r = run_cli("run", "--model", "script/noop", "--out", str(out), "--limit", "2")
+    assert r.returncode == 1 and "holds a run of script/oracle" in r.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(s.to_json() + "\n" for s in SCENARIOS[:3]))
+    r = run_cli("run", "--model", "script/oracle", "--suite", str(other), "--out", str(out))
+    assert r.returncode == 1 and "choose another --out" in r.stderr
+    r = run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
+                "--temperature", "0.5")
+    assert r.returncode == 1 and "answer-changing" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_no_secret_reaches_any_file(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with FakeServer(oracle_responder()) as srv:
+        base = srv.api_base.replace("http://", "http://user:pw-SECRET-456@")
+        r = run_cli("run", "--model", "openai/fake", "--api-base", base, "--out", str(out),
+                    "--limit", "2", "--no-cache",
+                    env={"OPENAI_API_KEY": "sk-test-SECRET-123"})
+        assert r.returncode == 0, r.stderr
+    for path in out.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert "SECRET" not in text, path
+
+
+@pytest.mark.parametrize("mode", ["scripted", "fake-server"])
+def test_no_connection_leaves_loopback(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "net.log"
+    out = tmp_path / "run"
+    guard = [sys.executable, str(ROOT / "tests" / "netguard.py"), str(log)]
+    env = {**os.environ, **FAST}
+    if mode == "scripted":
+        r = subprocess.run([*guard, "run", "--model", "script/oracle", "--out", str(out),
+                            "--limit", "3", "--no-cache"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    else:
+        with FakeServer(oracle_responder()) as srv:
+            r = subprocess.run([*guard, "run", "--model", "openai/fake", "--api-base",
+                                srv.api_base, "--out", str(out), "--limit", "2", "--no-cache"],
+                               cwd=ROOT, env={**env, "OPENAI_API_KEY": "sk-x"},
+                               capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    assert not log.exists(), log.read_text()
+
+
+def test_commands_without_a_provider_never_import_litellm(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert run_cli("run", "--model", "script/noop", "--out", str(run), "--limit", "2",
+                   "--no-cache").returncode == 0
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['butterfly'] + sys.argv[1:]\n"
+        "try:\n"
+        "    runpy.run_module('butterfly.cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
+    )
+    for args in (["validate", str(SUITE)], ["oracle", str(SUITE)], ["score", str(run)],
+                 ["run", "--model", "script/oracle", "--out", str(tmp_path / "r2"), "--limit",
+                  "1", "--no-cache"]):
+        r = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120, input="")
+        assert r.returncode == 0, (args, r.stderr)
+    r = subprocess.run([sys.executable, "-c", probe, "parse", "--mode", "strict"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60, input="UNSURE")
+    assert r.returncode == 0 and "litellm" not in r.stderr
