@@ -21,24 +21,46 @@ from typing import Final
 from oracle.catalogue import COUPLINGS, FORCED, TRIGGERS, UNSPECIFIED, apply_couplings
 from oracle.records import Scenario, Turn
 
-DROP_MARKERS: Final = ("requirement", "unspecified")
-"""A drop turn must say plainly that a requirement is removed: its text names one of these."""
-
-DROP_AMBIGUOUS: Final = (
-    "none",
-    "no limit",
-    "don't care",
-    "do not care",
-    "doesn't matter",
-    "does not matter",
-    "no longer matter",
-    "turn off",
-    "switch off",
-    "disable",
-    "get rid of",
+DROP_REMOVAL: Final = re.compile(
+    r"\bunspecified\b"
+    r"|\b(?:remove|drop|delete|lift|take out|taking out)\b.*\brequirements?\b"
+    r"|\brequirements?\b.*\b(?:removed|dropped|deleted|lifted|gone)\b"
+    r"|\bno (?:longer (?:have |has |need |needs )?(?:a |any )?)?requirements?\b"
+    r"|\bout of\b.*\brequirements?\b|\brequirements?\b.*\bout of\b"
 )
-"""Wording that also reads as setting the value ``none``/``off``; a drop turn may use none of it."""
-_AMBIGUOUS_RE: Final = re.compile(r"\b(" + "|".join(re.escape(w) for w in DROP_AMBIGUOUS) + r")\b")
+"""A drop turn must say plainly that the requirement is removed (or the setting unspecified)."""
+
+DROP_AMBIGUOUS: Final = re.compile(
+    r"\bnone\b|\bno limits?\b|\bunlimited\b|\bdo(?:n't| not) care\b"
+    r"|\bdo(?:es)?(?:n't| not) matter\b|\bno longer matters?\b"
+    r"|\b(?:turn|switch)(?:s|ed|ing)?(?: it| that| this| them)? off\b"
+    r"|\bdisabl\w*|\bdeactivat\w*|\bget(?:s|ting)? rid of\b"
+)
+"""Wording that also reads as setting a value (``none``, ``off``), so a drop may not use it."""
+
+DROP_AMBIGUOUS_EXAMPLES: Final = (
+    "none", "no limit", "unlimited", "don't care", "do not care", "doesn't matter",
+    "does not matter", "no longer matters", "turn off", "switched off", "disable", "disabled",
+    "deactivate", "get rid of",
+)
+"""Phrases the ambiguity pattern must catch (tested); documentation as much as data."""
+
+
+def normalise_text(text: str) -> str:
+    """Lower case, typographic apostrophes and quotes made plain, for the wording guards."""
+    return text.lower().replace("\u2019", "'").replace("\u2018", "'").replace("\u02bc", "'")
+
+
+def drop_wording_problem(text: str) -> str | None:
+    """Why ``text`` is not a plain drop, or None if it is."""
+    low = normalise_text(text)
+    if not DROP_REMOVAL.search(low):
+        return ("a drop turn must say plainly that the requirement is removed "
+                "(e.g. 'remove the requirement on ...', '... unspecified')")
+    m = DROP_AMBIGUOUS.search(low)
+    if m:
+        return f"drop wording {m.group(0)!r} also reads as a value, not as removal"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +158,10 @@ def targeted(scenario: Scenario) -> frozenset[str]:
 
 
 def _text_guard(turn: Turn, t: int) -> None:
-    if turn.op != "drop":
-        return
-    text = turn.text.lower()
-    if not any(m in text for m in DROP_MARKERS):
-        raise _Invalid(t, "a drop turn must say plainly that the requirement is removed "
-                          f"(name one of: {', '.join(DROP_MARKERS)})")
-    m = _AMBIGUOUS_RE.search(text)
-    if m:
-        raise _Invalid(t, f"drop wording {m.group(0)!r} also reads as a value, not as removal")
+    if turn.op == "drop":
+        problem = drop_wording_problem(turn.text)
+        if problem is not None:
+            raise _Invalid(t, problem)
 
 
 def _replay(
@@ -304,13 +321,15 @@ def _coupling_guard(changes: list[_Change], base: dict[str, str], t: int) -> Non
 
 __all__ = [
     "DROP_AMBIGUOUS",
-    "DROP_MARKERS",
+    "DROP_AMBIGUOUS_EXAMPLES",
+    "DROP_REMOVAL",
     "ORACLE",
     "TRIGGERS",
     "InvalidScenario",
     "Rules",
     "Violation",
     "check",
+    "drop_wording_problem",
     "replay",
     "targeted",
 ]
