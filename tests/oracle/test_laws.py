@@ -504,7 +504,7 @@ def test_drop_wording_is_checked_before_the_coupling_guard() -> None:
     assert violation(make(tsv, drop_turn("delimiter"))) == (2, "coupling_override")
 
 
-# ============================================================================ suspected oracle bugs
+# ------------------------------------------------ drop wording (gaps found by the naive comparison)
 
 
 def test_drop_wording_typographic_apostrophe() -> None:
