@@ -55,7 +55,11 @@ def classify(e: Exception) -> ProviderError | FatalProviderError:
         return FatalProviderError(f"no credentials for this provider: {msg}")
     if isinstance(e, (lx.AuthenticationError, lx.PermissionDeniedError, lx.NotFoundError,
                       lx.BadRequestError, lx.UnsupportedParamsError)):
-        return FatalProviderError(f"the provider refused the request: {msg}")
+        hint = ""
+        low = str(e).lower()
+        if "response_format" in low or "json_schema" in low or "schema" in low:
+            hint = " (if the model does not support structured output, add --no-schema)"
+        return FatalProviderError(f"the provider refused the request: {msg}{hint}")
     text = str(e).lower()
     if "invalid response from llm endpoint" in text or "expecting value" in text or (
         "json" in text and "decode" in text

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from butterfly.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
 
 
@@ -32,6 +33,16 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         SuiteManifest.model_json_schema(),
         "ButterflyBench suite manifest",
         "Provenance of a frozen suite: seed, generator version and content hash.",
+    ),
+    "run-manifest.schema.json": lambda: _titled(
+        RunManifest.model_json_schema(),
+        "ButterflyBench run manifest",
+        "manifest.json of a run directory: suite, model and every parameter; never a secret.",
+    ),
+    "call-record.schema.json": lambda: _titled(
+        CallRecord.model_json_schema(),
+        "ButterflyBench call record",
+        "One line of calls.jsonl: what was sent, the raw answer, the parse, timing and errors.",
     ),
     "spec.schema.json": lambda: _titled(
         spec_json_schema(),

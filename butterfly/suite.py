@@ -35,7 +35,7 @@ def resolve_suite(name_or_path: str) -> Path:
         return named
     known = sorted(p.stem for p in SCENARIOS_DIR.glob("*.jsonl") if p.stem != "handwritten")
     raise SuiteError(
-        f"{name_or_path}: no such suite file or suite name (known names: {', '.join(known)})"
+        f"{name_or_path}: no such file, and no suite of that name (known names: {', '.join(known)})"
     )
 
 

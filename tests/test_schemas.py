@@ -69,3 +69,19 @@ def test_schema_and_model_reject_the_same_mutations() -> None:
         except ValidationError:
             model_ok = False
         assert schema_ok == model_ok == False, bad  # noqa: E712
+
+
+def test_run_records_validate_against_their_schemas(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_cli
+
+    out = tmp_path / "run"
+    assert run_cli("run", "--model", "script/lifo", "--out", str(out), "--limit", "6",
+                   "--no-cache").returncode == 0
+    manifest = json.loads((SCHEMA_DIR / "run-manifest.schema.json").read_text())
+    calls = json.loads((SCHEMA_DIR / "call-record.schema.json").read_text())
+    jsonschema.validate(json.loads((out / "manifest.json").read_text()), manifest)
+    v = jsonschema.Draft202012Validator(calls)
+    lines = (out / "calls.jsonl").read_text().splitlines()
+    assert lines
+    for line in lines:
+        v.validate(json.loads(line))
