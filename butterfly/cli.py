@@ -97,19 +97,16 @@ def _slug(text: str) -> str:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly.records import RunParams
-    from butterfly.runner import open_run, pending_calls
+    from butterfly.runner import open_run, pending_calls, select
     from butterfly.suite import load_suite, resolve_suite
 
     model = a.model or "local/smollm2"
     suite_path = resolve_suite(a.suite)
     scenarios = load_suite(suite_path)
-    if a.limit is not None:
-        if a.limit < 1:
-            raise UserError("--limit must be at least 1")
-        scenarios = scenarios[: a.limit]
     for name, value, low in (("--concurrency", a.concurrency, 1), ("--retries", a.retries, 0),
-                             ("--max-tokens", a.max_tokens, 1)):
-        if value < low:
+                             ("--max-tokens", a.max_tokens, 1), ("--limit", a.limit, 1),
+                             ("--per-category", a.per_category, 1)):
+        if value is not None and value < low:
             raise UserError(f"{name} must be at least {low}")
     if a.timeout <= 0:
         raise UserError("--timeout must be positive")
@@ -122,11 +119,13 @@ def cmd_run(a: argparse.Namespace) -> int:
         schema_output=not a.no_schema,
         parse=a.parse,
         limit=a.limit,
+        per_category=a.per_category,
         concurrency=a.concurrency,
         timeout=a.timeout,
         retries=a.retries,
         api_base=redact_url(a.api_base),
     )
+    scenarios = select(scenarios, params)
     out = Path(a.out) if a.out else Path("runs") / f"{_slug(model)}__{suite_path.stem}"
     state = open_run(out, model, suite_path, scenarios, params)
     todo = pending_calls(scenarios, state)
@@ -237,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "any litellm model (openai/..., anthropic/..., ollama/...)")
     r.add_argument("--suite", default="butterfly-40", help="suite file or name")
     r.add_argument("--limit", type=int, help="only the first N scenarios")
+    r.add_argument("--per-category", type=int, metavar="N",
+                   help="only the first N scenarios of each category (before --limit)")
     r.add_argument("--out", help="run directory (default runs/MODEL__SUITE); re-run to resume")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--temperature", type=float, default=0.0)

@@ -38,6 +38,9 @@ class RunParams(BaseModel):
     schema_output: bool = Field(True, description="Send the spec's JSON Schema as response_format")
     parse: Literal["strict", "structured", "lenient"] = "structured"
     limit: int | None = None
+    per_category: int | None = Field(
+        None, description="Only the first N scenarios of each category (applied before limit)."
+    )
     concurrency: int = 1
     timeout: float = 120.0
     retries: int = 4

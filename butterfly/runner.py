@@ -334,6 +334,22 @@ async def run_suite(
     return RunResult(out, manifest.n_calls, manifest.n_provider_errors, done_ids)
 
 
+def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
+    """The scenarios a run plays: the first ``per_category`` of each category, then ``limit``."""
+    chosen = list(scenarios)
+    if params.per_category is not None:
+        seen: dict[str, int] = {}
+        kept = []
+        for s in chosen:
+            seen[s.category] = seen.get(s.category, 0) + 1
+            if seen[s.category] <= params.per_category:
+                kept.append(s)
+        chosen = kept
+    if params.limit is not None:
+        chosen = chosen[: params.limit]
+    return chosen
+
+
 def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:
     return sum(
         1 for s in scenarios for t in range(1, len(s.turns) + 1)

@@ -198,11 +198,10 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
     from pathlib import Path
 
     from butterfly.parse import parse_answer
-    from butterfly.runner import load_run_records
+    from butterfly.runner import load_run_records, select
 
     manifest, scenarios, records = load_run_records(Path(out))
-    limit = manifest.params.limit
-    in_run = scenarios if limit is None else scenarios[:limit]
+    in_run = select(scenarios, manifest.params)
     answers: dict[str, list[Spec | None]] = {}
     incomplete: list[str] = []
     for s in in_run:

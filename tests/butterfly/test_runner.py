@@ -237,3 +237,23 @@ def test_commands_without_a_provider_never_import_litellm(tmp_path: Path) -> Non
     r = subprocess.run([sys.executable, "-c", probe, "parse", "--mode", "strict"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60, input="UNSURE")
     assert r.returncode == 0 and "litellm" not in r.stderr
+
+
+def test_plain_progress_lines_when_not_a_terminal(tmp_path: Path) -> None:
+    r = run_cli("run", "--model", "script/oracle", "--out", str(tmp_path / "r"), "--limit", "3",
+                "--no-cache")
+    assert r.returncode == 0
+    calls = sum(len(s.turns) for s in SCENARIOS[:3])
+    assert f"{calls} calls to make" in r.stderr
+    assert f"calls {calls}/{calls}  errors 0" in r.stderr
+    assert "\x1b[" not in r.stderr + r.stdout  # no terminal escapes in a pipe
+
+
+def test_resume_of_a_complete_run_sends_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with FakeServer(oracle_responder()) as srv:
+        assert _run(out, srv).returncode == 0
+        first = srv.count
+        r = _run(out, srv)
+        assert r.returncode == 0 and srv.count == first
+        assert "0 calls to make" in r.stderr
