@@ -95,6 +95,16 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-")
 
 
+def _layouts(text: str) -> tuple[str, ...]:
+    from butterfly.prompts import LAYOUTS
+
+    layouts = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in layouts if x not in LAYOUTS]
+    if not layouts or bad or len(set(layouts)) != len(layouts):
+        raise UserError(f"--layouts takes distinct letters from {','.join(LAYOUTS)}, got {text!r}")
+    return layouts
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly.records import RunParams
     from butterfly.runner import open_run, pending_calls, select
@@ -105,7 +115,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     scenarios = load_suite(suite_path)
     for name, value, low in (("--concurrency", a.concurrency, 1), ("--retries", a.retries, 0),
                              ("--max-tokens", a.max_tokens, 1), ("--limit", a.limit, 1),
-                             ("--per-category", a.per_category, 1)):
+                             ("--per-category", a.per_category, 1),
+                             ("--repeats", a.repeats, 1)):
         if value is not None and value < low:
             raise UserError(f"{name} must be at least {low}")
     if a.timeout <= 0:
@@ -120,6 +131,9 @@ def cmd_run(a: argparse.Namespace) -> int:
         parse=a.parse,
         limit=a.limit,
         per_category=a.per_category,
+        layouts=_layouts(a.layouts),
+        repeats=a.repeats,
+        mode=a.mode,
         concurrency=a.concurrency,
         timeout=a.timeout,
         retries=a.retries,
@@ -239,7 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--per-category", type=int, metavar="N",
                    help="only the first N scenarios of each category (before --limit)")
     r.add_argument("--out", help="run directory (default runs/MODEL__SUITE); re-run to resume")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=int, default=0, help="base seed; repeat r uses seed + r")
+    r.add_argument("--layouts", default="E",
+                   help="prompt layouts, comma-separated: E evidence first, Q question first, "
+                   "H hedged (E + 'answer UNSURE if unclear')")
+    r.add_argument("--repeats", type=int, default=1, help="conversations per scenario and layout")
+    r.add_argument("--mode", choices=("chat", "restate"), default="chat",
+                   help="chat: the model sees its earlier answers; restate: each turn is asked "
+                   "afresh with the initial spec and every edit so far")
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--max-tokens", type=int, default=1024)
     r.add_argument("--concurrency", type=int, default=1)

@@ -78,7 +78,10 @@ def _num(x: float | None) -> str:
 
 def score_tables(result: dict[str, Any]) -> list[Table]:
     """The model beside the two trivial baselines, then final match per category."""
-    main = Table(title=f"ButterflyBench: {result['model']} ({result['n_scenarios']} scenarios)")
+    convs = result["n_conversations"]
+    extra = "" if convs == result["n_scenarios"] else f", {convs} conversations"
+    title = f"ButterflyBench: {result['model']} ({result['n_scenarios']} scenarios{extra})"
+    main = Table(title=title)
     for col in ("agent", "final match", "turn match", "abstention", "change radius",
                 "undo recovery", "wobble"):
         main.add_column(col, justify="left" if col == "agent" else "right")
@@ -88,7 +91,7 @@ def score_tables(result: dict[str, Any]) -> list[Table]:
     for name, r in rows:
         main.add_row(
             name,
-            f"{_pct(r['final_match'])} ({r['final_matches']}/{r['n_scenarios']})",
+            f"{_pct(r['final_match'])} ({r['final_matches']}/{r['n_conversations']})",
             _pct(r["turn_match"]),
             _pct(r["abstention"]),
             _num(r["change_radius"]),
@@ -103,7 +106,7 @@ def score_tables(result: dict[str, Any]) -> list[Table]:
     for c, r in result["by_category"].items():
         cat.add_row(
             c,
-            str(r["n_scenarios"]),
+            str(r["n_conversations"]),
             _pct(r["final_match"]),
             _pct(result["baselines"]["noop"]["by_category"][c]["final_match"]),
             _pct(result["baselines"]["last-edit"]["by_category"][c]["final_match"]),
@@ -116,6 +119,10 @@ def print_score(result: dict[str, Any], console: Console | None = None) -> None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
     for t in score_tables(result):
         console.print(t)
+    if len(result.get("by_layout", {})) > 1:
+        console.print("final match by layout: " + ", ".join(
+            f"{lay} {_pct(r['final_match'])} ({r['final_matches']}/{r['n_conversations']})"
+            for lay, r in result["by_layout"].items()))
     if result["incomplete"]:
         console.print(
             f"incomplete (provider errors, excluded from every figure): {result['incomplete']} of "

@@ -60,26 +60,75 @@ def system_message() -> str:
 SYSTEM: Final = system_message()
 
 
+LAYOUTS: Final = ("E", "Q", "H")
+"""E evidence first; Q question first; H hedged (E plus the UNSURE sentence)."""
+MODES: Final = ("chat", "restate")
+HEDGE: Final = "If the request is unclear, answer UNSURE instead of a spec."
+SPEC_INTRO: Final = "Here is the current spec:"
+INITIAL_INTRO: Final = "Here is the initial spec:"
+EDITS_INTRO: Final = "The user's edits so far, in the order they were made:"
+RESTATE_QUESTION: Final = "What is the spec now, after all of these edits?"
+
+
 def spec_block(spec: dict[str, str]) -> str:
     return json.dumps(spec, indent=2)
 
 
-def user_message(scenario: Scenario, turn: int) -> str:
-    """The user's message for ``turn`` (1-based), layout E."""
+def _arrange(layout: str, evidence: list[str], edit: str, question: str) -> str:
+    """The same parts in the layout's order: E evidence, edit, question; Q question, edit,
+    evidence; H as E plus the hedge sentence."""
+    if layout == "E":
+        parts = [*evidence, edit, question]
+    elif layout == "Q":
+        parts = [question, edit, *evidence]
+    elif layout == "H":
+        parts = [*evidence, edit, question, HEDGE]
+    else:
+        raise ValueError(f"unknown layout {layout!r} (known: {', '.join(LAYOUTS)})")
+    return "\n\n".join(p for p in parts if p)
+
+
+def user_message(scenario: Scenario, turn: int, layout: str = "E") -> str:
+    """Chat mode: the user's message for ``turn`` (1-based); the spec only in the first one."""
     text = scenario.turns[turn - 1].text
-    if turn == 1:
-        spec = spec_block(scenario.initial)
-        return f"Here is the current spec:\n{spec}\n\n{text}\n\n{ANSWER_FORMAT}"
-    return f"{text}\n\n{ANSWER_FORMAT}"
+    evidence = [f"{SPEC_INTRO}\n{spec_block(scenario.initial)}"] if turn == 1 else []
+    return _arrange(layout, evidence, text, ANSWER_FORMAT)
 
 
-def messages(scenario: Scenario, turn: int, answers: Sequence[str]) -> list[Message]:
-    """Everything sent for ``turn``: the history with the model's ``answers`` to turns before it."""
+def restate_message(scenario: Scenario, turn: int, layout: str = "E") -> str:
+    """Restate mode: one stateless message with the initial spec and every edit up to ``turn``."""
+    edits = "\n".join(f"{i}. {scenario.turns[i - 1].text}" for i in range(1, turn + 1))
+    evidence = [f"{INITIAL_INTRO}\n{spec_block(scenario.initial)}"]
+    return _arrange(layout, evidence, f"{EDITS_INTRO}\n{edits}",
+                    f"{RESTATE_QUESTION} {ANSWER_FORMAT}")
+
+
+def messages(
+    scenario: Scenario,
+    turn: int,
+    answers: Sequence[str],
+    layout: str = "E",
+    mode: str = "chat",
+) -> list[Message]:
+    """Everything sent for ``turn``. Chat mode: the history with the model's ``answers`` to the
+    turns before it. Restate mode: the system message and one stateless user message."""
+    out: list[Message] = [{"role": "system", "content": SYSTEM}]
+    if mode == "restate":
+        out.append({"role": "user", "content": restate_message(scenario, turn, layout)})
+        return out
+    if mode != "chat":
+        raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if len(answers) != turn - 1:
         raise ValueError(f"turn {turn} needs {turn - 1} earlier answers, got {len(answers)}")
-    out: list[Message] = [{"role": "system", "content": SYSTEM}]
     for t in range(1, turn + 1):
-        out.append({"role": "user", "content": user_message(scenario, t)})
+        out.append({"role": "user", "content": user_message(scenario, t, layout)})
         if t < turn:
             out.append({"role": "assistant", "content": answers[t - 1]})
     return out
+
+
+def prompt_fingerprint() -> str:
+    """What every prompt is made of: a run refuses to resume when any of it changed."""
+    return json.dumps([SYSTEM, ANSWER_FORMAT, HEDGE, SPEC_INTRO, INITIAL_INTRO, EDITS_INTRO,
+                       RESTATE_QUESTION, "layouts:E=evidence,edit,question;Q=question,edit,"
+                       "evidence;H=E+hedge", "join:\\n\\n"])

@@ -41,6 +41,9 @@ class RunParams(BaseModel):
     per_category: int | None = Field(
         None, description="Only the first N scenarios of each category (applied before limit)."
     )
+    layouts: tuple[str, ...] = ("E",)
+    repeats: int = Field(1, ge=1, description="Repeat r of a scenario uses seed = seed + r.")
+    mode: Literal["chat", "restate"] = "chat"
     concurrency: int = 1
     timeout: float = 120.0
     retries: int = 4
@@ -52,6 +55,7 @@ class RunParams(BaseModel):
             "max_tokens": self.max_tokens,
             "seed": self.seed,
             "schema_output": self.schema_output,
+            "mode": self.mode,
         }
 
 

@@ -28,7 +28,7 @@ from butterfly import __version__
 from butterfly.client import ModelClient
 from butterfly.errors import UserError
 from butterfly.parse import parse_answer
-from butterfly.prompts import SYSTEM, messages
+from butterfly.prompts import messages, prompt_fingerprint
 from butterfly.provider import Request
 from butterfly.records import (
     CallRecord,
@@ -56,7 +56,7 @@ def now() -> str:
 
 
 def prompt_sha256() -> str:
-    return hashlib.sha256(SYSTEM.encode("utf-8")).hexdigest()
+    return hashlib.sha256(prompt_fingerprint().encode("utf-8")).hexdigest()
 
 
 def git_commit() -> str | None:
@@ -222,6 +222,8 @@ class RunResult:
 
 async def _play(
     scenario: Scenario,
+    layout: str,
+    repeat: int,
     client: ModelClient,
     state: RunState,
     log: CallLog,
@@ -234,8 +236,8 @@ async def _play(
     answers: list[str] = []
     sent: list[dict[str, str]] = []
     for t in range(1, len(scenario.turns) + 1):
-        key = (scenario.id, t, "E", 0)
-        msgs = messages(scenario, t, answers)
+        key = (scenario.id, t, layout, repeat)
+        msgs = messages(scenario, t, answers, layout, params.mode)
         prior = state.done.get(key)
         if prior is not None and prior.raw is not None:
             answers.append(prior.raw)
@@ -246,12 +248,12 @@ async def _play(
             messages=tuple(msgs),
             temperature=params.temperature,
             max_tokens=params.max_tokens,
-            seed=params.seed,
+            seed=params.seed + repeat,
             response_format=RESPONSE_FORMAT if params.schema_output else None,
-            meta={"scenario": scenario.id, "turn": t},
+            meta={"scenario": scenario.id, "turn": t, "layout": layout, "repeat": repeat},
         )
         outcome = await client.call(request)
-        added = msgs[len(sent):]
+        added = msgs if params.mode == "restate" else msgs[len(sent):]
         sent = msgs
         resp = outcome.response
         if resp is None:
@@ -262,6 +264,8 @@ async def _play(
         rec = CallRecord(
             scenario=scenario.id,
             turn=t,
+            layout=layout,
+            repeat=repeat,
             messages_sha256=hashlib.sha256(
                 json.dumps(msgs, ensure_ascii=False).encode("utf-8")
             ).hexdigest(),
@@ -306,14 +310,16 @@ async def run_suite(
     incomplete: list[str] = []
     interrupted = False
 
-    async def one(s: Scenario) -> None:
+    async def one(s: Scenario, layout: str, repeat: int) -> None:
         async with slots:
-            ok = await _play(s, client, state, log, progress, model=model, params=params)
-        if not ok:
+            ok = await _play(s, layout, repeat, client, state, log, progress, model=model,
+                             params=params)
+        if not ok and s.id not in incomplete:
             incomplete.append(s.id)
 
     try:
-        await asyncio.gather(*(one(s) for s in scenarios))
+        await asyncio.gather(*(one(s, layout, r) for s, layout, r in conversations(scenarios,
+                                                                                  params)))
     except (asyncio.CancelledError, KeyboardInterrupt):
         interrupted = True
         raise
@@ -350,10 +356,19 @@ def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
     return chosen
 
 
+def conversations(
+    scenarios: Sequence[Scenario], params: RunParams
+) -> list[tuple[Scenario, str, int]]:
+    """Every (scenario, layout, repeat) a run plays, scenario by scenario."""
+    return [(s, layout, r) for s in scenarios for layout in params.layouts
+            for r in range(params.repeats)]
+
+
 def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:
     return sum(
-        1 for s in scenarios for t in range(1, len(s.turns) + 1)
-        if (s.id, t, "E", 0) not in state.done
+        1 for s, layout, r in conversations(scenarios, state.manifest.params)
+        for t in range(1, len(s.turns) + 1)
+        if (s.id, t, layout, r) not in state.done
     )
 
 

@@ -21,7 +21,7 @@ Scenarios with a provider error (incomplete) are excluded from every figure and 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,7 +113,8 @@ def aggregate(scores: Sequence[ScenarioScore]) -> dict[str, Any]:
     all_undo = [ok for s in scores for _, ok in s.undo]
     fdt = Counter(s.first_divergent for s in scores)
     return {
-        "n_scenarios": n,
+        "n_scenarios": len({s.id for s in scores}),
+        "n_conversations": n,
         "final_match": _share(sum(s.final_match for s in scores), n),
         "final_matches": sum(s.final_match for s in scores),
         "turn_match": _share(sum(sum(s.turn_match) for s in scores), answers),
@@ -143,52 +144,66 @@ def by_category(scores: Sequence[ScenarioScore]) -> dict[str, dict[str, Any]]:
     }
 
 
-def agent_scores(name: str, scenarios: Iterable[Scenario]) -> list[ScenarioScore]:
-    """Scores of a scripted agent, computed directly (the trivial baselines)."""
+def _agent_answers(name: str, scenario: Scenario) -> list[Spec | None]:
+    """What a scripted agent answers after turns 1..n (for the trivial baselines)."""
     from butterfly.agents import agent_specs
 
-    out = []
-    for s in scenarios:
-        oracle = replay(s)
-        specs = agent_specs(name, s)
-        out.append(score_scenario(s, specs[1:], oracle))
-    return out
+    return list(agent_specs(name, scenario)[1:])
 
 
 BASELINES = ("noop", "last-edit")
 
 
+Conversation = tuple[str, str, int]
+"""(scenario id, layout, repeat)"""
+
+
 def report(
     model: str,
     scenarios: Sequence[Scenario],
-    answers: dict[str, list[Spec | None]],
-    incomplete: Sequence[str],
+    answers: dict[Conversation, list[Spec | None]],
+    incomplete: Sequence[Conversation],
+    layouts: Sequence[str] = ("E",),
 ) -> dict[str, Any]:
-    """The full score object of a run: overall, per category, baselines, incomplete share."""
-    complete = [s for s in scenarios if s.id in answers]
-    scores = [score_scenario(s, answers[s.id]) for s in complete]
-    total = len(scenarios)
-    out: dict[str, Any] = {"model": model, **aggregate(scores)}
+    """The full score object of a run.
+
+    Top-level figures pool every complete conversation (all layouts and repeats); ``by_layout``
+    pools the repeats of each layout. Baselines are scored on exactly the same conversations.
+    """
+    by_id = {s.id: s for s in scenarios}
+    keys = [k for k in answers if k[0] in by_id]
+    oracle = {sid: replay(by_id[sid]) for sid in dict.fromkeys(k[0] for k in keys)}
+    scores = {k: score_scenario(by_id[k[0]], answers[k], oracle[k[0]]) for k in keys}
+    all_scores = list(scores.values())
+    total = len(answers) + len(incomplete)
+    out: dict[str, Any] = {"model": model, **aggregate(all_scores)}
     out["n_total"] = total
     out["incomplete"] = len(incomplete)
     out["incomplete_share"] = _share(len(incomplete), total)
-    out["incomplete_scenarios"] = list(incomplete)
-    out["by_category"] = by_category(scores)
+    out["incomplete_scenarios"] = list(dict.fromkeys(k[0] for k in incomplete))
+    out["by_category"] = by_category(all_scores)
+    out["by_layout"] = {
+        lay: aggregate([v for k, v in scores.items() if k[1] == lay]) for lay in layouts
+    }
     out["baselines"] = {}
     for b in BASELINES:
-        bs = agent_scores(b, complete)
+        per_id = {sid: score_scenario(by_id[sid], _agent_answers(b, by_id[sid]), oracle[sid])
+                  for sid in oracle}
+        bs = [per_id[k[0]] for k in keys]
         out["baselines"][b] = {**aggregate(bs), "by_category": by_category(bs)}
     out["scenarios"] = [
         {
-            "id": s.id,
-            "category": s.category,
-            "final_match": s.final_match,
-            "first_divergent_turn": s.first_divergent,
-            "change_radius": s.change_radius,
-            "wobble": s.wobble,
-            "abstentions": s.abstentions,
+            "id": k[0],
+            "layout": k[1],
+            "repeat": k[2],
+            "category": v.category,
+            "final_match": v.final_match,
+            "first_divergent_turn": v.first_divergent,
+            "change_radius": v.change_radius,
+            "wobble": v.wobble,
+            "abstentions": v.abstentions,
         }
-        for s in scores
+        for k, v in scores.items()
     ]
     return out
 
@@ -198,18 +213,18 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
     from pathlib import Path
 
     from butterfly.parse import parse_answer
-    from butterfly.runner import load_run_records, select
+    from butterfly.runner import conversations, load_run_records, select
 
     manifest, scenarios, records = load_run_records(Path(out))
     in_run = select(scenarios, manifest.params)
-    answers: dict[str, list[Spec | None]] = {}
-    incomplete: list[str] = []
-    for s in in_run:
+    answers: dict[Conversation, list[Spec | None]] = {}
+    incomplete: list[Conversation] = []
+    for s, layout, r in conversations(in_run, manifest.params):
         specs: list[Spec | None] = []
         for t in range(1, len(s.turns) + 1):
-            rec = records.get((s.id, t, "E", 0))
+            rec = records.get((s.id, t, layout, r))
             if rec is None or rec.error is not None or rec.raw is None:
-                incomplete.append(s.id)
+                incomplete.append((s.id, layout, r))
                 break
             if parse_mode is None:
                 specs.append(rec.spec)
@@ -218,8 +233,8 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
                                  truncated=rec.finish_reason == "length")
                 specs.append(p.spec)
         else:
-            answers[s.id] = specs
-    result = report(manifest.model, in_run, answers, incomplete)
+            answers[(s.id, layout, r)] = specs
+    result = report(manifest.model, in_run, answers, incomplete, manifest.params.layouts)
     result["run"] = str(out)
     result["parse"] = parse_mode or manifest.params.parse
     return result

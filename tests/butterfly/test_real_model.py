@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,9 +21,16 @@ def test_smollm2_run_on_two_short_scenarios(tmp_path: Path) -> None:
     suite = tmp_path / "short.jsonl"
     suite.write_text("".join(s.to_json() + "\n" for s in short))
     out = tmp_path / "run"
-    r = run_cli("run", "--model", "local/smollm2", "--suite", str(suite), "--out", str(out),
-                "--no-cache", "--max-tokens", "400", timeout=600)
+    net_log = tmp_path / "net.log"
+    # under the socket guard: no connection attempt may leave loopback (litellm included)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "netguard.py"), str(net_log), "run", "--model",
+         "local/smollm2", "--suite", str(suite), "--out", str(out), "--no-cache",
+         "--max-tokens", "400"],
+        cwd=ROOT, capture_output=True, text=True, timeout=800,
+    )
     assert r.returncode == 0, r.stderr
+    assert not net_log.exists(), net_log.read_text()
     assert "local/smollm2" in r.stdout and "baseline: noop" in r.stdout
     records = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
     assert len(records) == 2

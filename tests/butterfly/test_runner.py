@@ -257,3 +257,35 @@ def test_resume_of_a_complete_run_sends_nothing(tmp_path: Path) -> None:
         r = _run(out, srv)
         assert r.returncode == 0 and srv.count == first
         assert "0 calls to make" in r.stderr
+
+
+def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    respond = oracle_responder()
+
+    def slow(body: dict[str, Any]) -> str:
+        time.sleep(0.15)
+        return str(respond(body))
+
+    with FakeServer(slow) as srv:
+        cmd = [sys.executable, "-m", "butterfly.cli", "run", "--model", "openai/fake",
+               "--api-base", srv.api_base, "--out", str(out), "--limit", str(len(SCENARIOS)),
+               "--no-cache"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **FAST},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        calls = out / "calls.jsonl"
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if calls.exists() and calls.read_text().count("\n") >= 4:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "Re-run the same command to resume" in err and "Traceback" not in err
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["status"] == "interrupted"
+        r = _run(out, srv)
+        assert r.returncode == 0, r.stderr
+    keys = [(x["scenario"], x["turn"]) for x in _records(out) if x["error"] is None]
+    assert len(keys) == len(set(keys)) == N_CALLS
