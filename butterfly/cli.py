@@ -107,6 +107,13 @@ def _layouts(text: str) -> tuple[str, ...]:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly.records import RunParams
+
+    protocol = a.protocol or ("json" if a.no_schema else "schema")
+    if a.no_schema and protocol == "schema":
+        raise UserError("--no-schema contradicts --protocol schema")
+    if a.strategy == "cot" and protocol in ("schema", "json"):
+        raise UserError("--strategy cot needs room to reason: use --protocol json-last or "
+                        "json-first")
     from butterfly.runner import open_run, pending_calls, select
     from butterfly.suite import load_suite, resolve_suite
 
@@ -127,7 +134,9 @@ def cmd_run(a: argparse.Namespace) -> int:
         temperature=a.temperature,
         max_tokens=a.max_tokens,
         seed=a.seed,
-        schema_output=not a.no_schema,
+        schema_output=protocol == "schema",
+        strategy=a.strategy,
+        protocol=protocol,
         parse=a.parse,
         limit=a.limit,
         per_category=a.per_category,
@@ -270,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-schema", action="store_true",
                    help="do not send the spec's JSON Schema as response_format")
     r.add_argument("--parse", choices=("strict", "structured", "lenient"), default="structured")
+    r.add_argument("--strategy", choices=("zero-shot", "few-shot", "cot"), default="zero-shot",
+                   help="prompting strategy (docs/strategies.md)")
+    r.add_argument("--protocol", choices=("schema", "json", "json-first", "json-last"),
+                   help="output protocol (default schema; json with --no-schema)")
     r.add_argument("--cache", default="~/.cache/butterfly/answers.sqlite",
                    help="SQLite answer cache shared by runs")
     r.add_argument("--no-cache", action="store_true")

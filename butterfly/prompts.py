@@ -26,7 +26,70 @@ ANSWER_FORMAT: Final = (
 )
 
 
-def system_message() -> str:
+STRATEGIES: Final = ("zero-shot", "few-shot", "cot")
+"""Prompting strategies after PromptAudit (seed 001), one template each (docs/strategies.md)."""
+PROTOCOLS: Final = ("schema", "json", "json-first", "json-last")
+"""Output protocols: JSON only with the spec's schema as response_format; JSON only; JSON
+first then an explanation; an explanation then JSON last."""
+
+FORMATS: Final = {
+    "schema": ANSWER_FORMAT,
+    "json": ANSWER_FORMAT,
+    "json-first": (
+        "Reply with the complete current spec as one JSON object first (all 20 keys, each with "
+        "a string value from its list), then one short paragraph saying what you changed."
+    ),
+    "json-last": (
+        "First explain briefly what this message changes, then end your reply with the "
+        "complete current spec as one JSON object (all 20 keys, each with a string value from "
+        "its list)."
+    ),
+}
+
+COT: Final = (
+    "Think step by step before you give the spec: list the changes in effect, say which change "
+    "this message makes, undoes or redoes, and which coupling rules apply."
+)
+
+_EXAMPLE_TURNS: Final = (
+    ("set", "log_level", "warning", "Only log warnings and errors from now on."),
+    ("set", "input_format", "tsv", "The files will come in as TSV."),
+    ("undo_last", None, None, "Actually, forget that last edit."),
+)
+
+
+def _few_shot_block() -> str:
+    """Worked examples from a fixed conversation that is in no suite (the oracle answers it)."""
+    from oracle import Scenario, canonical_initial, replay
+
+    turns = [
+        {"op": op, "text": text, **({"setting": k, "value": v} if k else {})}
+        for op, k, v, text in _EXAMPLE_TURNS
+    ]
+    example = Scenario.model_validate(
+        {"id": "few-shot-example", "category": "long_chain", "source": "handwritten",
+         "initial": canonical_initial(), "turns": tuple(turns)},
+        strict=False,
+    )
+    specs = replay(example)
+    lines = ["Worked examples (a different conversation, starting from the same initial spec):"]
+    for t, turn in enumerate(example.turns, 1):
+        lines.append(f'User: "{turn.text}"')
+        lines.append(f"Spec: {json.dumps(specs[t])}")
+    return "\n".join(lines)
+
+
+def strategy_block(strategy: str) -> str:
+    if strategy == "zero-shot":
+        return ""
+    if strategy == "few-shot":
+        return _few_shot_block()
+    if strategy == "cot":
+        return COT
+    raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+
+
+def system_message(strategy: str = "zero-shot", protocol: str = "schema") -> str:
     lines = [
         "You keep the configuration spec of a command-line data tool up to date while a user "
         "edits it over several turns. The spec has exactly these 20 settings; each value is one "
@@ -52,12 +115,24 @@ def system_message() -> str:
         "had never been made, and keeps every other change; redo puts back the change that was "
         "undone most recently. Change only what the user asks for (and what a rule forces).",
         "",
-        ANSWER_FORMAT,
     ]
+    block = strategy_block(strategy)
+    if block:
+        lines += [block, ""]
+    lines.append(FORMATS[protocol])
     return "\n".join(lines)
 
 
 SYSTEM: Final = system_message()
+_DEFAULT_STYLE: Final = {("zero-shot", "schema"), ("zero-shot", "json")}
+_SYSTEMS: dict[tuple[str, str], str] = {}
+
+
+def _system(strategy: str, protocol: str) -> str:
+    key = (strategy, protocol)
+    if key not in _SYSTEMS:
+        _SYSTEMS[key] = system_message(strategy, protocol)
+    return _SYSTEMS[key]
 
 
 LAYOUTS: Final = ("E", "Q", "H")
@@ -88,19 +163,21 @@ def _arrange(layout: str, evidence: list[str], edit: str, question: str) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def user_message(scenario: Scenario, turn: int, layout: str = "E") -> str:
+def user_message(scenario: Scenario, turn: int, layout: str = "E",
+                 protocol: str = "schema") -> str:
     """Chat mode: the user's message for ``turn`` (1-based); the spec only in the first one."""
     text = scenario.turns[turn - 1].text
     evidence = [f"{SPEC_INTRO}\n{spec_block(scenario.initial)}"] if turn == 1 else []
-    return _arrange(layout, evidence, text, ANSWER_FORMAT)
+    return _arrange(layout, evidence, text, FORMATS[protocol])
 
 
-def restate_message(scenario: Scenario, turn: int, layout: str = "E") -> str:
+def restate_message(scenario: Scenario, turn: int, layout: str = "E",
+                    protocol: str = "schema") -> str:
     """Restate mode: one stateless message with the initial spec and every edit up to ``turn``."""
     edits = "\n".join(f"{i}. {scenario.turns[i - 1].text}" for i in range(1, turn + 1))
     evidence = [f"{INITIAL_INTRO}\n{spec_block(scenario.initial)}"]
     return _arrange(layout, evidence, f"{EDITS_INTRO}\n{edits}",
-                    f"{RESTATE_QUESTION} {ANSWER_FORMAT}")
+                    f"{RESTATE_QUESTION} {FORMATS[protocol]}")
 
 
 def messages(
@@ -109,26 +186,37 @@ def messages(
     answers: Sequence[str],
     layout: str = "E",
     mode: str = "chat",
+    strategy: str = "zero-shot",
+    protocol: str = "schema",
 ) -> list[Message]:
     """Everything sent for ``turn``. Chat mode: the history with the model's ``answers`` to the
     turns before it. Restate mode: the system message and one stateless user message."""
-    out: list[Message] = [{"role": "system", "content": SYSTEM}]
+    system = SYSTEM if (strategy, protocol) in _DEFAULT_STYLE else _system(strategy, protocol)
+    out: list[Message] = [{"role": "system", "content": system}]
     if mode == "restate":
-        out.append({"role": "user", "content": restate_message(scenario, turn, layout)})
+        out.append({"role": "user",
+                    "content": restate_message(scenario, turn, layout, protocol)})
         return out
     if mode != "chat":
         raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if len(answers) != turn - 1:
         raise ValueError(f"turn {turn} needs {turn - 1} earlier answers, got {len(answers)}")
     for t in range(1, turn + 1):
-        out.append({"role": "user", "content": user_message(scenario, t, layout)})
+        out.append({"role": "user", "content": user_message(scenario, t, layout, protocol)})
         if t < turn:
             out.append({"role": "assistant", "content": answers[t - 1]})
     return out
 
 
-def prompt_fingerprint() -> str:
-    """What every prompt is made of: a run refuses to resume when any of it changed."""
-    return json.dumps([SYSTEM, ANSWER_FORMAT, HEDGE, SPEC_INTRO, INITIAL_INTRO, EDITS_INTRO,
-                       RESTATE_QUESTION, "layouts:E=evidence,edit,question;Q=question,edit,"
-                       "evidence;H=E+hedge", "join:\\n\\n"])
+def prompt_fingerprint(strategy: str = "zero-shot", protocol: str = "schema") -> str:
+    """What a run's prompts are made of: a run refuses to resume when any of it changed.
+
+    The zero-shot JSON-only fingerprint is the base list alone, so adding strategies and
+    protocols does not invalidate runs made without them."""
+    parts = [SYSTEM, ANSWER_FORMAT, HEDGE, SPEC_INTRO, INITIAL_INTRO, EDITS_INTRO,
+             RESTATE_QUESTION, "layouts:E=evidence,edit,question;Q=question,edit,"
+             "evidence;H=E+hedge", "join:\\n\\n"]
+    if (strategy, protocol) not in _DEFAULT_STYLE:
+        parts += [f"strategy={strategy}", f"protocol={protocol}", _system(strategy, protocol),
+                  FORMATS[protocol]]
+    return json.dumps(parts)

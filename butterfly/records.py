@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RUN_SCHEMA_VERSION: Literal[1] = 1
 
@@ -44,6 +44,8 @@ class RunParams(BaseModel):
     layouts: tuple[str, ...] = ("E",)
     repeats: int = Field(1, ge=1, description="Repeat r of a scenario uses seed = seed + r.")
     mode: Literal["chat", "restate"] = "chat"
+    strategy: Literal["zero-shot", "few-shot", "cot"] = "zero-shot"
+    protocol: Literal["schema", "json", "json-first", "json-last"] = "schema"
     concurrency: int = 1
     timeout: float = 120.0
     retries: int = 4
@@ -56,7 +58,15 @@ class RunParams(BaseModel):
             "seed": self.seed,
             "schema_output": self.schema_output,
             "mode": self.mode,
+            "strategy": self.strategy,
+            "protocol": self.protocol,
         }
+
+    @model_validator(mode="after")
+    def _protocol_matches_schema_flag(self) -> RunParams:
+        if self.schema_output != (self.protocol == "schema"):
+            raise ValueError("schema_output is true exactly when protocol is 'schema'")
+        return self
 
 
 class RunManifest(BaseModel):

@@ -55,8 +55,8 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def prompt_sha256() -> str:
-    return hashlib.sha256(prompt_fingerprint().encode("utf-8")).hexdigest()
+def prompt_sha256(strategy: str = "zero-shot", protocol: str = "schema") -> str:
+    return hashlib.sha256(prompt_fingerprint(strategy, protocol).encode("utf-8")).hexdigest()
 
 
 def git_commit() -> str | None:
@@ -131,7 +131,8 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
                 f"(sha256 {old.suite.sha256[:12]}); this is {model} on {suite_path} "
                 f"(sha256 {suite_sha[:12]}): choose another --out"
             )
-        if old.params.answer_key() != params.answer_key() or old.prompt_sha256 != prompt_sha256():
+        if (old.params.answer_key() != params.answer_key()
+                or old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol)):
             raise UserError(
                 f"--out {out} was run with other answer-changing parameters "
                 f"({json.dumps(old.params.answer_key())}); resume with the same ones or choose "
@@ -162,7 +163,7 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         model=model,
         suite=SuiteRef(path=str(suite_path), sha256=suite_sha, n_scenarios=len(scenarios)),
         params=params,
-        prompt_sha256=prompt_sha256(),
+        prompt_sha256=prompt_sha256(params.strategy, params.protocol),
         started_at=stamp,
         updated_at=stamp,
         status="running",
@@ -237,7 +238,8 @@ async def _play(
     sent: list[dict[str, str]] = []
     for t in range(1, len(scenario.turns) + 1):
         key = (scenario.id, t, layout, repeat)
-        msgs = messages(scenario, t, answers, layout, params.mode)
+        msgs = messages(scenario, t, answers, layout, params.mode, params.strategy,
+                        params.protocol)
         prior = state.done.get(key)
         if prior is not None and prior.raw is not None:
             answers.append(prior.raw)
