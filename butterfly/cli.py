@@ -36,7 +36,12 @@ def _write(path: str | None, text: str) -> None:
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
-    from butterfly.generate import GenerationError, generate, proportional_counts
+    from butterfly.generate import (
+        GenerationError,
+        generate,
+        paraphrase_variants,
+        proportional_counts,
+    )
     from butterfly.suite import build_builtin, dumps_suite
 
     if a.suite is not None:
@@ -53,6 +58,12 @@ def cmd_generate(a: argparse.Namespace) -> int:
         try:
             counts = proportional_counts(a.count)
             scenarios = generate(counts, seed, prefix=f"s{seed}")
+            if a.paraphrase_variants is not None:
+                if not 1 <= a.paraphrase_variants <= 3:
+                    raise UserError("--paraphrase-variants takes 1 to 3 (the smallest family "
+                                    "has three paraphrases)")
+                scenarios = [v for s in scenarios
+                             for v in paraphrase_variants(s, a.paraphrase_variants)]
         except GenerationError as e:
             raise UserError(f"generate: {e}") from None
         _write(a.out, dumps_suite(scenarios))
@@ -238,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40)")
     g.add_argument("--count", type=int, help="number of scenarios of a new mixed suite")
     g.add_argument("--seed", type=int, help="seed of a new mixed suite (default 0)")
+    g.add_argument("--paraphrase-variants", type=int, metavar="K",
+                   help="with --count: pose each scenario K times, each turn re-worded with "
+                   "another paraphrase of its family (ids ID.p0 .. ID.pK-1)")
     g.add_argument("--out", help="output file (default: stdout)")
     g.add_argument("--manifest", help="with --suite: also write its manifest here")
     g.set_defaults(func=cmd_generate)

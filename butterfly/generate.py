@@ -388,3 +388,50 @@ def generate(counts: dict[str, int], seed: int, prefix: str = "gen") -> list[Sce
             sid = f"{prefix}-{category.replace('_', '-')}-{i:02d}"
             out.append(generate_one(category, scenario_seed(seed, category, i), sid))
     return out
+
+
+def _render(turn: dict[str, Any], family: str, index: int, rng: random.Random,
+            spec_before: dict[str, str]) -> str:
+    """The text of ``turn`` in paraphrase ``family.index`` (same op, same arguments)."""
+    template = FAMILIES[family][index]
+    if family == "distractor":
+        key = rng.choice(KEYS)
+        s = BY_KEY[key]
+        value = rng.choice([v for v in s.domain if v != spec_before[key]])
+        return template.format(phrase=s.phrase(value), name=s.name)
+    setting = turn.get("setting")
+    if setting is None:
+        return template
+    s = BY_KEY[setting]
+    fields = {"name": s.name, "description": s.description}
+    if "value" in turn:
+        fields["phrase"] = s.phrase(turn["value"])
+    return template.format(**fields)
+
+
+def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
+    """``k`` versions of a generated scenario: variant v re-words every turn with paraphrase
+    ``(original index + v) mod family size`` of the same family. Ops, arguments and so the
+    oracle's answers are unchanged; ids are ``{id}.p{v}`` (variant 0 is the original wording)."""
+    if scenario.source != "generated" or scenario.seed is None:
+        raise GenerationError(f"{scenario.id}: only generated scenarios have paraphrase ids")
+    specs = replay(scenario)
+    out = []
+    for v in range(k):
+        rng = random.Random(scenario.seed * 1009 + v)
+        turns = []
+        for t, turn in enumerate(scenario.turns):
+            d = turn.model_dump(exclude_none=True)
+            family, _, idx = (turn.paraphrase or "").rpartition(".")
+            size = len(FAMILIES[family])
+            new = (int(idx) + v) % size
+            if v:  # variant 0 keeps the original wording
+                d["text"] = _render(d, family, new, rng, specs[t])
+            d["paraphrase"] = f"{family}.{new}"
+            turns.append(d)
+        out.append(Scenario.model_validate(
+            {**scenario.model_dump(exclude_none=True), "id": f"{scenario.id}.p{v}",
+             "turns": tuple(turns)},
+            strict=False,
+        ))
+    return out

@@ -144,6 +144,23 @@ def by_category(scores: Sequence[ScenarioScore]) -> dict[str, dict[str, Any]]:
     }
 
 
+def by_paraphrase(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, dict[str, Any]]:
+    """Per paraphrase id: of the turns worded that way whose previous turn matched, the share
+    that still match (so a hard wording is told apart from a lost history)."""
+    tally: dict[str, list[Any]] = {}
+    for scenario, sc in pairs:
+        for t, turn in enumerate(scenario.turns, 1):
+            if turn.paraphrase is None or (t > 1 and not sc.turn_match[t - 2]):
+                continue
+            entry = tally.setdefault(turn.paraphrase, [turn.op, 0, 0])
+            entry[1] += sc.turn_match[t - 1]
+            entry[2] += 1
+    return {
+        p: {"op": op, "share": _share(ok, n), "n": n}
+        for p, (op, ok, n) in sorted(tally.items())
+    }
+
+
 def _agent_answers(name: str, scenario: Scenario) -> list[Spec | None]:
     """What a scripted agent answers after turns 1..n (for the trivial baselines)."""
     from butterfly.agents import agent_specs
@@ -185,6 +202,9 @@ def report(
     out["by_layout"] = {
         lay: aggregate([v for k, v in scores.items() if k[1] == lay]) for lay in layouts
     }
+    out["by_paraphrase"] = by_paraphrase(
+        [(by_id[k[0]], v) for k, v in scores.items()]
+    )
     out["baselines"] = {}
     for b in BASELINES:
         per_id = {sid: score_scenario(by_id[sid], _agent_answers(b, by_id[sid]), oracle[sid])

@@ -1,0 +1,50 @@
+"""Paraphrase variants: same ops and oracle answers, other wordings; pass rate by paraphrase id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+from butterfly.generate import generate, paraphrase_variants, proportional_counts
+from butterfly.templates import FAMILIES
+from oracle import check, replay
+
+
+def test_variants_keep_ops_and_answers_and_change_wording() -> None:
+    for s in generate(proportional_counts(30), seed=4):
+        variants = paraphrase_variants(s, 3)
+        assert [v.id for v in variants] == [f"{s.id}.p{i}" for i in range(3)]
+        assert [t.text for t in variants[0].turns] == [t.text for t in s.turns]
+        for v in variants:
+            assert check(v) is None
+            assert replay(v) == replay(s)
+            for a, b in zip(v.turns, s.turns, strict=True):
+                assert a.op == b.op and getattr(a, "setting", None) == getattr(b, "setting", None)
+                assert a.paraphrase is not None and b.paraphrase is not None
+                assert a.paraphrase.rpartition(".")[0] == b.paraphrase.rpartition(".")[0]
+        for t in range(len(s.turns)):
+            ids = {v.turns[t].paraphrase for v in variants}
+            family = s.turns[t].paraphrase.rpartition(".")[0]  # type: ignore[union-attr]
+            assert len(ids) == min(3, len(FAMILIES[family]))
+
+
+def test_pass_rate_by_paraphrase_separates_history_from_wording(tmp_path: Path) -> None:
+    suite = tmp_path / "pv.jsonl"
+    r = run_cli("generate", "--count", "20", "--seed", "9", "--paraphrase-variants", "3",
+                "--out", str(suite))
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "run"
+    assert run_cli("run", "--model", "script/lifo", "--suite", str(suite), "--out", str(out),
+                   "--no-cache").returncode == 0
+    by = json.loads(run_cli("score", str(out), "--json").stdout)["by_paraphrase"]
+    earliest = {p: v for p, v in by.items() if v["op"] == "undo_earliest"}
+    last = {p: v for p, v in by.items() if v["op"] == "undo_last"}
+    assert len(earliest) >= 3 and all(v["share"] == 0.0 for v in earliest.values())
+    assert len(last) >= 3 and all(v["share"] == 1.0 for v in last.values())
+
+
+def test_variant_count_is_bounded() -> None:
+    r = run_cli("generate", "--count", "5", "--paraphrase-variants", "4")
+    assert r.returncode == 1 and "1 to 3" in r.stderr
