@@ -127,26 +127,38 @@ def test_provider_failure_marks_incomplete_then_rerun_completes(
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
 
 
-def test_sigkill_then_resume_loses_nothing(tmp_path: Path, clean: dict[str, Any]) -> None:
-    out = tmp_path / "run"
+def slow_oracle_responder() -> Any:
     respond = oracle_responder()
 
     def slow(body: dict[str, Any]) -> str:
         time.sleep(0.15)
         return str(respond(body))
 
-    with FakeServer(slow) as srv:
-        cmd = [sys.executable, "-m", "butterfly.cli", "run", "--model", "openai/fake",
-               "--api-base", srv.api_base, "--out", str(out), "--limit", str(len(SCENARIOS)),
-               "--no-cache"]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **FAST},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
+    return slow
+
+
+def start_run_and_wait(out: Path, srv: FakeServer, calls_done: int) -> subprocess.Popen[str]:
+    """Start a run in a child process and return once ``calls_done`` calls are recorded."""
+    cmd = [sys.executable, "-m", "butterfly.cli", "run", "--model", "openai/fake",
+           "--api-base", srv.api_base, "--out", str(out), "--limit", str(len(SCENARIOS)),
+           "--no-cache"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **FAST},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    calls = out / "calls.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if calls.exists() and calls.read_text().count("\n") >= calls_done:
+            return proc
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"no {calls_done} calls recorded within 60 s")
+
+
+def test_sigkill_then_resume_loses_nothing(tmp_path: Path, clean: dict[str, Any]) -> None:
+    out = tmp_path / "run"
+    with FakeServer(slow_oracle_responder()) as srv:
+        proc = start_run_and_wait(out, srv, 5)
         calls = out / "calls.jsonl"
-        while time.time() < deadline:
-            if calls.exists() and calls.read_text().count("\n") >= 5:
-                break
-            time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         done_before = calls.read_text().count("\n")
@@ -261,24 +273,8 @@ def test_resume_of_a_complete_run_sends_nothing(tmp_path: Path) -> None:
 
 def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    respond = oracle_responder()
-
-    def slow(body: dict[str, Any]) -> str:
-        time.sleep(0.15)
-        return str(respond(body))
-
-    with FakeServer(slow) as srv:
-        cmd = [sys.executable, "-m", "butterfly.cli", "run", "--model", "openai/fake",
-               "--api-base", srv.api_base, "--out", str(out), "--limit", str(len(SCENARIOS)),
-               "--no-cache"]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **FAST},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        calls = out / "calls.jsonl"
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if calls.exists() and calls.read_text().count("\n") >= 4:
-                break
-            time.sleep(0.05)
+    with FakeServer(slow_oracle_responder()) as srv:
+        proc = start_run_and_wait(out, srv, 4)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
