@@ -229,6 +229,24 @@ def cmd_score(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_flips(a: argparse.Namespace) -> int:
+    from butterfly.flips import flip_grid, load_columns, render_flips
+
+    scenarios, columns = load_columns([Path(r) for r in a.runs])
+    grid = flip_grid(scenarios, columns)
+    print(json.dumps(grid, indent=2) if a.json else render_flips(grid))
+    return 0
+
+
+def cmd_audit(a: argparse.Namespace) -> int:
+    from butterfly.flips import audit, load_columns, render_audit
+
+    scenarios, columns = load_columns([Path(r) for r in a.runs])
+    items = audit(scenarios, columns)
+    print(json.dumps(items, indent=2) if a.json else render_audit(items))
+    return 0
+
+
 def cmd_parse(a: argparse.Namespace) -> int:
     from butterfly.parse import main_parse
 
@@ -308,6 +326,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--parse", choices=("strict", "structured", "lenient"),
                    help="re-parse the raw answers in this mode")
     s.set_defaults(func=cmd_score)
+
+    f = sub.add_parser("flips", help="per scenario, one character per run for each layout; "
+                       "stable / layout-sensitive / noisy")
+    f.add_argument("runs", nargs="+", metavar="RUN", help="run directories of one suite")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_flips)
+
+    au = sub.add_parser("audit", help="scenarios whose verdict flips across repeats of a layout")
+    au.add_argument("runs", nargs="+", metavar="RUN")
+    au.add_argument("--json", action="store_true")
+    au.set_defaults(func=cmd_audit)
 
     pa = sub.add_parser("parse", help="parse one raw answer from stdin (exit 3: abstention)")
     pa.add_argument("--mode", choices=("strict", "structured", "lenient"), default="structured")

@@ -128,6 +128,12 @@ def print_score(result: dict[str, Any], console: Console | None = None) -> None:
             f"incomplete (provider errors, excluded from every figure): {result['incomplete']} of "
             f"{result['n_total']} scenarios ({_pct(result['incomplete_share'])})"
         )
+    flips = result.get("flips")
+    if flips and len(result.get("by_layout", {})) + result.get("n_conversations", 0) > 1 + (
+        result.get("n_scenarios", 0)
+    ):
+        console.print("flips (butterfly flips RUN for the table): "
+                      + ", ".join(f"{k} {v}" for k, v in flips.items()))
     by_op = result["undo_recovery_by_op"]
     parts = [f"{op} {_pct(v['share'])} (n={v['n']})" for op, v in by_op.items() if v["n"]]
     if parts:

@@ -255,6 +255,11 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
         else:
             answers[(s.id, layout, r)] = specs
     result = report(manifest.model, in_run, answers, incomplete, manifest.params.layouts)
+    from butterfly.flips import Column, flip_grid
+
+    params = manifest.params
+    grid = flip_grid(in_run, [Column("", lay, params.repeats, records) for lay in params.layouts])
+    result["flips"] = grid["counts"]
     result["run"] = str(out)
     result["parse"] = parse_mode or manifest.params.parse
     return result

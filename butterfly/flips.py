@@ -1,0 +1,196 @@
+"""Flip analysis: does a verdict change when only the prompt's layout changes?
+
+For each scenario, one character per conversation (layout x repeat): ``P`` final match, ``F``
+final mismatch, ``A`` abstained at the final turn, ``-`` incomplete (a provider error or not yet
+run). A scenario is (contract section 5, seed 000):
+
+- **noisy** when the repeats of one layout disagree (pass vs not pass);
+- **layout-sensitive** when each layout's repeats agree but the layouts disagree;
+- **stable** otherwise, split into stable-pass and stable-fail, because a model that always
+  fails is perfectly stable and useless (seed 000's always-YES model);
+- **incomplete** when any of its conversations is.
+
+Several runs (other strategies or protocols on the same suite) are compared side by side: each
+run's layouts become columns ``LABEL:LAYOUT``.
+
+The ambiguity audit lists scenarios whose verdict flips between pass and fail across repeats of
+the same layout, with the turn where the answers first split and the distinct answers: in seed
+002 such scenarios were usually ambiguously worded, and this list is where an author looks first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from butterfly.errors import UserError
+from butterfly.records import CallRecord
+from oracle import KEYS, Scenario, replay
+
+Spec = dict[str, str]
+CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "noisy", "incomplete")
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str
+    layout: str
+    repeats: int
+    records: dict[tuple[str, int, str, int], CallRecord]
+
+    @property
+    def name(self) -> str:
+        return self.layout if not self.label else f"{self.label}:{self.layout}"
+
+
+def answers_of(s: Scenario, col: Column, repeat: int) -> list[CallRecord] | None:
+    """The records of one conversation, or None if any turn lacks a successful answer."""
+    out = []
+    for t in range(1, len(s.turns) + 1):
+        rec = col.records.get((s.id, t, col.layout, repeat))
+        if rec is None or rec.error is not None or rec.raw is None:
+            return None
+        out.append(rec)
+    return out
+
+
+def verdict(s: Scenario, recs: list[CallRecord] | None, final: Spec) -> str:
+    if recs is None:
+        return "-"
+    last = recs[-1].spec
+    if last is None:
+        return "A"
+    return "P" if last == final else "F"
+
+
+def classify(cells: dict[str, str]) -> str:
+    """The class of a scenario from its verdict strings, one per column."""
+    joined = "".join(cells.values())
+    if "-" in joined or not joined:
+        return "incomplete"
+    passes = [{c == "P" for c in v} for v in cells.values()]
+    if any(len(p) > 1 for p in passes):
+        return "noisy"
+    if len({next(iter(p)) for p in passes}) > 1:
+        return "layout-sensitive"
+    return "stable-pass" if joined[0] == "P" else "stable-fail"
+
+
+def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> dict[str, Any]:
+    """The flip table as a JSON-able dict: per scenario its cells and class, counts, pass rates."""
+    rows: list[dict[str, Any]] = []
+    for s in scenarios:
+        final = replay(s)[-1]
+        cells = {
+            col.name: "".join(verdict(s, answers_of(s, col, r), final)
+                              for r in range(col.repeats))
+            for col in columns
+        }
+        rows.append({"id": s.id, "category": s.category, "cells": cells,
+                     "class": classify(cells)})
+    counts = Counter(r["class"] for r in rows)
+    pass_rate: dict[str, float | None] = {}
+    for col in columns:
+        got = "".join(r["cells"][col.name] for r in rows).replace("-", "")
+        pass_rate[col.name] = None if not got else got.count("P") / len(got)
+    return {
+        "columns": [c.name for c in columns],
+        "repeats": {c.name: c.repeats for c in columns},
+        "scenarios": rows,
+        "counts": {c: counts.get(c, 0) for c in CLASSES},
+        "pass_rate_by_column": pass_rate,
+    }
+
+
+def render_flips(grid: dict[str, Any]) -> str:
+    cols = grid["columns"]
+    width = max([len("scenario"), *(len(r["id"]) for r in grid["scenarios"])])
+    cw = {c: max(len(c), grid["repeats"][c]) for c in cols}
+    head = f"{'scenario':{width}}  " + "  ".join(f"{c:{cw[c]}}" for c in cols) + "  class"
+    lines = [head]
+    for r in grid["scenarios"]:
+        cells = "  ".join(f"{r['cells'][c]:{cw[c]}}" for c in cols)
+        lines.append(f"{r['id']:{width}}  {cells}  {r['class']}")
+    counts = grid["counts"]
+    lines.append("")
+    lines.append("  ".join(f"{k} {v}" for k, v in counts.items()))
+    rates = grid["pass_rate_by_column"]
+    lines.append("pass rate: " + "  ".join(
+        f"{c} {'-' if v is None else f'{100 * v:.1f}%'}" for c, v in rates.items()))
+    lines.append("P pass, F fail, A abstained, - incomplete; one character per repeat")
+    return "\n".join(lines)
+
+
+def _diff(spec: Spec | None, oracle: Spec, rec: CallRecord) -> str:
+    if spec is None:
+        return f"abstained: {rec.abstention}"
+    wrong = [f"{k}={spec[k]} (oracle {oracle[k]})" for k in KEYS if spec[k] != oracle[k]]
+    return "matches the oracle" if not wrong else "; ".join(wrong)
+
+
+def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[dict[str, Any]]:
+    """Scenarios whose verdict flips between pass and fail across repeats of one column."""
+    items = []
+    for s in scenarios:
+        oracle = replay(s)
+        for col in columns:
+            convs = [answers_of(s, col, r) for r in range(col.repeats)]
+            if any(c is None for c in convs) or len(convs) < 2:
+                continue
+            done = [c for c in convs if c is not None]
+            verdicts = {verdict(s, c, oracle[-1]) == "P" for c in done}
+            if len(verdicts) < 2:
+                continue
+            split = next(t for t in range(1, len(s.turns) + 1)
+                         if len({repr(c[t - 1].spec) for c in done}) > 1)
+            answers = Counter(_diff(c[split - 1].spec, oracle[split], c[split - 1])
+                              for c in done)
+            items.append({
+                "id": s.id,
+                "category": s.category,
+                "column": col.name,
+                "verdicts": "".join(verdict(s, c, oracle[-1]) for c in done),
+                "split_turn": split,
+                "op": s.turns[split - 1].op,
+                "text": s.turns[split - 1].text,
+                "answers": [{"answer": a, "repeats": n} for a, n in answers.most_common()],
+            })
+    return items
+
+
+def render_audit(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "no scenario flips between pass and fail across repeats of the same layout"
+    lines = []
+    for it in items:
+        lines.append(f"{it['id']} ({it['category']}) under {it['column']}: {it['verdicts']}; "
+                     f"answers split at turn {it['split_turn']} ({it['op']})")
+        lines.append(f'  user: "{it["text"]}"')
+        for a in it["answers"]:
+            lines.append(f"  {a['repeats']} x {a['answer']}")
+    return "\n".join(lines)
+
+
+def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
+    """The columns of one or more run directories on the same suite."""
+    from butterfly.runner import load_run_records, select
+
+    columns: list[Column] = []
+    scenarios: list[Scenario] | None = None
+    sha = None
+    for path in runs:
+        manifest, suite, records = load_run_records(path)
+        if sha is not None and manifest.suite.sha256 != sha:
+            raise UserError(f"{path}: a run on another suite; flips compare runs of one suite")
+        sha = manifest.suite.sha256
+        chosen = select(suite, manifest.params)
+        scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
+        p = manifest.params
+        label = "" if len(runs) == 1 else f"{path.name}[{p.strategy},{p.protocol},{p.mode}]"
+        for layout in p.layouts:
+            columns.append(Column(label, layout, p.repeats, records))
+    assert scenarios is not None
+    return scenarios, columns
