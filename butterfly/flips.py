@@ -138,9 +138,9 @@ def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[dict
         oracle = replay(s)
         for col in columns:
             convs = [answers_of(s, col, r) for r in range(col.repeats)]
-            if any(c is None for c in convs) or len(convs) < 2:
+            done = [c for c in convs if c is not None]  # complete repeats only
+            if len(done) < 2:
                 continue
-            done = [c for c in convs if c is not None]
             verdicts = {verdict(s, c, oracle[-1]) == "P" for c in done}
             if len(verdicts) < 2:
                 continue
@@ -189,8 +189,14 @@ def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
         chosen = select(suite, manifest.params)
         scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
         p = manifest.params
-        label = "" if len(runs) == 1 else f"{path.name}[{p.strategy},{p.protocol},{p.mode}]"
+        label = "" if len(runs) == 1 else (
+            f"{path}[{manifest.model},{p.strategy},{p.protocol},{p.mode}]"
+        )
         for layout in p.layouts:
             columns.append(Column(label, layout, p.repeats, records))
+    names = [c.name for c in columns]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UserError(f"two columns would both be named {dupes[0]}: give each run once")
     assert scenarios is not None
     return scenarios, columns

@@ -131,17 +131,17 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
                 f"(sha256 {old.suite.sha256[:12]}); this is {model} on {suite_path} "
                 f"(sha256 {suite_sha[:12]}): choose another --out"
             )
-        if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol):
-            raise UserError(
-                f"--out {out} was run with a different prompt (prompt_sha256 "
-                f"{old.prompt_sha256[:12]}): its answers cannot be continued with this version's "
-                "prompt; choose another --out"
-            )
         if old.params.answer_key() != params.answer_key():
             raise UserError(
                 f"--out {out} was run with other answer-changing parameters "
                 f"({json.dumps(old.params.answer_key())}); resume with the same ones or choose "
                 "another --out"
+            )
+        if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol):
+            raise UserError(
+                f"--out {out} was run with a different prompt (prompt_sha256 "
+                f"{old.prompt_sha256[:12]}): its answers cannot be continued with this version's "
+                "prompt; choose another --out"
             )
         manifest = old.model_copy(update={"params": params, "updated_at": now(),
                                           "status": "running"})

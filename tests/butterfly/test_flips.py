@@ -86,6 +86,13 @@ def test_classify_edge_cases() -> None:
     assert classify({"E": ""}) == "incomplete"
 
 
+def test_audit_uses_the_complete_repeats_when_one_is_incomplete() -> None:
+    d = SCENARIOS[3]
+    recs = _records({(d.id, "E", 0): "P", (d.id, "E", 1): "F", (d.id, "E", 2): "-"})
+    items = audit(SCENARIOS, [Column("", "E", 3, recs)])
+    assert [it["verdicts"] for it in items] == ["PF"]
+
+
 def test_audit_finds_the_split_turn_and_the_answers() -> None:
     d = SCENARIOS[3]
     recs = _records({(d.id, "E", 0): "P", (d.id, "E", 1): "F", (d.id, "E", 2): "W"})
@@ -110,7 +117,10 @@ def test_flips_and_audit_commands_on_runs(tmp_path: Path) -> None:
     assert r.returncode == 0 and "stable-pass 8  stable-fail 2" in r.stdout
     r = run_cli("flips", str(one), str(two), "--json")
     grid = json.loads(r.stdout)
-    assert len(grid["columns"]) == 3 and "few[few-shot,schema,chat]:H" in grid["columns"]
+    assert len(grid["columns"]) == 3
+    assert f"{two}[script/lifo,few-shot,schema,chat]:H" in grid["columns"]
+    r = run_cli("flips", str(one), str(one))
+    assert r.returncode == 1 and "give each run once" in r.stderr
     r = run_cli("audit", str(one))
     assert r.returncode == 0 and "no scenario flips" in r.stdout
     s = json.loads(run_cli("score", str(one), "--json").stdout)
