@@ -14,7 +14,7 @@ from typing import Final
 from pydantic import ValidationError
 
 from butterfly.errors import UserError
-from oracle import Scenario, SuiteManifest, check
+from oracle import OPS, Scenario, SuiteManifest, check
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 SCENARIOS_DIR: Final = ROOT / "scenarios"
@@ -45,7 +45,7 @@ def _where(e: ValidationError) -> str:
     parts: list[str] = []
     if len(loc) >= 2 and loc[0] == "turns" and isinstance(loc[1], int):
         parts.append(f"turn {loc[1] + 1}")
-        loc = loc[3:] if len(loc) > 2 and isinstance(loc[2], str) and loc[2] in _OPS else loc[2:]
+        loc = loc[3:] if len(loc) > 2 and isinstance(loc[2], str) and loc[2] in OPS else loc[2:]
     field = ".".join(str(x) for x in loc)
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "missing":
@@ -58,9 +58,6 @@ def _where(e: ValidationError) -> str:
         parts.append(msg)
     return ": ".join(parts)
 
-
-_OPS: Final = frozenset({"set", "drop", "undo_last", "undo_ref", "undo_earliest", "redo",
-                         "distractor"})
 
 
 def parse_line(line: str, where: str) -> Scenario:
