@@ -10,17 +10,28 @@ answers the spec as JSON. They double as checks of the metrics: each has a known
 | ``script/last-edit`` | every set and drop stays in effect; undo and redo are ignored (baseline) |
 | ``script/lifo`` | treats undo-earliest as undo-last |
 | ``script/no-coupling`` | ignores the coupling rules |
+| ``script/noisy:p=P`` | the oracle's answer, wrong with a per-scenario probability (below) |
+
+``script/noisy:p=P`` (default P = 0.2) gives each scenario its own error rate q, drawn once from
+Beta(2P, 2(1-P)) (mean P; most scenarios rarely wrong, a few often) with a generator seeded by
+the scenario id and P. Each answer is then, independently with probability q, the oracle's spec
+with one setting moved to another value of its domain; the draw is seeded by the scenario, the
+turn and the request's seed, so repeats and self-consistency samples (other seeds) differ and
+every answer is reproducible. It is the raw material of the statistics calibration and the
+self-consistency tests.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 from collections.abc import Callable, Mapping
 from typing import Final
 
 from butterfly.errors import UserError
 from butterfly.provider import Request, Response
-from oracle import Rules, Scenario, replay
+from oracle import SETTINGS, Rules, Scenario, replay
 
 SpecFn = Callable[[Scenario], list[dict[str, str]]]
 
@@ -32,13 +43,58 @@ _RULES: Final[dict[str, Rules | None]] = {
     "no-coupling": Rules(couplings=False, guards=False),
 }
 AGENTS: Final = tuple(_RULES)
+"""The deterministic agents; ``noisy:p=P`` answers by the request's seed."""
+
+
+def noisy_p(name: str) -> float | None:
+    """P of ``noisy`` / ``noisy:p=P``, None for any other agent name."""
+    base, _, arg = name.partition(":")
+    if base != "noisy":
+        return None
+    if not arg:
+        return 0.2
+    key, _, value = arg.partition("=")
+    try:
+        p = float(value)
+    except ValueError:
+        p = -1.0
+    if key != "p" or not 0 <= p <= 1:
+        raise UserError(f"script/{name}: write script/noisy:p=P with P between 0 and 1")
+    return p
+
+
+def _seeded(*parts: object) -> random.Random:
+    digest = hashlib.sha256(":".join(map(str, parts)).encode("utf-8")).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def noisy_rate(scenario_id: str, p: float) -> float:
+    """The scenario's own error rate q ~ Beta(2p, 2(1-p)), seeded by its id and p."""
+    if p in (0.0, 1.0):
+        return p
+    return _seeded("noisy-rate", p, scenario_id).betavariate(2 * p, 2 * (1 - p))
+
+
+def noisy_spec(scenario: Scenario, turn: int, seed: int | None, p: float,
+               oracle: list[dict[str, str]] | None = None) -> dict[str, str]:
+    """The noisy agent's answer to ``turn`` when asked with ``seed``."""
+    o = (oracle or replay(scenario))[turn]
+    rng = _seeded("noisy-answer", p, scenario.id, turn, seed)
+    if rng.random() >= noisy_rate(scenario.id, p):
+        return dict(o)
+    setting = rng.choice(SETTINGS)
+    wrong = dict(o)
+    wrong[setting.key] = rng.choice([v for v in setting.domain if v != o[setting.key]])
+    return wrong
 
 
 def agent_specs(name: str, scenario: Scenario) -> list[dict[str, str]]:
     """The specs agent ``name`` answers after every turn (index 0 = initial)."""
+    if noisy_p(name) is not None:
+        raise ValueError("the noisy agent's answers depend on the seed: use noisy_spec")
     if name not in _RULES:
         raise UserError(f"unknown scripted agent script/{name} (known: "
-                        f"{', '.join('script/' + a for a in AGENTS)})")
+                        f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P)")
     rules = _RULES[name]
     if rules is None:
         return [dict(scenario.initial) for _ in range(len(scenario.turns) + 1)]
@@ -51,15 +107,25 @@ class ScriptedProvider:
     cacheable = False
 
     def __init__(self, name: str, scenarios: Mapping[str, Scenario]) -> None:
-        if name not in _RULES:
+        self.noisy = noisy_p(name)
+        if name not in _RULES and self.noisy is None:
             agent_specs(name, next(iter(scenarios.values())))  # raises the clear error
         self.name = name
         self._scenarios = scenarios
         self._answers: dict[str, list[str]] = {}
+        self._oracles: dict[str, list[dict[str, str]]] = {}
 
     async def __call__(self, request: Request, timeout: float) -> Response:
         sid = str(request.meta["scenario"])
         turn = int(request.meta["turn"])
+        if self.noisy is not None:
+            s = self._scenarios[sid]
+            oracle = self._oracles.get(sid)
+            if oracle is None:
+                oracle = self._oracles[sid] = replay(s)
+            text = json.dumps(noisy_spec(s, turn, request.seed, self.noisy, oracle))
+            return Response(text=text, finish_reason="stop", prompt_tokens=0,
+                            completion_tokens=len(text) // 4)
         answers = self._answers.get(sid)
         if answers is None:
             specs = agent_specs(self.name, self._scenarios[sid])

@@ -125,6 +125,16 @@ def cmd_run(a: argparse.Namespace) -> int:
     if a.strategy == "cot" and protocol in ("schema", "json"):
         raise UserError("--strategy cot needs room to reason: use --protocol json-last or "
                         "json-first")
+    samples = 1
+    if a.strategy == "self-consistency":
+        samples = 5 if a.samples is None else a.samples
+        if samples < 2:
+            raise UserError("--samples must be at least 2: self-consistency votes over samples")
+        if a.temperature <= 0:
+            raise UserError("--strategy self-consistency samples at a temperature above 0: "
+                            "give --temperature (e.g. 0.7)")
+    elif a.samples is not None:
+        raise UserError("--samples is only for --strategy self-consistency")
     from butterfly.runner import open_run, pending_calls, select
     from butterfly.suite import load_suite, resolve_suite
 
@@ -147,6 +157,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         seed=a.seed,
         schema_output=protocol == "schema",
         strategy=a.strategy,
+        samples=samples,
         protocol=protocol,
         parse=a.parse,
         limit=a.limit,
@@ -311,8 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-schema", action="store_true",
                    help="do not send the spec's JSON Schema as response_format")
     r.add_argument("--parse", choices=("strict", "structured", "lenient"), default="structured")
-    r.add_argument("--strategy", choices=("zero-shot", "few-shot", "cot"), default="zero-shot",
-                   help="prompting strategy (docs/strategies.md)")
+    r.add_argument("--strategy", choices=("zero-shot", "few-shot", "cot", "self-consistency"),
+                   default="zero-shot", help="prompting strategy (docs/strategies.md)")
+    r.add_argument("--samples", type=int,
+                   help="self-consistency: answers sampled per turn and voted (default 5)")
     r.add_argument("--protocol", choices=("schema", "json", "json-first", "json-last"),
                    help="output protocol (default schema; json with --no-schema)")
     r.add_argument("--cache", default="~/.cache/butterfly/answers.sqlite",

@@ -24,11 +24,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from butterfly.errors import UserError
-from butterfly.records import CallRecord
 from oracle import KEYS, Scenario, replay
+
+if TYPE_CHECKING:
+    from butterfly.runner import Turn, TurnKey
 
 Spec = dict[str, str]
 CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "noisy", "incomplete")
@@ -39,25 +41,26 @@ class Column:
     label: str
     layout: str
     repeats: int
-    records: dict[tuple[str, int, str, int], CallRecord]
+    turns: dict[TurnKey, Turn]
+    """The run's answered turns (``butterfly.runner.turns``)."""
 
     @property
     def name(self) -> str:
         return self.layout if not self.label else f"{self.label}:{self.layout}"
 
 
-def answers_of(s: Scenario, col: Column, repeat: int) -> list[CallRecord] | None:
-    """The records of one conversation, or None if any turn lacks a successful answer."""
+def answers_of(s: Scenario, col: Column, repeat: int) -> list[Turn] | None:
+    """The turns of one conversation, or None if any turn lacks a successful answer."""
     out = []
     for t in range(1, len(s.turns) + 1):
-        rec = col.records.get((s.id, t, col.layout, repeat))
-        if rec is None or rec.error is not None or rec.raw is None:
+        turn = col.turns.get((s.id, t, col.layout, repeat))
+        if turn is None:
             return None
-        out.append(rec)
+        out.append(turn)
     return out
 
 
-def verdict(s: Scenario, recs: list[CallRecord] | None, final: Spec) -> str:
+def verdict(s: Scenario, recs: list[Turn] | None, final: Spec) -> str:
     if recs is None:
         return "-"
     last = recs[-1].spec
@@ -124,7 +127,7 @@ def render_flips(grid: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _diff(spec: Spec | None, oracle: Spec, rec: CallRecord) -> str:
+def _diff(spec: Spec | None, oracle: Spec, rec: Turn) -> str:
     if spec is None:
         return f"abstained: {rec.abstention}"
     wrong = [f"{k}={spec[k]} (oracle {oracle[k]})" for k in KEYS if spec[k] != oracle[k]]
@@ -176,7 +179,7 @@ def render_audit(items: list[dict[str, Any]]) -> str:
 
 def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
     """The columns of one or more run directories on the same suite."""
-    from butterfly.runner import load_run_records, select
+    from butterfly.runner import load_run_records, select, turns
 
     columns: list[Column] = []
     scenarios: list[Scenario] | None = None
@@ -189,11 +192,12 @@ def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
         chosen = select(suite, manifest.params)
         scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
         p = manifest.params
+        answered = turns(records, p)
         label = "" if len(runs) == 1 else (
             f"{path}[{manifest.model},{p.strategy},{p.protocol},{p.mode}]"
         )
         for layout in p.layouts:
-            columns.append(Column(label, layout, p.repeats, records))
+            columns.append(Column(label, layout, p.repeats, answered))
     names = [c.name for c in columns]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -26,7 +26,7 @@ ANSWER_FORMAT: Final = (
 )
 
 
-STRATEGIES: Final = ("zero-shot", "few-shot", "cot")
+STRATEGIES: Final = ("zero-shot", "few-shot", "cot", "self-consistency")
 """Prompting strategies after PromptAudit (seed 001), one template each (docs/strategies.md)."""
 PROTOCOLS: Final = ("schema", "json", "json-first", "json-last")
 """Output protocols: JSON only with the spec's schema as response_format; JSON only; JSON
@@ -80,8 +80,8 @@ def _few_shot_block() -> str:
 
 
 def strategy_block(strategy: str) -> str:
-    if strategy == "zero-shot":
-        return ""
+    if strategy in ("zero-shot", "self-consistency"):
+        return ""  # self-consistency samples the zero-shot prompt n times and votes
     if strategy == "few-shot":
         return _few_shot_block()
     if strategy == "cot":

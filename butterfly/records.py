@@ -44,7 +44,9 @@ class RunParams(BaseModel):
     layouts: tuple[str, ...] = ("E",)
     repeats: int = Field(1, ge=1, description="Repeat r of a scenario uses seed = seed + r.")
     mode: Literal["chat", "restate"] = "chat"
-    strategy: Literal["zero-shot", "few-shot", "cot"] = "zero-shot"
+    strategy: Literal["zero-shot", "few-shot", "cot", "self-consistency"] = "zero-shot"
+    samples: int = Field(1, ge=1, description="Answers sampled per turn and voted "
+                         "(self-consistency); 1 for every other strategy.")
     protocol: Literal["schema", "json", "json-first", "json-last"] = "schema"
     concurrency: int = 1
     timeout: float = 120.0
@@ -60,12 +62,17 @@ class RunParams(BaseModel):
             "mode": self.mode,
             "strategy": self.strategy,
             "protocol": self.protocol,
+            "samples": self.samples,
         }
 
     @model_validator(mode="after")
     def _protocol_matches_schema_flag(self) -> RunParams:
         if self.schema_output != (self.protocol == "schema"):
             raise ValueError("schema_output is true exactly when protocol is 'schema'")
+        if (self.samples > 1) != (self.strategy == "self-consistency"):
+            raise ValueError("samples > 1 exactly when strategy is 'self-consistency'")
+        if self.strategy == "self-consistency" and self.temperature <= 0:
+            raise ValueError("self-consistency samples at a temperature above 0")
         return self
 
 
@@ -114,6 +121,8 @@ class CallRecord(BaseModel):
     turn: int = Field(ge=1)
     layout: str = "E"
     repeat: int = 0
+    sample: int = Field(0, ge=0, description="Which of a turn's self-consistency samples; "
+                        "0 for every other strategy.")
     messages_sha256: str = Field(description="Hash of the full message list sent.")
     messages_added: tuple[Message, ...] = Field(
         description="Messages appended since this conversation's previous call (all for turn 1); "

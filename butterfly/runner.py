@@ -39,6 +39,7 @@ from butterfly.records import (
     Tokens,
 )
 from butterfly.suite import ROOT
+from butterfly.vote import history_text, vote
 from oracle import Scenario, spec_json_schema
 
 MANIFEST: Final = "manifest.json"
@@ -83,8 +84,63 @@ def redact_url(url: str | None) -> str | None:
     return url
 
 
-Key = tuple[str, int, str, int]
-"""(scenario, turn, layout, repeat)"""
+Key = tuple[str, int, str, int, int]
+"""(scenario, turn, layout, repeat, sample): one call."""
+TurnKey = tuple[str, int, str, int]
+"""(scenario, turn, layout, repeat): one turn of one conversation, whatever its samples."""
+
+
+def key_of(rec: CallRecord) -> Key:
+    return (rec.scenario, rec.turn, rec.layout, rec.repeat, rec.sample)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn's answer: its one call, or the vote over its self-consistency samples."""
+
+    spec: dict[str, str] | None
+    abstention: str | None
+    detail: str
+    shown: str
+    """The answer as the model sees it in the next turn's history (docs/strategies.md)."""
+    samples: tuple[CallRecord, ...]
+
+    @property
+    def raw(self) -> str:
+        """The raw answer of the first sample."""
+        return self.samples[0].raw or ""
+
+
+def make_turn(samples: Sequence[CallRecord], parse_mode: str | None = None) -> Turn:
+    """The answer of a turn from its successful sample records (in sample order);
+    ``parse_mode`` re-parses the raw answers first."""
+    parsed: list[tuple[dict[str, str] | None, str | None, str]] = []
+    for rec in samples:
+        if parse_mode is None:
+            parsed.append((rec.spec, rec.abstention, rec.abstention_detail))
+        else:
+            p = parse_answer(rec.raw or "", parse_mode,  # type: ignore[arg-type]
+                             truncated=rec.finish_reason == "length")
+            parsed.append((p.spec, p.reason, p.detail))
+    if len(samples) == 1:
+        spec, reason, detail = parsed[0]
+        return Turn(spec, reason, detail, samples[0].raw or "", tuple(samples))
+    v = vote([p[0] for p in parsed])
+    return Turn(v.spec, v.abstention, v.detail, history_text(v, samples[0].raw or ""),
+                tuple(samples))
+
+
+def turns(records: dict[Key, CallRecord], params: RunParams,
+          parse_mode: str | None = None) -> dict[TurnKey, Turn]:
+    """Every turn whose samples all have a successful answer."""
+    grouped: dict[TurnKey, list[CallRecord]] = {}
+    for key, rec in records.items():
+        if rec.error is None and rec.raw is not None and rec.sample < params.samples:
+            grouped.setdefault(key[:4], []).append(rec)
+    return {
+        k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode)
+        for k, recs in grouped.items() if len(recs) == params.samples
+    }
 
 
 @dataclass
@@ -147,7 +203,7 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
                                           "status": "running"})
         state = RunState(manifest)
         for rec in read_calls(out / CALLS, repair=True):
-            key = (rec.scenario, rec.turn, rec.layout, rec.repeat)
+            key = key_of(rec)
             if rec.error is None:
                 state.done[key] = rec
                 state.failed.pop(key, None)
@@ -242,64 +298,98 @@ async def _play(
     answers: list[str] = []
     sent: list[dict[str, str]] = []
     for t in range(1, len(scenario.turns) + 1):
-        key = (scenario.id, t, layout, repeat)
         msgs = messages(scenario, t, answers, layout, params.mode, params.strategy,
                         params.protocol)
-        prior = state.done.get(key)
-        if prior is not None and prior.raw is not None:
-            answers.append(prior.raw)
-            sent = msgs
-            continue
-        request = Request(
-            model=model,
-            messages=tuple(msgs),
-            temperature=params.temperature,
-            max_tokens=params.max_tokens,
-            seed=params.seed + repeat,
-            response_format=RESPONSE_FORMAT if params.schema_output else None,
-            meta={"scenario": scenario.id, "turn": t, "layout": layout, "repeat": repeat},
-        )
-        outcome = await client.call(request)
         added = msgs if params.mode == "restate" else msgs[len(sent):]
         sent = msgs
-        resp = outcome.response
-        if resp is None:
-            parsed_spec, reason, detail = None, None, ""
-        else:
-            p = parse_answer(resp.text, params.parse, truncated=resp.finish_reason == "length")
-            parsed_spec, reason, detail = p.spec, p.reason, p.detail
-        rec = CallRecord(
-            scenario=scenario.id,
-            turn=t,
-            layout=layout,
-            repeat=repeat,
-            messages_sha256=hashlib.sha256(
-                json.dumps(msgs, ensure_ascii=False).encode("utf-8")
-            ).hexdigest(),
-            messages_added=tuple(Message.model_validate(m)
-                                 for m in added),
-            raw=None if resp is None else resp.text,
-            finish_reason=None if resp is None else resp.finish_reason,
-            spec=parsed_spec,
-            abstention=reason,
-            abstention_detail=detail,
-            latency_s=round(outcome.latency_s, 6),
-            tokens=Tokens(
-                prompt=None if resp is None else resp.prompt_tokens,
-                completion=None if resp is None else resp.completion_tokens,
-            ),
-            attempts=outcome.attempts,
-            cached=outcome.cached,
-            error=outcome.error,
-            at=now(),
-        )
-        log.append(rec)
-        progress.add(rec)
-        if resp is None:
-            return False
-        state.done[key] = rec
-        answers.append(resp.text)
+        have: list[CallRecord] = []
+        todo: list[int] = []
+        for k in range(params.samples):
+            prior = state.done.get((scenario.id, t, layout, repeat, k))
+            if prior is not None and prior.raw is not None:
+                have.append(prior)
+            else:
+                todo.append(k)
+        if todo:
+            fresh = await asyncio.gather(*(
+                _call(scenario, t, layout, repeat, k, msgs, added, client, model=model,
+                      params=params) for k in todo
+            ))
+            for rec in fresh:
+                log.append(rec)
+                progress.add(rec)
+                if rec.error is None:
+                    state.done[key_of(rec)] = rec
+            if any(rec.error is not None for rec in fresh):
+                return False
+            have += fresh
+        answers.append(make_turn(sorted(have, key=lambda r: r.sample)).shown)
     return True
+
+
+SAMPLE_SEED_STRIDE: Final = 100_000
+"""Sample k of repeat r is drawn with seed = seed + r + k * SAMPLE_SEED_STRIDE."""
+
+
+async def _call(
+    scenario: Scenario,
+    t: int,
+    layout: str,
+    repeat: int,
+    sample: int,
+    msgs: list[dict[str, str]],
+    added: list[dict[str, str]],
+    client: ModelClient,
+    *,
+    model: str,
+    params: RunParams,
+) -> CallRecord:
+    """One call and its record (``error`` set when it failed after its retries)."""
+    meta: dict[str, str | int] = {"scenario": scenario.id, "turn": t, "layout": layout,
+                                  "repeat": repeat}
+    if params.samples > 1:
+        meta["sample"] = sample
+    request = Request(
+        model=model,
+        messages=tuple(msgs),
+        temperature=params.temperature,
+        max_tokens=params.max_tokens,
+        seed=params.seed + repeat + sample * SAMPLE_SEED_STRIDE,
+        response_format=RESPONSE_FORMAT if params.schema_output else None,
+        meta=meta,
+    )
+    outcome = await client.call(request)
+    resp = outcome.response
+    if resp is None:
+        parsed_spec, reason, detail = None, None, ""
+    else:
+        p = parse_answer(resp.text, params.parse, truncated=resp.finish_reason == "length")
+        parsed_spec, reason, detail = p.spec, p.reason, p.detail
+    return CallRecord(
+        scenario=scenario.id,
+        turn=t,
+        layout=layout,
+        repeat=repeat,
+        sample=sample,
+        messages_sha256=hashlib.sha256(
+            json.dumps(msgs, ensure_ascii=False).encode("utf-8")
+        ).hexdigest(),
+        messages_added=tuple(Message.model_validate(m) for m in added),
+        raw=None if resp is None else resp.text,
+        finish_reason=None if resp is None else resp.finish_reason,
+        spec=parsed_spec,
+        abstention=reason,
+        abstention_detail=detail,
+        latency_s=round(outcome.latency_s, 6),
+        tokens=Tokens(
+            prompt=None if resp is None else resp.prompt_tokens,
+            completion=None if resp is None else resp.completion_tokens,
+        ),
+        attempts=outcome.attempts,
+        cached=outcome.cached,
+        error=outcome.error,
+        at=now(),
+    )
 
 
 async def run_suite(
@@ -375,7 +465,8 @@ def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:
     return sum(
         1 for s, layout, r in conversations(scenarios, state.manifest.params)
         for t in range(1, len(s.turns) + 1)
-        if (s.id, t, layout, r) not in state.done
+        for k in range(state.manifest.params.samples)
+        if (s.id, t, layout, r, k) not in state.done
     )
 
 
@@ -394,7 +485,7 @@ def load_run_records(out: Path) -> tuple[RunManifest, list[Scenario], dict[Key, 
     scenarios = load_suite(out / SUITE_COPY)
     records: dict[Key, CallRecord] = {}
     for rec in read_calls(out / CALLS):
-        key = (rec.scenario, rec.turn, rec.layout, rec.repeat)
+        key = key_of(rec)
         if rec.error is None or key not in records:
             records[key] = rec
     return manifest, scenarios, records

@@ -232,33 +232,27 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
     """Score a run directory from its records; ``parse_mode`` re-parses the raw answers."""
     from pathlib import Path
 
-    from butterfly.parse import parse_answer
-    from butterfly.runner import conversations, load_run_records, select
+    from butterfly.flips import Column, flip_grid
+    from butterfly.runner import conversations, load_run_records, select, turns
 
     manifest, scenarios, records = load_run_records(Path(out))
-    in_run = select(scenarios, manifest.params)
+    params = manifest.params
+    in_run = select(scenarios, params)
+    done = turns(records, params, parse_mode)
     answers: dict[Conversation, list[Spec | None]] = {}
     incomplete: list[Conversation] = []
-    for s, layout, r in conversations(in_run, manifest.params):
+    for s, layout, r in conversations(in_run, params):
         specs: list[Spec | None] = []
         for t in range(1, len(s.turns) + 1):
-            rec = records.get((s.id, t, layout, r))
-            if rec is None or rec.error is not None or rec.raw is None:
+            turn = done.get((s.id, t, layout, r))
+            if turn is None:
                 incomplete.append((s.id, layout, r))
                 break
-            if parse_mode is None:
-                specs.append(rec.spec)
-            else:
-                p = parse_answer(rec.raw, parse_mode,  # type: ignore[arg-type]
-                                 truncated=rec.finish_reason == "length")
-                specs.append(p.spec)
+            specs.append(turn.spec)
         else:
             answers[(s.id, layout, r)] = specs
-    result = report(manifest.model, in_run, answers, incomplete, manifest.params.layouts)
-    from butterfly.flips import Column, flip_grid
-
-    params = manifest.params
-    grid = flip_grid(in_run, [Column("", lay, params.repeats, records) for lay in params.layouts])
+    result = report(manifest.model, in_run, answers, incomplete, params.layouts)
+    grid = flip_grid(in_run, [Column("", lay, params.repeats, done) for lay in params.layouts])
     result["flips"] = grid["counts"]
     result["run"] = str(out)
     result["parse"] = parse_mode or manifest.params.parse

@@ -9,7 +9,8 @@ from conftest import run_cli
 
 from butterfly.flips import Column, audit, classify, flip_grid, render_flips
 from butterfly.generate import generate, proportional_counts
-from butterfly.records import CallError, CallRecord
+from butterfly.records import CallError, CallRecord, RunParams
+from butterfly.runner import Turn, TurnKey, key_of, turns
 from oracle import Scenario, replay
 
 SCENARIOS = [s for s in generate(proportional_counts(80), seed=12) if len(s.turns) == 2][:5]
@@ -26,8 +27,7 @@ def _rec(s: Scenario, turn: int, layout: str, repeat: int, spec: dict[str, str] 
     )
 
 
-def _records(plan: dict[tuple[str, str, int], str]) -> dict[tuple[str, int, str, int],
-                                                              CallRecord]:
+def _records(plan: dict[tuple[str, str, int], str]) -> dict[TurnKey, Turn]:
     """plan: (scenario id, layout, repeat) -> 'P' right at both turns, 'F' wrong at turn 2,
     'W' wrong at turn 1 only (a wobble that recovers), 'A' abstains at turn 2, '-' error."""
     by_id = {s.id: s for s in SCENARIOS}
@@ -47,8 +47,8 @@ def _records(plan: dict[tuple[str, str, int], str]) -> dict[tuple[str, int, str,
             else:
                 assert specs is not None
                 rec = _rec(s, t, lay, r, specs[t - 1])
-            out[(sid, t, lay, r)] = rec
-    return out
+            out[key_of(rec)] = rec
+    return turns(out, RunParams())
 
 
 def test_classes_on_known_answers() -> None:
