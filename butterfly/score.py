@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from butterfly.stats import mean_interval, proportion_interval
 from oracle import CATEGORIES, KEYS, UNDO_OPS, Scenario, replay, targeted
 
 Spec = dict[str, str]
@@ -112,17 +113,31 @@ def aggregate(scores: Sequence[ScenarioScore]) -> dict[str, Any]:
         undo_by_op[op] = {"share": _share(sum(cases), len(cases)), "n": len(cases)}
     all_undo = [ok for s in scores for _, ok in s.undo]
     fdt = Counter(s.first_divergent for s in scores)
+    clusters: dict[str, list[ScenarioScore]] = {}
+    for s in scores:
+        clusters.setdefault(s.id, []).append(s)
+
+    def ci(interval: tuple[float, float] | None) -> list[float] | None:
+        return None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
+
     return {
         "n_scenarios": len({s.id for s in scores}),
         "n_conversations": n,
         "final_match": _share(sum(s.final_match for s in scores), n),
         "final_matches": sum(s.final_match for s in scores),
+        "final_match_ci": ci(proportion_interval(
+            [[s.final_match for s in c] for c in clusters.values()])),
         "turn_match": _share(sum(sum(s.turn_match) for s in scores), answers),
+        "turn_match_ci": ci(proportion_interval(
+            [[m for s in c for m in s.turn_match] for c in clusters.values()])),
         "abstention": _share(abst, answers),
         "coverage": None if answers == 0 else 1 - abst / answers,
         "n_answers": answers,
         "change_radius": None if not radii else sum(radii) / len(radii),
         "change_radius_n": len(radii),
+        "change_radius_ci": ci(mean_interval(
+            [[float(s.change_radius) for s in c if s.change_radius is not None]
+             for c in clusters.values()])),
         "collateral_per_turn": None if not coll else sum(coll) / len(coll),
         "undo_recovery": _share(sum(all_undo), len(all_undo)),
         "undo_recovery_n": len(all_undo),

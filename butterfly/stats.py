@@ -1,0 +1,64 @@
+"""Statistics of results: intervals clustered over scenarios (docs/statistics.md).
+
+Repeats and layouts of one scenario are not independent answers, so every interval treats the
+scenario as the cluster (Miller 2024, "Adding Error Bars to Evals", section on clustered
+standard errors).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+Z95 = 1.959963984540054
+
+
+def wilson(k: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for k successes in n trials (n may be an effective size)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def clustered_variance(clusters: Sequence[Sequence[float]]) -> tuple[float, float, int]:
+    """(mean, variance of the mean, n) of every observation, clustered by scenario:
+    Var = sum_c (sum_i (x_ci - mean))^2 / n^2 (Miller 2024, eq. for clustered SE)."""
+    n = sum(len(c) for c in clusters)
+    if n == 0:
+        raise ValueError("no observations")
+    mean = sum(sum(c) for c in clusters) / n
+    var = sum(sum(x - mean for x in c) ** 2 for c in clusters) / (n * n)
+    return mean, var, n
+
+
+def proportion_interval(clusters: Sequence[Sequence[bool]]) -> tuple[float, float] | None:
+    """95% interval of a pass rate whose answers are clustered by scenario.
+
+    The Wilson interval at the effective sample size n_eff = p(1-p) / Var_clustered (Kish's
+    design effect, as Korn and Graubard 1998 do for clustered survey proportions), kept between
+    the number of scenarios m (repeats of a scenario perfectly correlated) and the number of
+    answers n (independent). When p is 0 or 1 the clustered variance is 0 and n_eff = m: a run
+    that failed all 40 scenarios twice has the interval of 0/40, not of 0/80 and not [0, 0].
+    """
+    clusters = [c for c in clusters if len(c)]
+    if not clusters:
+        return None
+    mean, var, n = clustered_variance([[float(x) for x in c] for c in clusters])
+    m = len(clusters)
+    n_eff = float(m) if var <= 0 else min(float(n), max(float(m), mean * (1 - mean) / var))
+    return wilson(mean * n_eff, n_eff)
+
+
+def mean_interval(clusters: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+    """95% normal interval of a mean with the clustered standard error (for counts such as the
+    change radius); None without observations."""
+    clusters = [c for c in clusters if len(c)]
+    if not clusters:
+        return None
+    mean, var, _ = clustered_variance(clusters)
+    half = Z95 * math.sqrt(var)
+    return (mean - half, mean + half)
