@@ -258,6 +258,23 @@ def cmd_audit(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(a: argparse.Namespace) -> int:
+    from butterfly.show import show
+
+    if a.lines < 1:
+        raise UserError("--lines must be at least 1")
+    return show(Path(a.run), a.scenario, a.layout, a.repeat, full=a.full, lines=a.lines)
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from butterfly.report import write_report
+
+    html = Path(a.html)
+    size = write_report([Path(r) for r in a.runs], html, a.title)
+    print(f"wrote {html} ({size / 1e6:.2f} MB)", file=sys.stderr)
+    return 0
+
+
 def cmd_parse(a: argparse.Namespace) -> int:
     from butterfly.parse import main_parse
 
@@ -350,6 +367,24 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("runs", nargs="+", metavar="RUN")
     au.add_argument("--json", action="store_true")
     au.set_defaults(func=cmd_audit)
+
+    sh = sub.add_parser("show", help="a conversation's transcript turn by turn, with the spec "
+                        "diff against the oracle (without --scenario: every verdict)")
+    sh.add_argument("run", metavar="RUN")
+    sh.add_argument("--scenario", metavar="ID")
+    sh.add_argument("--layout", metavar="L", help="default: the run's first layout")
+    sh.add_argument("--repeat", type=int, default=0, metavar="R")
+    sh.add_argument("--full", action="store_true", help="print raw answers whole")
+    sh.add_argument("--lines", type=int, default=12, metavar="N",
+                    help="lines of each raw answer to print (default 12)")
+    sh.set_defaults(func=cmd_show)
+
+    rp = sub.add_parser("report", help="one self-contained HTML report of one or more runs: "
+                        "leaderboard, tables, charts, flips, transcripts")
+    rp.add_argument("runs", nargs="+", metavar="RUN")
+    rp.add_argument("--html", required=True, metavar="FILE")
+    rp.add_argument("--title")
+    rp.set_defaults(func=cmd_report)
 
     pa = sub.add_parser("parse", help="parse one raw answer from stdin (exit 3: abstention)")
     pa.add_argument("--mode", choices=("strict", "structured", "lenient"), default="structured")

@@ -1,0 +1,300 @@
+"""``butterfly report RUN [RUN ...] --html FILE``: one self-contained HTML report.
+
+Built from run records only (``load_run_records`` and ``score_run``), in two steps: ``build``
+makes a JSON-able report model, ``render_html`` turns it into one file with its CSS, script,
+charts (matplotlib SVG) and data inline, so it opens from a file URL with no network.
+
+Model answers are untrusted text. The page is rendered by Jinja2 with autoescape and strict
+undefined variables; the transcripts travel as gzip-compressed JSON (base64) and the page's
+script puts every string into the DOM with ``textContent``, never as HTML. Transcripts are
+decompressed once and rendered lazily, one page of the list and one conversation at a time, so
+a report of 5 runs x 2,000 scenarios stays usable (``bench/report.py`` measures it).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from butterfly import __version__
+from butterfly.errors import UserError
+from oracle import CATEGORIES, KEYS, OPS, Scenario, replay
+
+TEMPLATES: Final = Path(__file__).parent / "templates"
+REPORT_SCHEMA_VERSION: Final = 1
+FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")
+
+
+def _label(manifest: Any, path: Path) -> str:
+    p = manifest.params
+    extras = []
+    if p.strategy != "zero-shot":
+        extras.append(p.strategy + (f" x{p.samples}" if p.samples > 1 else ""))
+    if p.protocol != "schema":
+        extras.append(p.protocol)
+    if p.mode != "chat":
+        extras.append(p.mode)
+    return str(manifest.model) + (f" [{', '.join(extras)}]" if extras else "")
+
+
+def _metrics(agg: dict[str, Any]) -> dict[str, Any]:
+    keys = ("n_scenarios", "n_conversations", "final_match", "final_matches", "final_match_ci",
+            "turn_match", "turn_match_ci", "abstention", "coverage", "change_radius",
+            "change_radius_ci", "collateral_per_turn", "undo_recovery", "undo_recovery_n",
+            "undo_recovery_by_op", "wobble", "wobbles", "first_divergent_turn")
+    return {k: agg[k] for k in keys}
+
+
+def _op_table(convs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per op: of its turns whose previous turn matched, the share that still match; and the
+    share of its answers that abstained."""
+    held: Counter[str] = Counter()
+    cases: Counter[str] = Counter()
+    abst: Counter[str] = Counter()
+    answers: Counter[str] = Counter()
+    for c in convs:
+        prev_ok = True
+        for row in c["turns"]:
+            if row["status"] == "missing":
+                break
+            op = row["op"]
+            answers[op] += 1
+            abst[op] += row["status"] == "abstained"
+            if prev_ok:
+                cases[op] += 1
+                held[op] += row["status"] == "match"
+            prev_ok = row["status"] == "match"
+    return {
+        op: {"held": None if not cases[op] else held[op] / cases[op], "n": cases[op],
+             "abstention": None if not answers[op] else abst[op] / answers[op],
+             "answers": answers[op]}
+        for op in OPS if answers[op]
+    }
+
+
+def _compact_turn(row: dict[str, Any]) -> list[Any]:
+    """One turn for the page: [status, raw, {wrong key: model value}, collateral, missed,
+    abstention, detail, samples]."""
+    wrong = {k: row["spec"][k] for k in row["wrong"]} if row["spec"] is not None else {}
+    moved_right = [k for k in row["collateral"] if k not in row["wrong"]]
+    return [row["status"][0], row["raw"], wrong, row["collateral"], row["missed"],
+            row["abstention"], row["detail"], row["samples"],
+            {k: row["spec"][k] for k in moved_right} if row["spec"] is not None else {}]
+
+
+def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
+    """The report model: every figure and transcript the page shows, JSON-able."""
+    from butterfly.flips import flip_grid, load_columns
+    from butterfly.runner import load_run_records, select, turns
+    from butterfly.score import score_run
+    from butterfly.transcript import conversation_of
+
+    if not runs:
+        raise UserError("report: give at least one run directory")
+    entries: list[dict[str, Any]] = []
+    scen_data: dict[str, dict[str, Any]] = {}
+    convs_out: list[dict[str, Any]] = []
+    baselines: dict[str, dict[str, Any]] | None = None
+    baseline_ids: list[str] | None = None
+    suites: set[str] = set()
+    for i, path in enumerate(runs):
+        manifest, scenarios, records = load_run_records(path)
+        suites.add(manifest.suite.sha256)
+        params = manifest.params
+        chosen = select(scenarios, params)
+        score = score_run(path)
+        answered = turns(records, params)
+        convs = [conversation_of(s, answered, lay, r)
+                 for s in chosen for lay in params.layouts for r in range(params.repeats)]
+        for s in chosen:
+            _add_scenario(scen_data, s)
+        for c in convs:
+            convs_out.append({
+                "r": i, "id": c["id"], "l": c["layout"], "k": c["repeat"], "v": c["verdict"],
+                "fd": c["first_divergent"], "t": [_compact_turn(row) for row in c["turns"]],
+            })
+        ids = sorted({s["id"] for s in score["scenarios"]})
+        if baselines is None:
+            baselines, baseline_ids = score["baselines"], ids
+        entries.append({
+            "label": _label(manifest, path),
+            "path": str(path),
+            "model": manifest.model,
+            "status": manifest.status,
+            "params": {"layouts": list(params.layouts), "repeats": params.repeats,
+                       "strategy": params.strategy, "samples": params.samples,
+                       "protocol": params.protocol, "mode": params.mode,
+                       "temperature": params.temperature, "seed": params.seed},
+            "suite": manifest.suite.path,
+            "incomplete": score["incomplete"],
+            "n_total": score["n_total"],
+            **_metrics(score),
+            "by_category": {c: _metrics(v) for c, v in score["by_category"].items()},
+            "by_layout": {lay: _metrics(v) for lay, v in score["by_layout"].items()},
+            "by_op": _op_table([c for c in convs if c["complete"]]),
+            "same_scenarios_as_baselines": ids == baseline_ids,
+        })
+    labels = [e["label"] for e in entries]
+    for e in entries:  # runs with the same label are told apart by their directory
+        if labels.count(e["label"]) > 1:
+            e["label"] = f"{e['label']} ({Path(e['path']).name or e['path']})"
+    labels = [e["label"] for e in entries]
+    if len(set(labels)) != len(labels):
+        raise UserError("report: give each run directory once")
+    assert baselines is not None
+    base_rows = [{"label": f"baseline: {name}", "baseline": True, **_metrics(b),
+                  "by_category": {c: _metrics(v) for c, v in b["by_category"].items()}}
+                 for name, b in baselines.items()]
+    flips = None
+    if len(suites) == 1 and sum(len(e["params"]["layouts"]) for e in entries) > 1:
+        scenarios, columns = load_columns(list(runs))
+        flips = flip_grid(scenarios, columns)
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "butterfly_version": __version__,
+        "title": title or "ButterflyBench report",
+        "runs": entries,
+        "baselines": base_rows,
+        "baselines_on": entries[0]["label"],
+        "categories": [c for c in CATEGORIES if any(c in e["by_category"] for e in entries)],
+        "flips": flips,
+        "scenarios": scen_data,
+        "conversations": convs_out,
+    }
+
+
+def _add_scenario(out: dict[str, dict[str, Any]], s: Scenario) -> None:
+    if s.id in out:
+        return
+    o = replay(s)
+    out[s.id] = {
+        "category": s.category,
+        "initial": o[0],
+        "turns": [[t.op, t.text, {k: o[i][k] for k in KEYS if o[i][k] != o[i - 1][k]}]
+                  for i, t in enumerate(s.turns, 1)],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Charts: matplotlib to inline SVG (text kept as text, no timestamps, fixed ids)
+
+
+def _svg(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def charts(model: dict[str, Any]) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "butterfly",
+                                "font.size": 9})
+    runs = model["runs"]
+    names = [r["label"] for r in runs]
+    out: dict[str, str] = {}
+
+    # per-category final match
+    cats = model["categories"]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(cats) + 2), 3.2))
+    width = 0.8 / max(1, len(runs))
+    for i, r in enumerate(runs):
+        vals = [100 * (r["by_category"].get(c, {}).get("final_match") or 0) for c in cats]
+        ax.bar([x + i * width for x in range(len(cats))], vals, width, label=r["label"])
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(cats))], cats,
+                  rotation=30, ha="right")
+    ax.set_ylabel("final match (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title("Final match by category")
+    out["category"] = _svg(fig)
+
+    # first divergent turn distribution (share of conversations)
+    fig, ax = plt.subplots(figsize=(7, 3.0))
+    for i, r in enumerate(runs):
+        hist = r["first_divergent_turn"]
+        total = sum(hist.values()) or 1
+        vals = [100 * hist.get(b, 0) / total for b in FDT_BINS]
+        ax.bar([x + i * width for x in range(len(FDT_BINS))], vals, width, label=r["label"])
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
+                  list(FDT_BINS))
+    ax.set_xlabel("first divergent turn (none = matched throughout)")
+    ax.set_ylabel("conversations (%)")
+    ax.legend(fontsize=7)
+    ax.set_title("Where conversations first go wrong")
+    out["first_divergent"] = _svg(fig)
+
+    # change radius with its interval
+    fig, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(runs)))
+    ys = list(range(len(runs)))[::-1]
+    vals = [r["change_radius"] or 0 for r in runs]
+    errs = [[max(0.0, v - (r["change_radius_ci"] or [v, v])[0]) for v, r in zip(vals, runs,
+                                                                                strict=True)],
+            [max(0.0, (r["change_radius_ci"] or [v, v])[1] - v) for v, r in zip(vals, runs,
+                                                                               strict=True)]]
+    ax.barh(ys, vals, xerr=errs, color="#8e44ad", capsize=3)
+    ax.set_yticks(ys, names)
+    ax.set_xlabel("change radius: settings wrong at the end that no turn targeted (mean, 95% CI)")
+    ax.set_title("Change radius")
+    out["change_radius"] = _svg(fig)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+def pack(obj: Any) -> str:
+    """gzip + base64 of compact JSON (mtime 0: the same data gives the same bytes)."""
+    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def render_html(model: dict[str, Any]) -> str:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined,
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.1f}%"
+    env.filters["num"] = lambda x: "–" if x is None else f"{x:.3f}"
+    env.filters["ci"] = lambda c, scale=100: "" if c is None else (
+        f"[{scale * c[0]:.1f}, {scale * c[1]:.1f}]" if scale == 100
+        else f"[{c[0]:.2f}, {c[1]:.2f}]")
+    template = env.get_template("report.html.j2")
+    page_data = {"scenarios": model["scenarios"], "conversations": model["conversations"],
+                 "runs": [r["label"] for r in model["runs"]], "keys": list(KEYS)}
+    return template.render(
+        m=model,
+        css=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
+        js=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
+        svgs=charts(model),
+        data=pack(page_data),
+        ops=[op for op in OPS if any(op in r["by_op"] for r in model["runs"])],
+        undo_ops=[op for op in ("undo_last", "undo_ref", "undo_earliest", "redo")],
+    )
+
+
+def write_report(runs: Sequence[Path], html: Path, title: str | None = None) -> int:
+    """Build and write the report; returns its size in bytes."""
+    text = render_html(build(runs, title))
+    try:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        tmp = html.with_name(html.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(html)
+    except OSError as e:
+        raise UserError(f"--html {html}: cannot write: {e.strerror or e}") from None
+    return len(text.encode("utf-8"))

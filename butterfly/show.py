@@ -1,0 +1,148 @@
+"""``butterfly show``: a conversation's transcript in the terminal, turn by turn.
+
+Each turn: the user's words, the model's raw answer (truncated unless ``--full``), and its spec
+against the oracle's. Settings are marked with a sign as well as a colour, so the meaning
+survives a pipe, where there is no colour:
+
+- ``~`` collateral (magenta): changed from the model's previous answer though nothing asked for it;
+- ``!`` wrong (red): differs from the oracle (an edit not made, or an old mistake carried on);
+- ``>`` the first divergent turn.
+
+Model answers are untrusted text: they are printed as plain text, never as rich markup.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from butterfly.errors import UserError
+from butterfly.transcript import conversation_of
+
+WRONG = "red"
+COLLATERAL = "magenta"
+MATCH = "green"
+ABSTAIN = "yellow"
+
+
+def load(run: Path, scenario: str | None, layout: str | None,
+         repeat: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run's manifest summary and the transcripts asked for (every scenario when
+    ``scenario`` is None)."""
+    from butterfly.runner import load_run_records, select, turns
+
+    manifest, scenarios, records = load_run_records(run)
+    params = manifest.params
+    chosen = select(scenarios, params)
+    lay = layout or params.layouts[0]
+    if lay not in params.layouts:
+        raise UserError(f"{run}: no layout {lay} in this run (it has {','.join(params.layouts)})")
+    if not 0 <= repeat < params.repeats:
+        raise UserError(f"{run}: no repeat {repeat} in this run (repeats 0..{params.repeats - 1})")
+    if scenario is not None:
+        picked = [s for s in chosen if s.id == scenario]
+        if not picked:
+            near = [s.id for s in chosen if scenario in s.id][:5]
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise UserError(f"{run}: no scenario {scenario!r} in this run{hint}")
+        chosen = picked
+    answered = turns(records, params)
+    info = {"run": str(run), "model": manifest.model, "layout": lay, "repeat": repeat,
+            "strategy": params.strategy, "samples": params.samples}
+    return info, [conversation_of(s, answered, lay, repeat) for s in chosen]
+
+
+def _clip(raw: str, lines: int | None) -> tuple[str, int]:
+    rows = raw.splitlines() or [""]
+    if lines is None or len(rows) <= lines:
+        return raw, 0
+    return "\n".join(rows[:lines]), len(rows) - lines
+
+
+def render(info: dict[str, Any], conv: dict[str, Any], *, lines: int | None = 12) -> list[Text]:
+    """The transcript as rich Text lines (plain text when the console has no colour)."""
+    out: list[Text] = []
+    verdict = {"P": "final match", "F": "final answer wrong", "A": "abstained at the final turn",
+               "-": "incomplete (a turn has no answer yet)"}[conv["verdict"]]
+    head = Text(f"{conv['id']} ({conv['category']})", style="bold")
+    head.append(f"  model {info['model']}, layout {info['layout']}, repeat {info['repeat']}")
+    if info["samples"] > 1:
+        head.append(f", self-consistency over {info['samples']} samples")
+    out.append(head)
+    fd = conv["first_divergent"]
+    out.append(Text(f"{verdict}; first divergent turn: {fd if fd is not None else 'none'}",
+                    style=MATCH if conv["verdict"] == "P" else WRONG))
+    for row in conv["turns"]:
+        out.append(Text(""))
+        marker = ">" if row["turn"] == fd else " "
+        status = {"match": ("match", MATCH), "wrong": ("WRONG", WRONG),
+                  "abstained": ("ABSTAINED", ABSTAIN), "missing": ("no answer", ABSTAIN)}
+        word, style = status[row["status"]]
+        line = Text(f"{marker} turn {row['turn']} ({row['op']}): ", style="bold")
+        line.append(word, style=style)
+        if row["turn"] == fd:
+            line.append("  <- first divergent turn", style=WRONG)
+        out.append(line)
+        out.append(Text("  user:  ", style="bold").append(Text(row["user"])))
+        if row["status"] == "missing":
+            continue
+        raw, hidden = _clip(row["raw"] or "", lines)
+        body = Text("  model: ", style="bold")
+        body.append(Text(raw.replace("\n", "\n         ")))
+        out.append(body)
+        if hidden:
+            out.append(Text(f"         ... {hidden} more lines (--full shows them)",
+                            style="dim"))
+        if row["samples"]:
+            out.append(Text(f"  {len(row['samples'])} samples voted; the spec below is the "
+                            "vote", style="dim"))
+        if row["status"] == "abstained":
+            out.append(Text(f"  abstention: {row['abstention']} {row['detail']}".rstrip(),
+                            style=ABSTAIN))
+            continue
+        if row["status"] == "match":
+            out.append(Text("  spec: matches the oracle", style=MATCH))
+            continue
+        for k in row["wrong"]:
+            sign, style, why = (("~", COLLATERAL, "changed, not asked") if k in row["collateral"]
+                                else ("!", WRONG, "edit not made" if k in row["missed"]
+                                      else "wrong"))
+            item = Text(f"  {sign} {k} = ", style=style)
+            item.append(Text(repr(row["spec"][k]), style=style))
+            item.append(Text(f"  oracle {row['oracle'][k]!r}  ({why})"))
+            out.append(item)
+        for k in row["collateral"]:
+            if k not in row["wrong"]:  # moved off an earlier mistake without being asked
+                out.append(Text(f"  ~ {k} = {row['spec'][k]!r}  changed, not asked "
+                                "(now equal to the oracle)", style=COLLATERAL))
+    return out
+
+
+def listing(info: dict[str, Any], convs: list[dict[str, Any]]) -> list[Text]:
+    """One line per scenario: verdict, first divergent turn, and how to show it."""
+    out = [Text(f"{info['run']}: {info['model']}, layout {info['layout']}, repeat "
+                f"{info['repeat']} (P pass, F fail, A abstained, - incomplete)", style="bold")]
+    width = max(len(c["id"]) for c in convs) if convs else 10
+    for c in convs:
+        fd = c["first_divergent"]
+        style = MATCH if c["verdict"] == "P" else WRONG
+        line = Text(f"{c['verdict']} ", style=style)
+        line.append(f"{c['id']:{width}}  {c['category']:15}  first divergent turn "
+                    f"{fd if fd is not None else '-'}")
+        out.append(line)
+    out.append(Text("butterfly show RUN --scenario ID for a transcript", style="dim"))
+    return out
+
+
+def show(run: Path, scenario: str | None, layout: str | None, repeat: int,
+         *, full: bool = False, lines: int = 12, console: Console | None = None) -> int:
+    info, convs = load(run, scenario, layout, repeat)
+    console = console or Console(highlight=False)
+    texts = listing(info, convs) if scenario is None else render(
+        info, convs[0], lines=None if full else lines)
+    for t in texts:
+        console.print(t, soft_wrap=True)
+    return 0

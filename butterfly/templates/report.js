@@ -1,0 +1,211 @@
+"use strict";
+// ButterflyBench report: sortable tables and a lazy transcript viewer.
+// Every string from the data goes into the page with textContent, never as HTML.
+(function () {
+  const PAGE = 50;
+  const LINES = 12;
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  // ---- sortable tables
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    table.querySelectorAll("th").forEach(function (th, col) {
+      th.addEventListener("click", function () {
+        const body = table.tBodies[0];
+        const rows = Array.from(body.rows);
+        const num = th.dataset.type === "num";
+        const dir = th.dataset.dir === "desc" ? 1 : -1;
+        th.dataset.dir = dir === 1 ? "asc" : "desc";
+        rows.sort(function (a, b) {
+          const x = a.cells[col], y = b.cells[col];
+          if (num) {
+            const vx = parseFloat(x.dataset.value), vy = parseFloat(y.dataset.value);
+            return dir * ((isNaN(vx) ? -1 : vx) - (isNaN(vy) ? -1 : vy));
+          }
+          return dir * x.textContent.localeCompare(y.textContent);
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+
+  // ---- transcripts
+  const status = document.getElementById("t-status");
+  let data = null;
+  let shown = [];
+  let page = 0;
+
+  async function load() {
+    const b64 = document.getElementById("report-data").textContent.trim();
+    const bin = atob(b64);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  function matches(c, q) {
+    if (!q) return true;
+    if (c.id.toLowerCase().includes(q)) return true;
+    const s = data.scenarios[c.id];
+    for (let i = 0; i < c.t.length; i++) {
+      if (s.turns[i][1].toLowerCase().includes(q)) return true;
+      const raw = c.t[i][1];
+      if (raw && raw.toLowerCase().includes(q)) return true;
+    }
+    return false;
+  }
+
+  function filter() {
+    const q = document.getElementById("f-search").value.trim().toLowerCase();
+    const run = document.getElementById("f-run").value;
+    const cat = document.getElementById("f-cat").value;
+    const fd = document.getElementById("f-fd").value;
+    const failed = document.getElementById("f-failed").checked;
+    shown = data.conversations.filter(function (c) {
+      if (run !== "" && String(c.r) !== run) return false;
+      if (cat && data.scenarios[c.id].category !== cat) return false;
+      if (fd && String(c.fd === null ? "none" : c.fd) !== fd) return false;
+      if (failed && c.v === "P") return false;
+      return matches(c, q);
+    });
+    page = 0;
+    list();
+  }
+
+  function list() {
+    const body = document.querySelector("#t-list tbody");
+    body.replaceChildren();
+    const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+    page = Math.min(page, pages - 1);
+    shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (c) {
+      const tr = el("tr", "pick");
+      [data.runs[c.r], c.id, data.scenarios[c.id].category, c.l, c.k].forEach(function (x) {
+        tr.appendChild(el("td", null, x));
+      });
+      tr.appendChild(el("td", "v " + (c.v === "-" ? "X" : c.v), c.v));
+      tr.appendChild(el("td", null, c.fd === null ? "none" : c.fd));
+      tr.addEventListener("click", function () { view(c); });
+      body.appendChild(tr);
+    });
+    document.getElementById("t-page").textContent =
+      "page " + (page + 1) + " of " + pages + " (" + shown.length + " conversations)";
+    status.textContent = shown.length + " of " + data.conversations.length + " conversations";
+  }
+
+  function rawBlock(raw) {
+    const wrap = el("div", "raw");
+    const lines = (raw || "").split("\n");
+    const pre = el("pre", null, lines.length > LINES ? lines.slice(0, LINES).join("\n") : raw);
+    wrap.appendChild(pre);
+    if (lines.length > LINES) {
+      const more = el("button", "more", "show all " + lines.length + " lines");
+      more.type = "button";
+      more.addEventListener("click", function () {
+        const full = pre.dataset.full === "1";
+        pre.textContent = full ? lines.slice(0, LINES).join("\n") : raw;
+        pre.dataset.full = full ? "0" : "1";
+        more.textContent = full ? "show all " + lines.length + " lines" : "show less";
+      });
+      wrap.appendChild(more);
+    }
+    return wrap;
+  }
+
+  function view(c) {
+    const box = document.getElementById("t-view");
+    box.replaceChildren();
+    const s = data.scenarios[c.id];
+    const verdict = {P: "final match", F: "final answer wrong", A: "abstained at the final turn",
+                     "-": "incomplete"}[c.v];
+    box.appendChild(el("h3", null, c.id + " (" + s.category + ")"));
+    box.appendChild(el("p", "note", data.runs[c.r] + ", layout " + c.l + ", repeat " + c.k +
+      ": " + verdict + "; first divergent turn " + (c.fd === null ? "none" : c.fd)));
+    const oracle = Object.assign({}, s.initial);
+    c.t.forEach(function (t, i) {
+      const [op, text, changes] = s.turns[i];
+      Object.assign(oracle, changes);
+      const turn = el("div", "turn " + ({m: "ok", w: "bad", a: "abst", x: "miss"}[t[0]] || ""));
+      if (c.fd === i + 1) turn.classList.add("first");
+      const head = el("div", "thead", "turn " + (i + 1) + " (" + op + "): " +
+        ({m: "match", w: "WRONG", a: "ABSTAINED", x: "no answer"}[t[0]]) +
+        (c.fd === i + 1 ? "  ← first divergent turn" : ""));
+      turn.appendChild(head);
+      const u = el("div", "user");
+      u.appendChild(el("b", null, "user: "));
+      u.appendChild(el("span", null, text));
+      turn.appendChild(u);
+      if (t[0] !== "x") {
+        turn.appendChild(el("b", null, "model:"));
+        turn.appendChild(rawBlock(t[1]));
+        if (t[7] && t[7].length) {
+          const d = el("details");
+          d.appendChild(el("summary", null, t[7].length + " samples voted (the spec is the vote)"));
+          t[7].forEach(function (r, k) {
+            d.appendChild(el("div", "note", "sample " + k));
+            d.appendChild(rawBlock(r));
+          });
+          turn.appendChild(d);
+        }
+        if (t[0] === "a") {
+          turn.appendChild(el("div", "abst", "abstention: " + t[5] + (t[6] ? " (" + t[6] + ")" : "")));
+        } else if (t[0] === "m") {
+          turn.appendChild(el("div", "okline", "spec matches the oracle"));
+        }
+        const keys = Object.keys(t[2]);
+        if (keys.length || Object.keys(t[8]).length) {
+          const tab = el("table", "diff");
+          const hr = el("tr");
+          ["setting", "model", "oracle", ""].forEach(function (h) { hr.appendChild(el("th", null, h)); });
+          tab.appendChild(hr);
+          keys.forEach(function (k) {
+            const coll = t[3].includes(k), missed = t[4].includes(k);
+            const tr = el("tr", coll ? "coll" : (missed ? "missed" : "wrong"));
+            tr.appendChild(el("td", null, k));
+            tr.appendChild(el("td", null, t[2][k]));
+            tr.appendChild(el("td", null, oracle[k]));
+            tr.appendChild(el("td", null, coll ? "collateral: changed, not asked" :
+              (missed ? "edit not made" : "wrong")));
+            tab.appendChild(tr);
+          });
+          Object.keys(t[8]).forEach(function (k) {
+            const tr = el("tr", "coll");
+            tr.appendChild(el("td", null, k));
+            tr.appendChild(el("td", null, t[8][k]));
+            tr.appendChild(el("td", null, oracle[k]));
+            tr.appendChild(el("td", null, "changed, not asked (now equal to the oracle)"));
+            tab.appendChild(tr);
+          });
+          turn.appendChild(tab);
+        }
+      }
+      box.appendChild(turn);
+    });
+    box.scrollIntoView({block: "nearest"});
+  }
+
+  ["f-search", "f-run", "f-cat", "f-fd", "f-failed"].forEach(function (id) {
+    document.getElementById(id).addEventListener(id === "f-search" ? "input" : "change",
+      function () { if (data) filter(); });
+  });
+  document.getElementById("t-prev").addEventListener("click", function () {
+    if (page > 0) { page--; list(); }
+  });
+  document.getElementById("t-next").addEventListener("click", function () {
+    if ((page + 1) * PAGE < shown.length) { page++; list(); }
+  });
+
+  load().then(function (d) {
+    data = d;
+    filter();
+    document.body.dataset.ready = "1";
+  }).catch(function (e) {
+    status.textContent = "Could not read the transcripts: " + e;
+    document.body.dataset.ready = "error";
+  });
+})();

@@ -1,0 +1,105 @@
+"""Per-turn divergence transcripts: what the user said, what the model answered, and how its
+spec differs from the oracle's, built from run records (never live objects).
+
+Shared by ``butterfly show`` (terminal) and ``butterfly report`` (HTML), so both colour the same
+things:
+
+- **wrong**: a setting where the model's spec differs from the oracle's at that turn;
+- **collateral**: a setting the model changed from its previous answer while the oracle did not
+  (the thing ButterflyBench is about: changing what was not asked);
+- **missed**: a setting the oracle changed and the model did not;
+- the **first divergent turn** (the first turn without a full match).
+
+A collateral move is usually also wrong; a wrong setting that is not collateral is an edit the
+model failed to make (or an old mistake carried forward).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from oracle import KEYS, Scenario, replay
+
+if TYPE_CHECKING:
+    from butterfly.runner import Turn
+
+Spec = dict[str, str]
+
+
+def conversation(scenario: Scenario, answered: Sequence[Turn | None],
+                 oracle: Sequence[Spec] | None = None) -> dict[str, Any]:
+    """The transcript of one conversation as JSON-able data.
+
+    ``answered[t-1]`` is turn t's answer, or None when the turn has no successful answer yet
+    (a provider error or an unfinished run): such turns are listed with ``status`` "missing"."""
+    o = list(oracle) if oracle is not None else replay(scenario)
+    prev: Spec | None = o[0]
+    first: int | None = None
+    turns: list[dict[str, Any]] = []
+    for t, turn in enumerate(scenario.turns, 1):
+        ans = answered[t - 1] if t - 1 < len(answered) else None
+        row: dict[str, Any] = {
+            "turn": t,
+            "op": turn.op,
+            "user": turn.text,
+            "oracle": o[t],
+            "oracle_changed": [k for k in KEYS if o[t][k] != o[t - 1][k]],
+        }
+        if ans is None:
+            row.update(status="missing", spec=None, raw=None, samples=[], abstention=None,
+                       detail="", wrong=[], collateral=[], missed=[])
+            turns.append(row)
+            prev = None
+            continue
+        spec = ans.spec
+        if spec is None:
+            wrong: list[str] = []
+            collateral: list[str] = []
+            missed: list[str] = []
+        else:
+            wrong = [k for k in KEYS if spec[k] != o[t][k]]
+            collateral = [] if prev is None else [
+                k for k in KEYS if spec[k] != prev[k] and o[t][k] == o[t - 1][k]]
+            missed = [] if prev is None else [
+                k for k in KEYS if o[t][k] != o[t - 1][k] and spec[k] == prev[k]]
+        match = spec is not None and not wrong
+        if not match and first is None:
+            first = t
+        row.update(
+            status="match" if match else ("abstained" if spec is None else "wrong"),
+            spec=spec,
+            raw=ans.raw,
+            samples=[s.raw or "" for s in ans.samples] if len(ans.samples) > 1 else [],
+            abstention=ans.abstention,
+            detail=ans.detail,
+            wrong=wrong,
+            collateral=collateral,
+            missed=missed,
+            finish_reason=ans.samples[0].finish_reason,
+        )
+        turns.append(row)
+        prev = spec
+    complete = all(r["status"] != "missing" for r in turns)
+    final = turns[-1]["status"] if turns else "missing"
+    return {
+        "id": scenario.id,
+        "category": scenario.category,
+        "initial": o[0],
+        "complete": complete,
+        "final_match": complete and final == "match",
+        "verdict": "-" if not complete else ("P" if final == "match" else
+                                             ("A" if final == "abstained" else "F")),
+        "first_divergent": first,
+        "turns": turns,
+    }
+
+
+def conversation_of(scenario: Scenario, answered: dict[tuple[str, int, str, int], Turn],
+                    layout: str, repeat: int) -> dict[str, Any]:
+    """The transcript of ``scenario`` under ``layout`` and ``repeat`` from a run's turns."""
+    row = conversation(scenario, [answered.get((scenario.id, t, layout, repeat))
+                                  for t in range(1, len(scenario.turns) + 1)])
+    row["layout"] = layout
+    row["repeat"] = repeat
+    return row
