@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: venv demo test
+.PHONY: venv demo test browser
 
 venv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,17 @@ venv:
 demo: venv
 	$(BIN)/butterfly run --model local/smollm2 --per-category 1 --out runs/demo-smollm2
 
-test: venv
+# The report's browser tests need Debian's chromium and chromium-driver. Installed here when
+# missing and we are root (as on CI); otherwise the message says what to install.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    chromium chromium-driver >/dev/null) || exit 1; \
+	else echo "make test: the report's browser tests need chromium and chromedriver:" \
+	  "sudo apt-get install chromium chromium-driver"; exit 1; fi
+
+test: venv browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
