@@ -102,10 +102,10 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
     convs_out: list[dict[str, Any]] = []
     baselines: dict[str, dict[str, Any]] | None = None
     baseline_ids: list[str] | None = None
-    suites: set[str] = set()
+    suite_of: dict[Path, str] = {}
     for i, path in enumerate(runs):
         manifest, scenarios, records = load_run_records(path)
-        suites.add(manifest.suite.sha256)
+        suite_of[path] = manifest.suite.sha256
         params = manifest.params
         chosen = select(scenarios, params)
         score = score_run(path)
@@ -152,8 +152,9 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
                   "by_category": {c: _metrics(v) for c, v in b["by_category"].items()}}
                  for name, b in baselines.items()]
     flips = None
-    if len(suites) == 1 and sum(len(e["params"]["layouts"]) for e in entries) > 1:
-        scenarios, columns = load_columns(list(runs))
+    several = [p for p, e in zip(runs, entries, strict=True) if len(e["params"]["layouts"]) > 1]
+    if several and len({suite_of[p] for p in several}) == 1:  # the runs posed several ways
+        scenarios, columns = load_columns(several)
         flips = flip_grid(scenarios, columns)
     return {
         "schema_version": REPORT_SCHEMA_VERSION,

@@ -1,0 +1,64 @@
+"""Rebuild the example report and the README's pictures from the committed runs.
+
+    .venv/bin/python tools/screenshots.py
+
+- docs/report-butterfly-40.html: `butterfly report` of the committed SmolLM2 and scripted runs;
+- docs/img/report.png, docs/img/report-transcript.png: that report in headless Chromium;
+- docs/img/show.svg: `butterfly show` of one SmolLM2 conversation, as the terminal draws it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.append(str(ROOT / "tests"))
+
+from browser import chrome, missing, wait_ready  # noqa: E402
+
+RUNS = ["runs/smollm2-butterfly-40-layouts", "runs/smollm2-sc3-per-category-1",
+        "runs/script-oracle-butterfly-40", "runs/script-last-edit-butterfly-40",
+        "runs/script-lifo-butterfly-40", "runs/script-no-coupling-butterfly-40",
+        "runs/script-noisy-butterfly-40"]
+REPORT = ROOT / "docs" / "report-butterfly-40.html"
+SHOW = ("runs/smollm2-butterfly-40-layouts", "hw-undo-earliest-after-undo")
+
+
+def main() -> None:
+    subprocess.run([sys.executable, "-m", "butterfly.cli", "report", *RUNS, "--html",
+                    str(REPORT), "--title", "ButterflyBench on butterfly-40: SmolLM2-135M "
+                    "beside the scripted agents"], cwd=ROOT, check=True)
+    from rich.console import Console
+
+    from butterfly.show import show
+
+    console = Console(record=True, width=110, force_terminal=True, color_system="truecolor",
+                      file=open("/dev/null", "w"))  # noqa: SIM115
+    show(ROOT / SHOW[0], SHOW[1], None, 0, lines=3, console=console)
+    console.save_svg(str(ROOT / "docs" / "img" / "show.svg"),
+                     title=f"butterfly show {SHOW[0]} --scenario {SHOW[1]} --lines 3")
+    why = missing()
+    if why:
+        raise SystemExit(why)
+    from selenium.webdriver.common.by import By
+
+    with chrome(ROOT / "build" / "chrome-profile") as d:
+        d.set_window_size(1400, 1250)
+        d.get(REPORT.as_uri())
+        wait_ready(d)
+        d.save_screenshot(str(ROOT / "docs" / "img" / "report.png"))
+        from selenium.webdriver.support.select import Select
+
+        Select(d.find_element(By.ID, "f-run")).select_by_index(len(RUNS))
+        d.find_element(By.ID, "f-failed").click()
+        d.find_elements(By.CSS_SELECTOR, "#t-list tbody tr")[0].click()
+        d.execute_script("document.getElementById('transcripts').scrollIntoView()")
+        d.save_screenshot(str(ROOT / "docs" / "img" / "report-transcript.png"))
+    print(f"wrote {REPORT}, docs/img/report.png, docs/img/report-transcript.png, "
+          "docs/img/show.svg")
+
+
+if __name__ == "__main__":
+    main()
