@@ -72,6 +72,10 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _ci(c: list[float] | None) -> str:
+    return "-" if c is None else f"{100 * c[0]:.1f}-{100 * c[1]:.1f}%"
+
+
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -82,7 +86,7 @@ def score_tables(result: dict[str, Any]) -> list[Table]:
     extra = "" if convs == result["n_scenarios"] else f", {convs} conversations"
     title = f"ButterflyBench: {result['model']} ({result['n_scenarios']} scenarios{extra})"
     main = Table(title=title)
-    for col in ("agent", "final match", "turn match", "abstention", "change radius",
+    for col in ("agent", "final match", "95% CI", "turn match", "abstention", "change radius",
                 "undo recovery", "wobble"):
         main.add_column(col, justify="left" if col == "agent" else "right")
     rows = [(result["model"], result)] + [
@@ -92,6 +96,7 @@ def score_tables(result: dict[str, Any]) -> list[Table]:
         main.add_row(
             name,
             f"{_pct(r['final_match'])} ({r['final_matches']}/{r['n_conversations']})",
+            _ci(r.get("final_match_ci")),
             _pct(r["turn_match"]),
             _pct(r["abstention"]),
             _num(r["change_radius"]),
