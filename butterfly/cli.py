@@ -275,6 +275,53 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(a: argparse.Namespace) -> int:
+    from butterfly.compare import compare, load_answers, render
+
+    result = compare(load_answers(Path(a.run_a), a.layout), load_answers(Path(a.run_b), a.layout),
+                     a.method, a.q, k=a.k, cap=a.cap, stop_fine=a.stop_fine, seed=a.seed)
+    print(json.dumps(result, indent=2) if a.json else render(result))
+    return 0
+
+
+def cmd_calibrate(a: argparse.Namespace) -> int:
+    from butterfly.calibrate import real_study, render, run_rates, simulated_study
+
+    if not 0 < a.q < 1:
+        raise UserError("--q must be between 0 and 1")
+    if a.run is None and not a.simulate:
+        raise UserError("calibrate: give a run directory (made with --repeats K), --simulate, "
+                        "or both")
+    title = "simulated (realistic mixture of pass rates)"
+    rates = None
+    if a.run is not None:
+        _, answers, model = run_rates(Path(a.run))
+        rates = [sum(x) / len(x) for x in answers]
+    if a.simulate:
+        if a.reps < 1 or a.m < 1:
+            raise UserError("--reps and --m must be at least 1")
+        result = simulated_study(m=a.m, reps=a.reps, q=a.q, seed=a.seed, rates=rates)
+        if a.run is not None:
+            title = f"simulated from the pass rates of {model} ({a.run})"
+    else:
+        result = real_study(answers, q=a.q, reshuffles=a.reshuffles, seed=a.seed)
+        title = f"{model} ({a.run}), real answers"
+    if a.json:
+        meta = result.pop("_study")
+        for row in result.values():
+            row["study"] = meta
+        print(json.dumps(result, indent=2))
+    else:
+        print(render(result, title))
+    return 0
+
+
+def cmd_notebook(a: argparse.Namespace) -> int:
+    from butterfly.notebook import cmd_notebook as build_notebook
+
+    return build_notebook(a.out, a.check)
+
+
 def cmd_parse(a: argparse.Namespace) -> int:
     from butterfly.parse import main_parse
 
@@ -385,6 +432,46 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--html", required=True, metavar="FILE")
     rp.add_argument("--title")
     rp.set_defaults(func=cmd_report)
+
+    cp = sub.add_parser("compare", help="scenarios that regressed (and improved) from RUN_A to "
+                        "RUN_B, with false-discovery control (docs/statistics.md)")
+    cp.add_argument("run_a", metavar="RUN_A", help="the old run")
+    cp.add_argument("run_b", metavar="RUN_B", help="the new run, on the same suite")
+    cp.add_argument("--method", choices=("diff", "fixed", "bh", "ebh", "gs"), default="bh")
+    cp.add_argument("--q", type=float, default=0.1,
+                    help="false discovery rate (bh, ebh, gs) or per-scenario level (fixed)")
+    cp.add_argument("--k", type=int, help="fixed, bh: pairs per scenario (default: all)")
+    cp.add_argument("--cap", type=int, help="ebh, gs: at most this many pairs per scenario")
+    cp.add_argument("--stop-fine", action="store_true",
+                    help="ebh: stop scenarios that look fine at the looks")
+    cp.add_argument("--layout", help="the layout to compare (default: each run's first)")
+    cp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap interval")
+    cp.add_argument("--json", action="store_true")
+    cp.set_defaults(func=cmd_compare)
+
+    ca = sub.add_parser("calibrate", help="false alarms, FDR, power and answers of every "
+                        "regression method on a run's repeats (null pair, injected drops)")
+    ca.add_argument("run", nargs="?", metavar="RUN", help="a run made with --repeats K")
+    ca.add_argument("--simulate", action="store_true",
+                    help="synthetic answers (pass rates from RUN, or a realistic mixture)")
+    ca.add_argument("--q", type=float, default=0.1)
+    ca.add_argument("--reshuffles", type=int, default=20,
+                    help="real answers: seeded reshuffles of the two halves")
+    ca.add_argument("--m", type=int, default=60, help="--simulate: scenarios per suite")
+    ca.add_argument("--reps", type=int, default=200, help="--simulate: replications")
+    ca.add_argument("--seed", type=int, default=0)
+    ca.add_argument("--json", action="store_true",
+                    help="one object keyed by method: fdr, power, false_alarms, answers for "
+                    "null, 0.3 and 0.6")
+    ca.set_defaults(func=cmd_calibrate)
+
+    nb = sub.add_parser("notebook", help="the Kaggle notebook, built from the package")
+    nb_sub = nb.add_subparsers(dest="notebook_command", metavar="ACTION", required=True)
+    nbb = nb_sub.add_parser("build", help="write notebooks/butterflybench.ipynb (docs/kaggle.md)")
+    nbb.add_argument("--out", help="output file (default notebooks/butterflybench.ipynb)")
+    nbb.add_argument("--check", action="store_true",
+                     help="write nothing; exit 1 if the file differs from a fresh build")
+    nbb.set_defaults(func=cmd_notebook)
 
     pa = sub.add_parser("parse", help="parse one raw answer from stdin (exit 3: abstention)")
     pa.add_argument("--mode", choices=("strict", "structured", "lenient"), default="structured")

@@ -1,0 +1,186 @@
+"""``butterfly compare RUN_A RUN_B``: which scenarios regressed (and improved) between two runs of
+one suite, by one of the methods of :mod:`butterfly.regress`, plus the paired difference in
+final match with its interval (docs/statistics.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from butterfly import regress
+from butterfly.errors import UserError
+from butterfly.stats import cluster_bootstrap, mean_interval
+
+
+@dataclass(frozen=True)
+class RunAnswers:
+    """Final-match verdicts of one run: per scenario, one bool per complete conversation of the
+    chosen layout, in repeat order."""
+
+    run: str
+    model: str
+    suite_sha256: str
+    layout: str
+    ids: tuple[str, ...]
+    """Scenario ids in suite order (those the run plays)."""
+    passes: dict[str, tuple[bool, ...]]
+    temperature: float
+    seed: int
+
+
+def load_answers(run: Path, layout: str | None = None) -> RunAnswers:
+    """Read a run directory's final-match verdicts (an abstention at the last turn is a fail, as
+    in ``butterfly score``); incomplete conversations are left out."""
+    from butterfly.runner import load_run_records, select, turns
+    from oracle import replay
+
+    manifest, scenarios, records = load_run_records(run)
+    params = manifest.params
+    lay = layout or params.layouts[0]
+    if lay not in params.layouts:
+        raise UserError(f"{run}: no layout {lay} (it has {','.join(params.layouts)})")
+    done = turns(records, params)
+    in_run = regress_select = select(scenarios, params)
+    passes: dict[str, tuple[bool, ...]] = {}
+    for s in regress_select:
+        final = replay(s)[-1]
+        n = len(s.turns)
+        verdicts = []
+        for r in range(params.repeats):
+            last = done.get((s.id, n, lay, r))
+            complete = all((s.id, t, lay, r) in done for t in range(1, n + 1))
+            if last is None or not complete:
+                continue
+            verdicts.append(last.spec == final)
+        passes[s.id] = tuple(verdicts)
+    return RunAnswers(str(run), manifest.model, manifest.suite.sha256, lay,
+                      tuple(s.id for s in in_run), passes, params.temperature, params.seed)
+
+
+def paired_matrix(a: RunAnswers, b: RunAnswers) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The scenarios both runs answered and their first n answers each (n = the fewest complete
+    conversations of any such scenario in either run), as two (m, n) bool arrays."""
+    if a.suite_sha256 != b.suite_sha256:
+        raise UserError(f"{a.run} and {b.run} ran different suites (sha256 "
+                        f"{a.suite_sha256[:12]} vs {b.suite_sha256[:12]}): compare needs the same")
+    ids = [i for i in a.ids if i in b.passes and a.passes.get(i) and b.passes.get(i)]
+    if not ids:
+        raise UserError(f"{a.run} and {b.run} have no scenario with answers in both")
+    n = min(min(len(a.passes[i]), len(b.passes[i])) for i in ids)
+    aa = np.array([a.passes[i][:n] for i in ids], dtype=bool)
+    bb = np.array([b.passes[i][:n] for i in ids], dtype=bool)
+    return ids, aa, bb
+
+
+def paired_difference(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], *,
+                      seed: int = 0, reps: int = 2000) -> dict[str, Any]:
+    """B's final match minus A's, scenario by scenario: d_i = pass rate of B - pass rate of A on
+    scenario i (every answer each run has), averaged over scenarios, with a 95% interval from
+    the clustered standard error (one cluster per scenario) and a seeded cluster bootstrap."""
+    d = [float(np.mean(y)) - float(np.mean(x)) for x, y in zip(a, b, strict=True)]
+    ci = mean_interval([[v] for v in d])
+    boot = cluster_bootstrap([[v] for v in d], reps=reps, seed=seed)
+    return {
+        "a": float(np.mean([np.mean(x) for x in a])),
+        "b": float(np.mean([np.mean(y) for y in b])),
+        "diff": float(np.mean(d)),
+        "ci": None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
+        "ci_bootstrap": None if boot is None else [round(boot[0], 6), round(boot[1], 6)],
+        "bootstrap": {"reps": reps, "seed": seed},
+        "n_scenarios": len(d),
+    }
+
+
+def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | None = None,
+            cap: int | None = None, stop_fine: bool = False, seed: int = 0) -> dict[str, Any]:
+    """The comparison object printed by ``butterfly compare --json``."""
+    if method not in regress.METHODS:
+        raise UserError(f"--method {method}: choose one of {', '.join(regress.METHODS)}")
+    if not 0 < q < 1:
+        raise UserError("--q must be between 0 and 1")
+    ids, aa, bb = paired_matrix(a, b)
+    n = aa.shape[1]
+    if k is not None and not 1 <= k <= n:
+        raise UserError(f"--k {k}: between 1 and {n} (the pairs every scenario has)")
+    if cap is not None and cap < 1:
+        raise UserError("--cap must be at least 1")
+    down = regress.run_method(method, aa, bb, q, k=k, cap=cap, stop_fine=stop_fine)
+    up = regress.run_method(method, bb, aa, q, k=k, cap=cap, stop_fine=stop_fine)
+    pairs = np.maximum(down.pairs, up.pairs)
+    stat_name = "e_value" if method == "ebh" else "p_value"
+    rows = []
+    for j, sid in enumerate(ids):
+        rows.append({
+            "id": sid,
+            "a_pass": int(aa[j].sum()), "b_pass": int(bb[j].sum()), "pairs_available": n,
+            "pairs_used": int(pairs[j]),
+            f"{stat_name}_regressed": float(down.stat[j]),
+            f"{stat_name}_improved": float(up.stat[j]),
+            "verdict": "REGRESSED" if down.regressed[j] else
+                       ("improved" if up.regressed[j] else "-"),
+        })
+    full_a = [a.passes[i] for i in ids]
+    full_b = [b.passes[i] for i in ids]
+    return {
+        "method": method,
+        "q": q,
+        "run_a": a.run, "run_b": b.run, "model_a": a.model, "model_b": b.model,
+        "layout": a.layout if a.layout == b.layout else f"{a.layout}/{b.layout}",
+        "n_scenarios": len(ids),
+        "pairs_available": n,
+        "k": (n if k is None else k) if method in ("fixed", "bh") else None,
+        "cap": (n if cap is None else min(cap, n)) if method in ("ebh", "gs") else None,
+        "stop_fine": stop_fine if method == "ebh" else None,
+        "regressed": [sid for j, sid in enumerate(ids) if down.regressed[j]],
+        "improved": [sid for j, sid in enumerate(ids) if up.regressed[j]],
+        "answers_used": int(2 * pairs.sum()),
+        "answers_available": int(2 * n * len(ids)),
+        "final_match": paired_difference(full_a, full_b, seed=seed),
+        "scenarios": rows,
+    }
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def render(result: dict[str, Any]) -> str:
+    """The comparison as text."""
+    r = result
+    fm = r["final_match"]
+    detail = {"diff": "first pair only", "fixed": f"k = {r['k']}, each scenario at level q",
+              "bh": f"k = {r['k']}, Fisher exact + Benjamini-Hochberg",
+              "ebh": f"sequential e-BH, cap {r['cap']}" + (", stop-fine" if r["stop_fine"]
+                                                           else ""),
+              "gs": f"group-sequential exact + BH, cap {r['cap']}"}[r["method"]]
+    lines = [
+        f"A: {r['model_a']} ({r['run_a']})",
+        f"B: {r['model_b']} ({r['run_b']})",
+        f"{r['n_scenarios']} scenarios, layout {r['layout']}, {r['pairs_available']} pairs each; "
+        f"method {r['method']} ({detail}), q = {r['q']}",
+    ]
+    if fm["ci"] is not None:
+        lines.append(
+            f"final match: A {pct(fm['a'])}, B {pct(fm['b'])}, B - A = "
+            f"{100 * fm['diff']:+.1f} points, 95% CI [{100 * fm['ci'][0]:+.1f}, "
+            f"{100 * fm['ci'][1]:+.1f}] (clustered by scenario; bootstrap "
+            f"[{100 * fm['ci_bootstrap'][0]:+.1f}, {100 * fm['ci_bootstrap'][1]:+.1f}])")
+    stat = "e" if r["method"] == "ebh" else "p"
+    by_id = {row["id"]: row for row in r["scenarios"]}
+    for label, key, suffix in (("REGRESSED", "regressed", "regressed"),
+                               ("improved", "improved", "improved")):
+        ids = r[key]
+        lines.append(f"{label} ({len(ids)}):")
+        for sid in ids:
+            row = by_id[sid]
+            value = row[("e_value_" if stat == "e" else "p_value_") + suffix]
+            shown = f"e = {value:.3g}" if stat == "e" else f"p = {value:.3g}"
+            lines.append(f"  {sid:32s} A {row['a_pass']}/{row['pairs_available']}  "
+                         f"B {row['b_pass']}/{row['pairs_available']}  {shown}  "
+                         f"({row['pairs_used']} pairs read)")
+    lines.append(f"answers used: {r['answers_used']} of {r['answers_available']}")
+    return "\n".join(lines)
