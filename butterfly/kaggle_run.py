@@ -1,0 +1,209 @@
+"""What the Kaggle notebook runs around kaggle-benchmarks: the conversation, retries, verdicts.
+
+``butterfly notebook build`` inlines this module into ``notebooks/butterflybench.ipynb``
+together with the oracle, the prompts, the parser, the scorer and the statistics, so the
+notebook plays exactly the CLI's conversation (``butterfly run --protocol json``) and scores it
+with the same code. Nothing here imports kaggle_benchmarks: the notebook hands in two
+callables (``say`` puts the user's message in the chat, ``respond`` asks the model once), so
+this module is tested without it.
+
+Why protocol ``json`` and not ``schema``: kaggle-benchmarks sends a schema as
+``response_format`` only for the models its model proxy declares able to take one, and for the
+others it adds a different system message instead; the prompt would then depend on the model.
+The notebook sends no schema, and every model sees the same messages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from butterfly.parse import parse_answer
+from butterfly.prompts import messages
+from butterfly.score import score_scenario
+from butterfly.stats import proportion_interval
+from oracle import Scenario, replay
+
+T = TypeVar("T")
+
+LAYOUT: Final = "E"
+MODE: Final = "chat"
+STRATEGY: Final = "zero-shot"
+PROTOCOL: Final = "json"
+PARSE: Final = "structured"
+TEMPERATURE: Final = 0
+SEED: Final = 0
+MAX_TOKENS: Final = 1024
+"""The CLI's defaults (``butterfly run --protocol json``): one conversation per scenario."""
+
+ATTEMPTS: Final = 6
+BASE_DELAY: Final = 2.0
+MAX_DELAY: Final = 60.0
+"""A call is tried up to ATTEMPTS times; the waits double from BASE_DELAY, capped at MAX_DELAY
+(2, 4, 8, 16, 32 s: about a minute in all before a scenario is given up)."""
+
+TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
+"""HTTP statuses worth retrying, besides every 5xx."""
+TRANSIENT_NAMES: Final = frozenset({
+    "APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadError",
+    "ReadTimeout", "WriteError", "WriteTimeout", "PoolTimeout", "RemoteProtocolError",
+    "NetworkError", "TimeoutException", "ServerError",
+})  # fmt: skip
+"""Exception classes (of openai, httpx, google-genai) that mean no answer came, not a refusal."""
+
+
+class ProviderFailure(RuntimeError):
+    """A call that still got no answer after every attempt: a provider error, never a model
+    failure. The notebook's per-scenario task fails with it, and the scenario gets no verdict."""
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status an SDK exception carries (openai ``status_code``, google-genai ``code``,
+    httpx ``response.status_code``), if any."""
+    for value in (getattr(exc, "status_code", None), getattr(exc, "code", None),
+                  getattr(getattr(exc, "response", None), "status_code", None)):
+        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+            return value
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when retrying may help: rate limits, timeouts, 5xx, dropped connections. A request
+    the provider refused (400, 401, 403 such as "estimated cost exceeds your quota", 404) is
+    not retried: it would be refused again."""
+    status = status_of(exc)
+    if status is not None:
+        return status in TRANSIENT_STATUS or status >= 500
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    return any(cls.__name__ in TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def describe(exc: BaseException) -> str:
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"[:300]
+
+
+def call_with_retries(
+    call: Callable[[], T],
+    *,
+    attempts: int = ATTEMPTS,
+    base_delay: float = BASE_DELAY,
+    max_delay: float = MAX_DELAY,
+    sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] | None = print,
+) -> T:
+    """``call()``, retried on transient provider errors. Raises :class:`ProviderFailure` when
+    every attempt failed, and re-raises a non-transient error at once."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            if attempt == attempts:
+                raise ProviderFailure(
+                    f"no answer after {attempts} attempts: {describe(exc)}") from exc
+            wait = min(max_delay, base_delay * 2 ** (attempt - 1))
+            if log is not None:
+                log(f"attempt {attempt}/{attempts} failed ({describe(exc)}); "
+                    f"retrying in {wait:g} s")
+            sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def load_scenarios(text: str) -> list[Scenario]:
+    """The suite from its JSON Lines text (the notebook's inlined copy of the frozen suite)."""
+    return [Scenario.model_validate_json(line) for line in text.splitlines() if line.strip()]
+
+
+def system_text(scenario: Scenario) -> str:
+    """The system message, exactly as the CLI sends it (the same for every scenario)."""
+    return messages_for(scenario, 1, [])[0]["content"]
+
+
+def user_text(scenario: Scenario, turn: int) -> str:
+    """The user's message of ``turn`` (1-based), exactly as the CLI sends it."""
+    return messages_for(scenario, turn, [""] * (turn - 1))[-1]["content"]
+
+
+def messages_for(scenario: Scenario, turn: int, answers: Sequence[str]) -> list[dict[str, str]]:
+    """Every message the CLI (``butterfly run --protocol json``) sends for ``turn`` after these
+    earlier answers."""
+    return messages(scenario, turn, answers, LAYOUT, MODE, STRATEGY, PROTOCOL)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer as the model gave it."""
+
+    text: str
+    output_tokens: int | None = None
+
+
+def play(
+    scenario: Scenario,
+    say: Callable[[str], object],
+    respond: Callable[[], Answer],
+    *,
+    retries: Callable[[Callable[[], Answer]], Answer] = call_with_retries,
+) -> list[Answer]:
+    """One conversation (the system message is already in the chat): for each turn, ``say``
+    the user's message once, then ``respond``
+    (retried on transient errors: a retry re-sends the same history, never the user's
+    message twice). The model's answers stay in the chat, whatever they are."""
+    answers: list[Answer] = []
+    for t in range(1, len(scenario.turns) + 1):
+        say(user_text(scenario, t))
+        answers.append(retries(respond))
+    return answers
+
+
+def truncated(answer: Answer, max_tokens: int) -> bool:
+    """The CLI reads ``finish_reason == "length"``; kaggle-benchmarks does not pass the finish
+    reason on, so an answer that used the whole output budget counts as cut off."""
+    return answer.output_tokens is not None and answer.output_tokens >= max_tokens
+
+
+def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int) -> dict[str, Any]:
+    """Parse and score one complete conversation with the CLI's parser and scorer."""
+    parsed = [parse_answer(a.text, PARSE, truncated=truncated(a, max_tokens)) for a in answers]
+    score = score_scenario(scenario, [p.spec for p in parsed], replay(scenario))
+    return {
+        "id": scenario.id,
+        "category": scenario.category,
+        "final_match": score.final_match,
+        "turn_match": list(score.turn_match),
+        "first_divergent_turn": score.first_divergent,
+        "change_radius": score.change_radius,
+        "abstentions": score.abstentions,
+        "answers": [
+            {"turn": t, "raw": a.text, "output_tokens": a.output_tokens, "spec": p.spec,
+             "abstention": p.reason}
+            for t, (a, p) in enumerate(zip(answers, parsed, strict=True), 1)
+        ],
+    }
+
+
+def headline(final_matches: Sequence[bool]) -> dict[str, Any]:
+    """The leaderboard number: the share of scenarios whose final spec matches, with its 95%
+    interval (Wilson, as ``butterfly score``). Kaggle stores one number beside the value
+    (value ± ci), so ``ci`` is the larger distance from the share to an end of the interval:
+    the symmetric band then contains the whole (asymmetric) interval."""
+    n = len(final_matches)
+    if n == 0:
+        raise ValueError("no scenario was scored")
+    k = sum(bool(m) for m in final_matches)
+    share = k / n
+    interval = proportion_interval([[bool(m)] for m in final_matches])
+    assert interval is not None
+    lo, hi = interval
+    return {"final_match": share, "final_matches": k, "n_scenarios": n,
+            "interval": [lo, hi], "ci": max(share - lo, hi - share)}
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=1, ensure_ascii=False)
