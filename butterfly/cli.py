@@ -322,6 +322,32 @@ def cmd_notebook(a: argparse.Namespace) -> int:
     return build_notebook(a.out, a.check)
 
 
+def cmd_sequential(a: argparse.Namespace) -> int:
+    from butterfly.records import RunParams
+    from butterfly.runner import redact_url
+    from butterfly.sequential import render, run_sequential
+    from butterfly.suite import resolve_suite
+
+    for name, value in (("--per-category", a.per_category), ("--limit", a.limit),
+                        ("--concurrency", a.concurrency)):
+        if value is not None and value < 1:
+            raise UserError(f"{name} must be at least 1")
+    params = RunParams(temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
+                       limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
+                       timeout=a.timeout, retries=a.retries, api_base=redact_url(a.api_base))
+    stem = resolve_suite(a.suite).stem
+    out_a = Path(a.out_a) if a.out_a else Path("runs") / f"seq-{_slug(a.model_a)}__{stem}"
+    out_b = Path(a.out_b) if a.out_b else Path("runs") / f"seq-{_slug(a.model_b)}__{stem}"
+    if out_a == out_b and not (a.out_a or a.out_b):
+        out_b = out_b.with_name(out_b.name + "-b")
+    result = run_sequential(model_a=a.model_a, model_b=a.model_b, suite=a.suite, out_a=out_a,
+                            out_b=out_b, method=a.method, cap=a.cap, q=a.q,
+                            stop_fine=a.stop_fine, params=params, api_base=a.api_base,
+                            cache_path=None if a.no_cache else a.cache, quiet=a.json)
+    print(json.dumps(result, indent=2) if a.json else render(result))
+    return 0
+
+
 def cmd_parse(a: argparse.Namespace) -> int:
     from butterfly.parse import main_parse
 
@@ -472,6 +498,33 @@ def build_parser() -> argparse.ArgumentParser:
     nbb.add_argument("--check", action="store_true",
                      help="write nothing; exit 1 if the file differs from a fresh build")
     nbb.set_defaults(func=cmd_notebook)
+
+    sq = sub.add_parser("sequential", help="draw answers of two models pair by pair per "
+                        "scenario until each is decided; the regressions and answers spent")
+    sq.add_argument("--model-a", required=True, help="the old model")
+    sq.add_argument("--model-b", required=True, help="the new model")
+    sq.add_argument("--method", choices=("ebh", "gs"), default="ebh",
+                    help="ebh: e-process per scenario + e-BH; gs: group-sequential exact + BH")
+    sq.add_argument("--cap", type=int, default=50, help="at most this many pairs per scenario")
+    sq.add_argument("--q", type=float, default=0.1, help="false discovery rate")
+    sq.add_argument("--stop-fine", action="store_true",
+                    help="ebh: stop scenarios that look fine at the looks")
+    sq.add_argument("--suite", default="butterfly-40")
+    sq.add_argument("--limit", type=int)
+    sq.add_argument("--per-category", type=int, metavar="N")
+    sq.add_argument("--out-a", help="run directory of A (default runs/seq-MODEL__SUITE)")
+    sq.add_argument("--out-b", help="run directory of B")
+    sq.add_argument("--seed", type=int, default=0, help="base seed; pair r uses seed + r")
+    sq.add_argument("--temperature", type=float, default=0.7)
+    sq.add_argument("--max-tokens", type=int, default=1024)
+    sq.add_argument("--concurrency", type=int, default=1)
+    sq.add_argument("--timeout", type=float, default=120.0)
+    sq.add_argument("--retries", type=int, default=4)
+    sq.add_argument("--api-base")
+    sq.add_argument("--cache", default="~/.cache/butterfly/answers.sqlite")
+    sq.add_argument("--no-cache", action="store_true")
+    sq.add_argument("--json", action="store_true")
+    sq.set_defaults(func=cmd_sequential)
 
     pa = sub.add_parser("parse", help="parse one raw answer from stdin (exit 3: abstention)")
     pa.add_argument("--mode", choices=("strict", "structured", "lenient"), default="structured")

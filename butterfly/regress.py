@@ -305,6 +305,57 @@ def method_gs(a: Bools, b: Bools, q: float, *, looks: Sequence[int] = GS_LOOKS,
     return Decision(bh(final_p, q), pairs, final_p)
 
 
+class GroupSequential:
+    """The group-sequential design fed pair by pair (the live form of :func:`method_gs`, same
+    decisions on the same answers): :attr:`active` says which scenarios still sample."""
+
+    def __init__(self, shape: tuple[int, ...], q: float, cap: int, *,
+                 looks: Sequence[int] = GS_LOOKS, efficacy: Sequence[float] = GS_EFFICACY,
+                 futility: Sequence[float] = GS_FUTILITY) -> None:
+        self.q = q
+        self.looks = gs_looks(cap, looks)
+        interim = len(self.looks) - 1
+        self.c = [efficacy[min(s, len(efficacy) - 1)] if efficacy else 0.0
+                  for s in range(interim)]
+        self.f = [futility[min(s, len(futility) - 1)] if futility else 1.0
+                  for s in range(interim)]
+        self.spent = np.concatenate([[0.0], np.cumsum(self.c)])
+        self.a_pass = np.zeros(shape, dtype=np.int64)
+        self.b_pass = np.zeros(shape, dtype=np.int64)
+        self.pairs = np.zeros(shape, dtype=np.int64)
+        self.active = np.ones(shape, dtype=bool)
+        self.final_p = np.ones(shape, dtype=float)
+        self.decided = np.zeros(shape, dtype=bool)
+        self.fine = np.zeros(shape, dtype=bool)
+
+    def update(self, a: Bools, b: Bools) -> None:
+        act = self.active
+        self.a_pass += act & np.asarray(a, dtype=bool)
+        self.b_pass += act & np.asarray(b, dtype=bool)
+        self.pairs += act
+        at = act & np.isin(self.pairs, self.looks)
+        if not at.any():
+            return
+        p = fisher_greater(self.a_pass, self.pairs, self.b_pass, self.pairs)
+        s = np.searchsorted(np.asarray(self.looks), self.pairs)
+        last = at & (s == len(self.looks) - 1)
+        self.final_p = np.where(last, np.minimum(1.0, p + self.spent[np.minimum(s, len(
+            self.spent) - 1)]), self.final_p)
+        interim = at & ~last
+        c = np.array([*self.c, 0.0])[np.minimum(s, len(self.c))]
+        f = np.array([*self.f, 1.0])[np.minimum(s, len(self.f))]
+        win = interim & (p <= c)
+        lose = interim & ~win & (p >= f)
+        self.final_p = np.where(win, self.spent[np.minimum(s + 1, len(self.spent) - 1)],
+                                np.where(lose, 1.0, self.final_p))
+        self.decided |= win
+        self.fine |= lose
+        self.active &= ~(last | win | lose)
+
+    def decision(self) -> Decision:
+        return Decision(bh(self.final_p, self.q), self.pairs.copy(), self.final_p.copy())
+
+
 def run_method(name: str, a: Bools, b: Bools, q: float, *, k: int | None = None,
                cap: int | None = None, stop_fine: bool = False) -> Decision:
     """Dispatch by method name; ``k`` (fixed, bh) defaults to every pair, ``cap`` (ebh, gs) to

@@ -245,3 +245,20 @@ def test_mixture_rates_follow_the_mixture() -> None:
     p = R.mixture_rates(np.random.default_rng(0), (20_000,))
     assert ((p == 0) | (p == 1)).mean() == pytest.approx(0.1, abs=0.01)
     assert p.mean() == pytest.approx(0.4 * 8 / 9 + 0.3 * 0.5 + 0.2 / 7 + 0.05, abs=0.01)
+
+
+def test_group_sequential_live_form_matches_the_batch_form() -> None:
+    rng = np.random.default_rng(5)
+    reps, m, n = 40, 24, 100
+    p = R.mixture_rates(rng, (reps, m))
+    a = rng.random((reps, m, n)) < p[..., None]
+    b = R.inject(rng.random((reps, m, n)) < p[..., None], rng,
+                 np.broadcast_to(R.regressed_mask(m), (reps, m)), 0.6)
+    batch = R.method_gs(a, b, 0.1)
+    live = R.GroupSequential((reps, m), 0.1, n)
+    for j in range(n):
+        live.update(a[..., j], b[..., j])
+    d = live.decision()
+    assert np.array_equal(d.pairs, batch.pairs)
+    assert np.allclose(d.stat, batch.stat)
+    assert np.array_equal(d.regressed, batch.regressed)

@@ -1,0 +1,200 @@
+"""``butterfly sequential``: draw answers of two models pair by pair per scenario and stop each
+scenario once it is decided, looks fine (``--stop-fine``) or reaches the cap.
+
+Round r plays repeat r (seed + r) of every still-active scenario for model A and for model B,
+through the same runner as ``butterfly run``, into two ordinary run directories: every answer is
+kept, and re-running the same command replays the recorded answers without calling the models
+again (so a stopped session resumes). The design (:class:`butterfly.regress.Sequential` for
+``ebh``, :class:`butterfly.regress.GroupSequential` for ``gs``) sees one pass/fail pair per
+active scenario per round. e-values are those at each scenario's stopping time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from butterfly import regress
+from butterfly.errors import UserError
+from oracle import Scenario, replay
+
+
+@dataclass
+class Side:
+    """One model's run directory and client during a sequential comparison."""
+
+    model: str
+    out: Path
+    state: Any
+    client: Any
+    log: Any
+    finals: dict[str, dict[str, str]]
+
+
+def _final_pass(side: Side, s: Scenario, repeat: int) -> bool:
+    rec = side.state.done.get((s.id, len(s.turns), "E", repeat, 0))
+    return rec is not None and rec.spec == side.finals[s.id]
+
+
+async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: int,
+                 concurrency: int, progress: Any) -> list[str]:
+    """Play repeat ``repeat`` of ``scenarios`` for every side; the ids left incomplete."""
+    from butterfly.runner import _play
+
+    slots = asyncio.Semaphore(max(1, concurrency))
+    failed: list[str] = []
+
+    async def one(side: Side, s: Scenario) -> None:
+        async with slots:
+            ok = await _play(s, "E", repeat, side.client, side.state, side.log, progress,
+                             model=side.model, params=side.state.manifest.params)
+        if not ok:
+            failed.append(f"{side.model}:{s.id}")
+
+    await asyncio.gather(*(one(side, s) for side in sides for s in scenarios))
+    return failed
+
+
+def _close(side: Side, rounds: int, status: str) -> None:
+    from butterfly.runner import CALLS, now, read_calls, write_manifest
+
+    side.log.close()
+    records = read_calls(side.out / CALLS)
+    params = side.state.manifest.params.model_copy(update={"repeats": max(1, rounds)})
+    manifest = side.state.manifest.model_copy(update={
+        "params": params, "updated_at": now(), "status": status,
+        "n_calls": sum(1 for r in records if r.error is None),
+        "n_provider_errors": sum(1 for r in records if r.error is not None),
+    })
+    write_manifest(side.out, manifest)
+
+
+def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b: Path,
+                   method: str, cap: int, q: float, stop_fine: bool, params: Any,
+                   api_base: str | None = None, cache_path: str | None = None,
+                   quiet: bool = False) -> dict[str, Any]:
+    """Run the sequential comparison and return its result object."""
+    from butterfly.cache import Cache
+    from butterfly.client import ModelClient
+    from butterfly.provider import open_provider
+    from butterfly.runner import CALLS, CallLog, Progress, open_run, select
+    from butterfly.suite import load_suite, resolve_suite
+
+    if method not in ("ebh", "gs"):
+        raise UserError("sequential --method: ebh or gs")
+    if cap < 1:
+        raise UserError("--cap must be at least 1")
+    if not 0 < q < 1:
+        raise UserError("--q must be between 0 and 1")
+    if out_a.resolve() == out_b.resolve():
+        raise UserError("--out-a and --out-b must differ")
+    suite_path = resolve_suite(suite)
+    scenarios = select(load_suite(suite_path), params)
+    m = len(scenarios)
+    design: regress.Sequential | regress.GroupSequential
+    if method == "ebh":
+        design = regress.Sequential((m,), q, cap, stop_fine=stop_fine)
+    else:
+        design = regress.GroupSequential((m,), q, cap)
+    finals = {s.id: replay(s)[-1] for s in scenarios}
+    run_params = params.model_copy(update={"repeats": cap, "layouts": ("E",)})
+    with contextlib.ExitStack() as stack:
+        providers: dict[str, Any] = {}
+        sides = []
+        for model, out in ((model_a, out_a), (model_b, out_b)):
+            state = open_run(out, model, suite_path, scenarios, run_params)
+            if model not in providers:  # one embedded server when both sides are one model
+                provider = open_provider(stack, model, scenarios,
+                                         concurrency=run_params.concurrency, api_base=api_base)
+                cache = None
+                if cache_path is not None and provider.cacheable:
+                    cache = Cache(Path(cache_path).expanduser())
+                providers[model] = ModelClient(provider, concurrency=run_params.concurrency,
+                                               retries=run_params.retries,
+                                               timeout=run_params.timeout, cache=cache)
+            sides.append(Side(model, out, state, providers[model], CallLog(out / CALLS),
+                              finals))
+        progress = Progress(total=0)
+        rounds = 0
+        status = "complete"
+
+        async def drive() -> None:
+            nonlocal rounds, status
+            try:
+                for r in range(cap):
+                    active = [s for i, s in enumerate(scenarios) if design.active[i]]
+                    if not active:
+                        break
+                    failed = await _round(sides, active, r, run_params.concurrency, progress)
+                    rounds = r + 1
+                    if failed:
+                        status = "incomplete"
+                        raise UserError(
+                            f"sequential: {len(failed)} conversation(s) of repeat {r} failed "
+                            f"after retries (first: {failed[0]}); answers so far are kept: "
+                            "re-run the same command to resume")
+                    a = np.array([design.active[i] and _final_pass(sides[0], s, r)
+                                  for i, s in enumerate(scenarios)])
+                    b = np.array([design.active[i] and _final_pass(sides[1], s, r)
+                                  for i, s in enumerate(scenarios)])
+                    design.update(a, b)
+                    if not quiet:
+                        print(f"round {r + 1}: {len(active)} scenario(s) sampled, "
+                              f"{int(design.decided.sum())} decided, "
+                              f"{int(design.fine.sum())} fine, "
+                              f"{int(2 * design.pairs.sum())} answers", file=sys.stderr,
+                              flush=True)
+            finally:
+                for c in providers.values():
+                    await c.aclose()
+
+        try:
+            asyncio.run(drive())
+        finally:
+            for side in sides:
+                _close(side, rounds, status)
+    d = design.decision()
+    stat = "e_value" if method == "ebh" else "p_value"
+    return {
+        "method": method, "q": q, "cap": cap, "stop_fine": stop_fine if method == "ebh" else None,
+        "model_a": model_a, "model_b": model_b, "run_a": str(out_a), "run_b": str(out_b),
+        "n_scenarios": m,
+        "regressed": [s.id for i, s in enumerate(scenarios) if d.regressed[i]],
+        "answers_used": int(d.answers.sum()),
+        "answers_cap": 2 * cap * m,
+        "rounds": rounds,
+        "scenarios": [
+            {"id": s.id, "pairs": int(d.pairs[i]), "a_pass": int(design.a_pass[i]),
+             "b_pass": int(design.b_pass[i]), stat: float(d.stat[i]),
+             "stopped": ("decided" if design.decided[i] else "fine" if design.fine[i]
+                         else "cap" if d.pairs[i] >= cap else "open"),
+             "verdict": "REGRESSED" if d.regressed[i] else "-"}
+            for i, s in enumerate(scenarios)
+        ],
+    }
+
+
+def render(r: dict[str, Any]) -> str:
+    stat = "e_value" if r["method"] == "ebh" else "p_value"
+    lines = [f"A: {r['model_a']} ({r['run_a']})", f"B: {r['model_b']} ({r['run_b']})",
+             f"{r['n_scenarios']} scenarios, method {r['method']}, cap {r['cap']} pairs, "
+             f"q = {r['q']}" + (", stop-fine" if r["stop_fine"] else ""),
+             f"REGRESSED ({len(r['regressed'])}):"]
+    for row in r["scenarios"]:
+        if row["verdict"] == "REGRESSED":
+            lines.append(f"  {row['id']:32s} A {row['a_pass']}/{row['pairs']}  "
+                         f"B {row['b_pass']}/{row['pairs']}  {stat[0]} = {row[stat]:.3g}")
+    stops: dict[str, int] = {}
+    for row in r["scenarios"]:
+        stops[row["stopped"]] = stops.get(row["stopped"], 0) + 1
+    lines.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
+    lines.append(f"answers used: {r['answers_used']} (a fixed design at the cap: "
+                 f"{r['answers_cap']})")
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""butterfly sequential with scripted agents: pair-by-pair sampling into two run directories,
+e-values at the stopping times, resume without new calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from butterfly import regress
+from butterfly.cli import main
+from butterfly.compare import load_answers
+
+ARGS = ("sequential", "--model-a", "script/noisy:p=0.2", "--model-b", "script/noisy:p=0.6",
+        "--per-category", "1", "--q", "0.1", "--no-cache", "--json")
+
+
+def _run(capsys: pytest.CaptureFixture[str], tmp: Path, *extra: str) -> dict:  # type: ignore[type-arg]
+    code = main([*ARGS, "--out-a", str(tmp / "a"), "--out-b", str(tmp / "b"), *extra])
+    assert code == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_sequential_ebh_stops_and_reports_answers(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    d = _run(capsys, tmp_path, "--cap", "30", "--stop-fine")
+    assert d["method"] == "ebh" and d["n_scenarios"] == 10
+    assert d["answers_used"] == 2 * sum(row["pairs"] for row in d["scenarios"])
+    assert d["answers_used"] < d["answers_cap"] == 2 * 30 * 10
+    assert {row["stopped"] for row in d["scenarios"]} <= {"decided", "fine", "cap"}
+    assert set(d["regressed"]) == {r["id"] for r in d["scenarios"] if r["verdict"] == "REGRESSED"}
+    # each e-value is the e-process at that scenario's stopping time, recomputed from the
+    # answers kept in the two run directories
+    a, b = load_answers(tmp_path / "a"), load_answers(tmp_path / "b")
+    for row in d["scenarios"]:
+        n = row["pairs"]
+        x = np.array(a.passes[row["id"]][:n])
+        y = np.array(b.passes[row["id"]][:n])
+        assert len(x) == len(y) == n
+        e = regress.mixture_e(np.array((x & ~y).sum()), np.array((~x & y).sum()))
+        assert row["e_value"] == pytest.approx(float(e))
+        assert row["a_pass"] == x.sum() and row["b_pass"] == y.sum()
+    calls = (tmp_path / "a" / "calls.jsonl").read_text().count("\n")
+    again = _run(capsys, tmp_path, "--cap", "30", "--stop-fine")
+    assert again == d  # resumed from the recorded answers
+    assert (tmp_path / "a" / "calls.jsonl").read_text().count("\n") == calls
+
+
+def test_sequential_gs_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _run(capsys, tmp_path, "--cap", "25", "--method", "gs")
+    assert max(row["pairs"] for row in d["scenarios"]) <= 25
+    assert all(0 <= row["p_value"] <= 1 for row in d["scenarios"])
+    code = main([*ARGS[:-1], "--out-a", str(tmp_path / "a"), "--out-b", str(tmp_path / "b"),
+                 "--cap", "25", "--method", "gs"])
+    assert code == 0
+    assert "answers used:" in capsys.readouterr().out
+
+
+def test_sequential_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    same = str(tmp_path / "x")
+    assert main([*ARGS, "--out-a", same, "--out-b", same]) == 1
+    assert "must differ" in capsys.readouterr().err
+    assert main([*ARGS, "--out-a", same, "--out-b", str(tmp_path / "y"), "--cap", "0"]) == 1
+    assert "--cap" in capsys.readouterr().err
