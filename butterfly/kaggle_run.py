@@ -36,8 +36,13 @@ PROTOCOL: Final = "json"
 PARSE: Final = "structured"
 TEMPERATURE: Final = 0
 SEED: Final = 0
-MAX_TOKENS: Final = 1024
-"""The CLI's defaults (``butterfly run --protocol json``): one conversation per scenario."""
+"""The CLI's prompt and defaults (``butterfly run --protocol json``), one conversation per
+scenario."""
+MAX_TOKENS: Final = 8000
+"""The output bound sent with every call. A spec needs a few hundred tokens, but a reasoning
+model spends its thinking from the same budget on some providers, and the proxy estimates a
+call's cost from this bound (the write-up ended a costly model's 403s by bounding its output,
+and ran Sonnet 5 with an 8,000-token cap). The CLI counterpart is ``--max-tokens 8000``."""
 
 ATTEMPTS: Final = 6
 BASE_DELAY: Final = 2.0
