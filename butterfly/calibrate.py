@@ -65,14 +65,20 @@ def methods(n: int, q: float, *, fixed_k: int = 10, big_cap: int | None = None) 
 
 
 def study(pairs: Callable[[str, float], tuple[np.ndarray, np.ndarray, np.ndarray]],
-          specs: Sequence[MethodSpec]) -> dict[str, Any]:
+          specs: Sequence[MethodSpec],
+          keep: dict[tuple[str, str], tuple[regress.Decision, np.ndarray]] | None = None,
+          ) -> dict[str, Any]:
     """Run every method on every configuration. ``pairs(config, rate)`` returns A's and B's
-    answers (reps, m, n) and the true drops (reps, m)."""
+    answers (reps, m, n) and the true drops (reps, m). ``keep`` receives each decision and the
+    true drops by (method, configuration)."""
     result: dict[str, Any] = {s.name: {"label": s.label} for s in specs}
     for config, rate in CONFIGS:
         a, b, drop = pairs(config, rate)
         for s in specs:
-            o = regress.outcome(s.fn(a, b), drop)
+            decision = s.fn(a, b)
+            if keep is not None:
+                keep[(s.name, config)] = (decision, drop)
+            o = regress.outcome(decision, drop)
             result[s.name][config] = {**o.as_dict(), "m": int(a.shape[-2])}
     return result
 
@@ -126,7 +132,9 @@ def real_study(answers: Sequence[Sequence[bool]], *, q: float = 0.1, reshuffles:
 
 def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: float = 0.1,
                     seed: int = 0, rates: Sequence[float] | None = None,
-                    big_cap: int | None = 150) -> dict[str, Any]:
+                    big_cap: int | None = 150,
+                    keep: dict[tuple[str, str], tuple[regress.Decision, np.ndarray]] | None = None,
+                    ) -> dict[str, Any]:
     """The same study on synthetic independent answers: per-scenario pass rates resampled from
     ``rates`` (a real run's) or drawn from :data:`regress.MIXTURE`; a fresh suite per
     replication; every third scenario regressed by rate x its pass rate."""
@@ -148,7 +156,8 @@ def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: floa
         r2 = np.random.default_rng([seed, int(rate * 1000)])
         return a, regress.inject(b0, r2, which, rate), np.where(which, p * rate, 0.0)
 
-    out = study(pairs, methods(n, q, big_cap=big_cap if big_cap and big_cap <= n else None))
+    out = study(pairs, methods(n, q, big_cap=big_cap if big_cap and big_cap <= n else None),
+                keep)
     out["_study"] = {"kind": "simulated", "m": m, "pairs": n, "reps": reps, "q": q,
                      "seed": seed, "rates": "mixture" if rates is None else "run"}
     return out
