@@ -164,11 +164,14 @@ def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: floa
 
 
 def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
-    """Scenario ids, their final-match verdicts by repeat (first layout) and the model."""
+    """Scenario ids, their final-match verdicts by repeat (first layout) and the model. Only
+    scenarios with every repeat complete are kept (a run still in progress, or with provider
+    errors, is studied on its finished scenarios)."""
     from butterfly.compare import load_answers
 
     ans = load_answers(run)
-    ids = [i for i in ans.ids if ans.passes.get(i)]
+    most = max((len(v) for v in ans.passes.values()), default=0)
+    ids = [i for i in ans.ids if most and len(ans.passes.get(i, ())) == most]
     return ids, [ans.passes[i] for i in ids], ans.model
 
 
