@@ -323,7 +323,11 @@ def test_notebook_against_the_fake_server_sends_what_the_cli_sends(tmp_path: Pat
 
 
 @pytest.mark.timeout(600)
-def test_a_refused_call_is_a_provider_error_and_no_score(cwd: Path) -> None:
+@pytest.mark.parametrize("batch", [False, True], ids=["interactive", "batch"])
+def test_a_refused_call_is_a_provider_error_and_no_score(cwd: Path, batch: bool) -> None:
+    """Interactive: the outer task raises. Batch (a saved version on Kaggle,
+    KAGGLE_KERNEL_RUN_TYPE=batch): kaggle-benchmarks records the outer run as errored, and the
+    run cell raises."""
     _need_kbench()
     from nbclient.exceptions import CellExecutionError
 
@@ -333,10 +337,17 @@ def test_a_refused_call_is_a_provider_error_and_no_score(cwd: Path) -> None:
 
     with FakeServer(oracle_or_noop(set()), faults=faults) as srv, \
             pytest.raises(CellExecutionError) as info:
-        execute(cwd, _notebook_env(srv.api_base, "fake", FEW, 300))
+        env = _notebook_env(srv.api_base, "fake", FEW, 300)
+        if batch:
+            env["KAGGLE_KERNEL_RUN_TYPE"] = "batch"
+        execute(cwd, env)
     assert "provider errors, not model failures" in str(info.value)
-    assert "gen-drop-03" in str(info.value)
+    assert "gen-drop-03" in str(info.value) and "403" in str(info.value)
     assert not (cwd / "butterflybench_verdicts.json").exists()
+    if batch:
+        run = json.loads(next(cwd.glob("ButterflyBench-*.run.json")).read_text())
+        assert run["state"] == "BENCHMARK_TASK_RUN_STATE_ERRORED"
+        assert "numericResult" not in run["results"][0]
 
 
 # -- once for real: the embedded SmolLM2 behind both ---------------------------------------------
