@@ -192,3 +192,7 @@ def _noisy_passes(d: Any) -> int:
         if cells[0].text == "script/noisy:p=0.3":
             return int(cells[1].text.split("(")[1].split("/")[0])
     raise AssertionError("no noisy row")
+
+
+def test_same_runs_same_bytes(runs: list[Path]) -> None:
+    assert render_html(build(runs[:2])) == render_html(build(runs[:2]))
