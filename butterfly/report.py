@@ -92,7 +92,7 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
     """The report model: every figure and transcript the page shows, JSON-able."""
     from butterfly.flips import flip_grid, load_columns
     from butterfly.runner import load_run_records, select, turns
-    from butterfly.score import score_run
+    from butterfly.score import score_turns
     from butterfly.transcript import conversation_of
 
     if not runs:
@@ -108,8 +108,8 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
         suite_of[path] = manifest.suite.sha256
         params = manifest.params
         chosen = select(scenarios, params)
-        score = score_run(path)
         answered = turns(records, params)
+        score = score_turns(path, manifest, scenarios, answered)
         convs = [conversation_of(s, answered, lay, r)
                  for s in chosen for lay in params.layouts for r in range(params.repeats)]
         for s in chosen:

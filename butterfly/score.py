@@ -247,13 +247,22 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
     """Score a run directory from its records; ``parse_mode`` re-parses the raw answers."""
     from pathlib import Path
 
-    from butterfly.flips import Column, flip_grid
-    from butterfly.runner import conversations, load_run_records, select, turns
+    from butterfly.runner import load_run_records, turns
 
     manifest, scenarios, records = load_run_records(Path(out))
+    return score_turns(out, manifest, scenarios, turns(records, manifest.params, parse_mode),
+                       parse_mode)
+
+
+def score_turns(out: Any, manifest: Any, scenarios: Sequence[Scenario],
+                done: dict[tuple[str, int, str, int], Any],
+                parse_mode: str | None = None) -> dict[str, Any]:
+    """Score a run already loaded: its manifest, suite and answered turns (``runner.turns``)."""
+    from butterfly.flips import Column, flip_grid
+    from butterfly.runner import conversations, select
+
     params = manifest.params
     in_run = select(scenarios, params)
-    done = turns(records, params, parse_mode)
     answers: dict[Conversation, list[Spec | None]] = {}
     incomplete: list[Conversation] = []
     for s, layout, r in conversations(in_run, params):
