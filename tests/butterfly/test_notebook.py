@@ -369,9 +369,17 @@ def other_llama_servers() -> list[int]:
 
 @pytest.mark.timeout(1200)
 def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) -> None:
-    """One embedded server answers the notebook (kaggle-benchmarks' OpenAI actor) and then
+    """The embedded server answers the notebook (kaggle-benchmarks' OpenAI actor), then
     ``butterfly run --model openai/<alias> --api-base``: same messages, temperature 0, seed 0,
-    max tokens, no response_format, so the raw answers and the verdicts must be equal."""
+    max tokens, no response_format, so the raw answers and the verdicts must be equal.
+
+    The server is started afresh for the CLI (one at a time, never two): llama.cpp's prompt
+    cache makes an answer depend on what the slot held before (a prefix taken from the cache
+    is computed in other batch sizes than a fresh one, and at temperature 0 a near-tie can
+    flip). On one server, the CLI's first call met the notebook's last conversation in the
+    cache and its answer differed from the notebook's first (cold) one; the same request with
+    ``cache_prompt: false`` gave the cold answer again. Two cold starts fed the same requests
+    in the same order hold the same cache at every call."""
     _need_kbench()
     from butterfly.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 
@@ -384,14 +392,15 @@ def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) ->
     except EmbeddedModelError as e:  # pragma: no cover - environment without the wheel
         pytest.skip(str(e))
     max_tokens = 300
+    t0 = time.perf_counter()
     with EmbeddedServer(gguf, parallel=1) as srv:
-        t0 = time.perf_counter()
         _, nb_seconds = execute(cwd, _notebook_env(srv.api_base, srv.model_alias, FEW,
                                                    max_tokens), timeout=900)
-        t1 = time.perf_counter()
+    t1 = time.perf_counter()
+    with EmbeddedServer(gguf, parallel=1) as srv:
         score, records = _cli_run(tmp_path, f"openai/{srv.model_alias}", srv.api_base, FEW,
                                   max_tokens, timeout=900)
-        cli_seconds = time.perf_counter() - t1
+    cli_seconds = time.perf_counter() - t1
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
     nb_raw = {(v["id"], a["turn"]): a["raw"] for v in verdicts["scenarios"]
               for a in v["answers"]}
