@@ -130,9 +130,13 @@ def print_score(result: dict[str, Any], console: Console | None = None) -> None:
             for lay, r in result["by_layout"].items()))
     if result["incomplete"]:
         console.print(
-            f"incomplete (provider errors, excluded from every figure): {result['incomplete']} of "
-            f"{result['n_total']} scenarios ({_pct(result['incomplete_share'])})"
+            f"incomplete (a call failed after its retries or was cut off; excluded from every "
+            f"figure): {result['incomplete']} of {result['n_total']} conversations "
+            f"({_pct(result['incomplete_share'])})"
         )
+    if result.get("not_played"):
+        console.print(f"not played (never started: an interrupted run, or a sequential "
+                      f"comparison that stopped early): {result['not_played']} conversations")
     flips = result.get("flips")
     if flips and result["n_conversations"] > result["n_scenarios"]:  # several per scenario
         console.print("flips (butterfly flips RUN for the table): "

@@ -109,7 +109,8 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
         params = manifest.params
         chosen = select(scenarios, params)
         answered = turns(records, params)
-        score = score_turns(path, manifest, scenarios, answered)
+        score = score_turns(path, manifest, scenarios, answered,
+                            attempted={(k[0], k[2], k[3]) for k in records})
         convs = [conversation_of(s, answered, lay, r)
                  for s in chosen for lay in params.layouts for r in range(params.repeats)]
         for s in chosen:

@@ -251,13 +251,18 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
 
     manifest, scenarios, records = load_run_records(Path(out))
     return score_turns(out, manifest, scenarios, turns(records, manifest.params, parse_mode),
-                       parse_mode)
+                       parse_mode, attempted={(k[0], k[2], k[3]) for k in records})
 
 
 def score_turns(out: Any, manifest: Any, scenarios: Sequence[Scenario],
                 done: dict[tuple[str, int, str, int], Any],
-                parse_mode: str | None = None) -> dict[str, Any]:
-    """Score a run already loaded: its manifest, suite and answered turns (``runner.turns``)."""
+                parse_mode: str | None = None,
+                attempted: set[Conversation] | None = None) -> dict[str, Any]:
+    """Score a run already loaded: its manifest, suite and answered turns (``runner.turns``).
+
+    ``attempted``: the conversations with at least one call record (answer or error). The
+    others were never played (a run stopped before them, or a sequential comparison that
+    stopped their scenario early): counted as ``not_played``, not as incomplete."""
     from butterfly.flips import Column, flip_grid
     from butterfly.runner import conversations, select
 
@@ -265,7 +270,11 @@ def score_turns(out: Any, manifest: Any, scenarios: Sequence[Scenario],
     in_run = select(scenarios, params)
     answers: dict[Conversation, list[Spec | None]] = {}
     incomplete: list[Conversation] = []
+    not_played = 0
     for s, layout, r in conversations(in_run, params):
+        if attempted is not None and (s.id, layout, r) not in attempted:
+            not_played += 1
+            continue
         specs: list[Spec | None] = []
         for t in range(1, len(s.turns) + 1):
             turn = done.get((s.id, t, layout, r))
@@ -276,6 +285,7 @@ def score_turns(out: Any, manifest: Any, scenarios: Sequence[Scenario],
         else:
             answers[(s.id, layout, r)] = specs
     result = report(manifest.model, in_run, answers, incomplete, params.layouts)
+    result["not_played"] = not_played
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done) for lay in params.layouts])
     result["flips"] = grid["counts"]
     result["run"] = str(out)

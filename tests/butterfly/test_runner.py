@@ -285,3 +285,20 @@ def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
     keys = [(x["scenario"], x["turn"]) for x in _records(out) if x["error"] is None]
     assert len(keys) == len(set(keys)) == N_CALLS
+
+
+def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) -> None:
+    """Cut a complete run's records back to its first scenario: the rest were never played."""
+    from conftest import run_cli
+
+    out = tmp_path / "run"
+    assert run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "3",
+                   "--no-cache").returncode == 0
+    calls = out / "calls.jsonl"
+    first = SCENARIOS[0].id
+    calls.write_text("".join(line + "\n" for line in calls.read_text().splitlines()
+                             if json.loads(line)["scenario"] == first))
+    s = _score(out)
+    assert s["not_played"] == 2 and s["incomplete"] == 0 and s["n_scenarios"] == 1
+    text = run_cli("score", str(out)).stdout
+    assert "not played" in text and "incomplete" not in text
