@@ -268,7 +268,8 @@ class Progress:
         self.done += 1
         if rec.error is not None:
             self.errors += 1
-        self.completion_tokens += rec.tokens.completion or 0
+        if not rec.cached:  # tokens served from the cache were not generated now
+            self.completion_tokens += rec.tokens.completion or 0
         if self.on_update is not None:
             self.on_update(self)
 

@@ -302,3 +302,19 @@ def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) ->
     assert s["not_played"] == 2 and s["incomplete"] == 0 and s["n_scenarios"] == 1
     text = run_cli("score", str(out)).stdout
     assert "not played" in text and "incomplete" not in text
+
+
+def test_progress_counts_only_generated_tokens() -> None:
+    from butterfly.records import CallRecord, Tokens
+    from butterfly.runner import Progress
+
+    def rec(cached: bool) -> CallRecord:
+        return CallRecord(scenario="s", turn=1, messages_sha256="0" * 64, messages_added=(),
+                          raw="{}", spec=None, abstention="no_json", latency_s=0.0,
+                          tokens=Tokens(completion=100), attempts=1, cached=cached,
+                          at="2026-01-01T00:00:00+00:00")
+
+    p = Progress(total=2)
+    p.add(rec(cached=True))
+    p.add(rec(cached=False))
+    assert p.done == 2 and p.completion_tokens == 100
