@@ -190,6 +190,11 @@ def render(result: dict[str, Any], title: str) -> str:
     def f(x: float | None, d: int = 3) -> str:
         return "-" if x is None else f"{x:.{d}f}"
 
+    pairs = meta.get("pairs")
+    if isinstance(pairs, int) and pairs < 10:
+        lines.insert(1, f"note: only {pairs} pair(s) per scenario: no per-scenario test can "
+                        "find a regression with so few answers; calibrate a run made with "
+                        "--repeats 20 or more (or --simulate)")
     for name, row in result.items():
         if name.startswith("_"):
             continue

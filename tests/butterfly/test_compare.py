@@ -139,3 +139,12 @@ def test_compare_reproducible_through_cli(runs: dict[str, Path],
                                          capsys: pytest.CaptureFixture[str]) -> None:
     args = ("compare", str(runs["a"]), str(runs["b"]), "--method", "gs", "--json", "--seed", "7")
     assert cli_json(capsys, *args) == cli_json(capsys, *args)
+
+
+def test_calibrate_says_when_a_run_has_too_few_repeats() -> None:
+    from butterfly.calibrate import render
+
+    text = render({"_study": {"m": 40, "pairs": 1, "reps": 20, "q": 0.1, "seed": 0}}, "x")
+    assert "only 1 pair(s) per scenario" in text
+    text = render({"_study": {"m": 40, "pairs": 50, "reps": 20, "q": 0.1, "seed": 0}}, "x")
+    assert "note:" not in text
