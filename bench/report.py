@@ -6,12 +6,18 @@ headless Chromium (networking off) to time what a reader waits for: the page rea
 transcripts unpacked, the "failed only" filter over all 10,000 conversations, a full-text
 search, and opening one transcript. Prints the file size and those times, measured in this run.
 
-    .venv/bin/python bench/report.py [--count 2000] [--keep DIR]
+    .venv/bin/python bench/report.py [--count 2000] [--keep DIR] [--answers pretty]
+
+``--answers pretty`` rewrites every recorded answer, after the runs, into what a chatty model
+sends: a sentence naming the turn, the spec as indented JSON (22 lines, like SmolLM2's
+answers), and a closing sentence, so the file size is measured on answers of realistic
+length rather than the scripted agents' compact one-line JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -37,10 +43,25 @@ def cli(*args: str) -> float:
     return time.perf_counter() - t0
 
 
+def pretty(calls: Path) -> None:
+    """Rewrite each record's raw answer as a chatty model's answer with the same spec."""
+    lines = []
+    for line in calls.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if rec["spec"] is not None:
+            rec["raw"] = (f"Sure! Here is the complete spec after turn {rec['turn']} of "
+                          f"{rec['scenario']}:\n```json\n{json.dumps(rec['spec'], indent=2)}"
+                          "\n```\nI changed only what you asked for; everything else is as "
+                          "before.")
+        lines.append(json.dumps(rec) + "\n")
+    calls.write_text("".join(lines), encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--keep", help="keep the runs and the report in this directory")
+    ap.add_argument("--answers", choices=("scripted", "pretty"), default="scripted")
     a = ap.parse_args()
     why = missing()
     if why:
@@ -56,6 +77,9 @@ def main() -> None:
             cli("run", "--model", f"script/{agent}", "--suite", str(suite), "--out", str(out),
                 "--no-cache", "--temperature", "0.7")
         runs.append(str(out))
+    if a.answers == "pretty":
+        for run in runs:
+            pretty(Path(run) / "calls.jsonl")
     html = work / "report.html"
     build_s = cli("report", *runs, "--html", str(html))
     size = html.stat().st_size
