@@ -43,6 +43,13 @@ class Column:
     repeats: int
     turns: dict[TurnKey, Turn]
     """The run's answered turns (``butterfly.runner.turns``)."""
+    played: frozenset[tuple[str, str, int]] | None = None
+    """Conversations (scenario, layout, repeat) with any call record; the others were never
+    started (a sequential comparison stops scenarios early) and get no character."""
+
+    def repeats_of(self, scenario_id: str) -> list[int]:
+        return [r for r in range(self.repeats)
+                if self.played is None or (scenario_id, self.layout, r) in self.played]
 
     @property
     def name(self) -> str:
@@ -89,7 +96,7 @@ def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> dict[
         final = replay(s)[-1]
         cells = {
             col.name: "".join(verdict(s, answers_of(s, col, r), final)
-                              for r in range(col.repeats))
+                              for r in col.repeats_of(s.id))
             for col in columns
         }
         rows.append({"id": s.id, "category": s.category, "cells": cells,
@@ -140,7 +147,7 @@ def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[dict
     for s in scenarios:
         oracle = replay(s)
         for col in columns:
-            convs = [answers_of(s, col, r) for r in range(col.repeats)]
+            convs = [answers_of(s, col, r) for r in col.repeats_of(s.id)]
             done = [c for c in convs if c is not None]  # complete repeats only
             if len(done) < 2:
                 continue
@@ -193,11 +200,12 @@ def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
         scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
         p = manifest.params
         answered = turns(records, p)
+        played = frozenset((k[0], k[2], k[3]) for k in records)
         label = "" if len(runs) == 1 else (
             f"{path}[{manifest.model},{p.strategy},{p.protocol},{p.mode}]"
         )
         for layout in p.layouts:
-            columns.append(Column(label, layout, p.repeats, answered))
+            columns.append(Column(label, layout, p.repeats, answered, played))
     names = [c.name for c in columns]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -286,7 +286,9 @@ def score_turns(out: Any, manifest: Any, scenarios: Sequence[Scenario],
             answers[(s.id, layout, r)] = specs
     result = report(manifest.model, in_run, answers, incomplete, params.layouts)
     result["not_played"] = not_played
-    grid = flip_grid(in_run, [Column("", lay, params.repeats, done) for lay in params.layouts])
+    played = None if attempted is None else frozenset(attempted)
+    grid = flip_grid(in_run, [Column("", lay, params.repeats, done, played)
+                              for lay in params.layouts])
     result["flips"] = grid["counts"]
     result["run"] = str(out)
     result["parse"] = parse_mode or manifest.params.parse

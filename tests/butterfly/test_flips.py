@@ -132,3 +132,16 @@ def test_flips_and_audit_commands_on_runs(tmp_path: Path) -> None:
                    "--no-cache").returncode == 0
     r = run_cli("flips", str(one), str(three))
     assert r.returncode == 1 and "another suite" in r.stderr
+
+
+def test_conversations_never_played_get_no_character() -> None:
+    """A sequential comparison stops scenarios early: their missing repeats were never played,
+    which is not a provider error (no '-', not incomplete)."""
+    a, b = SCENARIOS[0].id, SCENARIOS[1].id
+    recs = _records({(a, "E", 0): "P", (a, "E", 1): "P", (a, "E", 2): "P", (b, "E", 0): "F"})
+    played = frozenset({(a, "E", 0), (a, "E", 1), (a, "E", 2), (b, "E", 0)})
+    grid = flip_grid(SCENARIOS[:2], [Column("", "E", 3, recs, played)])
+    cells = {r["id"]: (r["cells"]["E"], r["class"]) for r in grid["scenarios"]}
+    assert cells == {a: ("PPP", "stable-pass"), b: ("F", "stable-fail")}
+    grid = flip_grid(SCENARIOS[:2], [Column("", "E", 3, recs)])  # without it: incomplete
+    assert {r["class"] for r in grid["scenarios"]} == {"stable-pass", "incomplete"}
