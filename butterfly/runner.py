@@ -311,11 +311,13 @@ async def _play(
                 have.append(prior)
             else:
                 todo.append(k)
-        if todo:
-            fresh = await asyncio.gather(*(
-                _call(scenario, t, layout, repeat, k, msgs, added, client, model=model,
-                      params=params) for k in todo
-            ))
+        if todo:  # the samples of a turn share one prompt: hash and copy it once
+            sha = hashlib.sha256(
+                json.dumps(msgs, ensure_ascii=False).encode("utf-8")).hexdigest()
+            added_msgs = tuple(Message.model_validate(m) for m in added)
+            calls = [_call(scenario, t, layout, repeat, k, msgs, sha, added_msgs, client,
+                           model=model, params=params) for k in todo]
+            fresh = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
             for rec in fresh:
                 log.append(rec)
                 progress.add(rec)
@@ -339,7 +341,8 @@ async def _call(
     repeat: int,
     sample: int,
     msgs: list[dict[str, str]],
-    added: list[dict[str, str]],
+    messages_sha256: str,
+    added: tuple[Message, ...],
     client: ModelClient,
     *,
     model: str,
@@ -372,10 +375,8 @@ async def _call(
         layout=layout,
         repeat=repeat,
         sample=sample,
-        messages_sha256=hashlib.sha256(
-            json.dumps(msgs, ensure_ascii=False).encode("utf-8")
-        ).hexdigest(),
-        messages_added=tuple(Message.model_validate(m) for m in added),
+        messages_sha256=messages_sha256,
+        messages_added=added,
         raw=None if resp is None else resp.text,
         finish_reason=None if resp is None else resp.finish_reason,
         spec=parsed_spec,
