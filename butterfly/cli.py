@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from butterfly import __version__
 from butterfly.errors import UserError
+from butterfly.files import write_text_atomic
 
 Command = Callable[[argparse.Namespace], int]
 T = TypeVar("T")
@@ -25,14 +26,7 @@ def _write(path: str | None, text: str) -> None:
     if path is None or path == "-":
         sys.stdout.write(text)
         return
-    out = Path(path)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
+    write_text_atomic(Path(path), text, path)
 
 
 def cmd_generate(a: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from butterfly.errors import UserError
+from butterfly.files import write_text_atomic
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 NOTEBOOK: Final = "notebooks/butterflybench.ipynb"
@@ -363,12 +364,6 @@ def cmd_notebook(out: str | None, check: bool) -> int:
                             f"--out {path}`")
         print(f"{path}: up to date")
         return 0
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as e:
-        raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
+    write_text_atomic(path, text)
     print(f"wrote {path} ({len(text)} bytes)")
     return 0

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from butterfly import __version__
 from butterfly.errors import UserError
+from butterfly.files import write_text_atomic
 from oracle import CATEGORIES, KEYS, OPS, Scenario, replay
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
@@ -292,11 +293,5 @@ def render_html(model: dict[str, Any]) -> str:
 def write_report(runs: Sequence[Path], html: Path, title: str | None = None) -> int:
     """Build and write the report; returns its size in bytes."""
     text = render_html(build(runs, title))
-    try:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        tmp = html.with_name(html.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(html)
-    except OSError as e:
-        raise UserError(f"--html {html}: cannot write: {e.strerror or e}") from None
+    write_text_atomic(html, text, f"--html {html}")
     return len(text.encode("utf-8"))

@@ -1,0 +1,19 @@
+"""Writing the project's output files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from butterfly.errors import UserError
+
+
+def write_text_atomic(path: Path, text: str, label: str | None = None) -> None:
+    """Write ``text`` to a temporary sibling and rename it over ``path`` (a reader never sees
+    half a file); a failure is one clear line naming ``label`` (default: the path)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as e:
+        raise UserError(f"{label or path}: cannot write: {e.strerror or e}") from None
