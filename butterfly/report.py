@@ -17,7 +17,6 @@ import base64
 import gzip
 import io
 import json
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -50,33 +49,6 @@ def _metrics(agg: dict[str, Any]) -> dict[str, Any]:
             "change_radius_ci", "collateral_per_turn", "undo_recovery", "undo_recovery_n",
             "undo_recovery_by_op", "wobble", "wobbles", "first_divergent_turn")
     return {k: agg[k] for k in keys}
-
-
-def _op_table(convs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per op: of its turns whose previous turn matched, the share that still match; and the
-    share of its answers that abstained."""
-    held: Counter[str] = Counter()
-    cases: Counter[str] = Counter()
-    abst: Counter[str] = Counter()
-    answers: Counter[str] = Counter()
-    for c in convs:
-        prev_ok = True
-        for row in c["turns"]:
-            if row["status"] == "missing":
-                break
-            op = row["op"]
-            answers[op] += 1
-            abst[op] += row["status"] == "abstained"
-            if prev_ok:
-                cases[op] += 1
-                held[op] += row["status"] == "match"
-            prev_ok = row["status"] == "match"
-    return {
-        op: {"held": None if not cases[op] else held[op] / cases[op], "n": cases[op],
-             "abstention": None if not answers[op] else abst[op] / answers[op],
-             "answers": answers[op]}
-        for op in OPS if answers[op]
-    }
 
 
 def _compact_turn(row: dict[str, Any]) -> list[Any]:
@@ -139,7 +111,7 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
             **_metrics(score),
             "by_category": {c: _metrics(v) for c, v in score["by_category"].items()},
             "by_layout": {lay: _metrics(v) for lay, v in score["by_layout"].items()},
-            "by_op": _op_table([c for c in convs if c["complete"]]),
+            "by_op": score["by_op"],
             "same_scenarios_as_baselines": ids == baseline_ids,
         })
     labels = [e["label"] for e in entries]

@@ -21,12 +21,12 @@ Scenarios with a provider error (incomplete) are excluded from every figure and 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from butterfly.stats import mean_interval, proportion_interval
-from oracle import CATEGORIES, KEYS, UNDO_OPS, Scenario, replay, targeted
+from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay, targeted
 
 Spec = dict[str, str]
 
@@ -42,7 +42,12 @@ class ScenarioScore:
     collateral: tuple[int | None, ...]
     undo: tuple[tuple[str, bool], ...]
     """(op, still matches) for undo/redo turns whose previous turn matched."""
-    abstentions: int
+    abstained: tuple[bool, ...]
+    """Per turn: the answer is an abstention."""
+
+    @property
+    def abstentions(self) -> int:
+        return sum(self.abstained)
 
     @property
     def final_match(self) -> bool:
@@ -51,6 +56,11 @@ class ScenarioScore:
     @property
     def wobble(self) -> bool:
         return self.final_match and self.first_divergent is not None
+
+
+def collateral_keys(cur: Spec, prev: Spec, oracle_now: Spec, oracle_before: Spec) -> list[str]:
+    """Settings the model changed from its previous answer while the oracle did not."""
+    return [k for k in KEYS if cur[k] != prev[k] and oracle_now[k] == oracle_before[k]]
 
 
 def score_scenario(
@@ -75,9 +85,7 @@ def score_scenario(
         if cur is None or prev is None:
             collateral.append(None)
         else:
-            collateral.append(
-                sum(1 for k in KEYS if cur[k] != prev[k] and o[t][k] == o[t - 1][k])
-            )
+            collateral.append(len(collateral_keys(cur, prev, o[t], o[t - 1])))
     undo: list[tuple[str, bool]] = []
     for t, turn in enumerate(scenario.turns, 1):
         prev_ok = True if t == 1 else match[t - 2]
@@ -92,7 +100,7 @@ def score_scenario(
         change_radius=radius,
         collateral=tuple(collateral),
         undo=tuple(undo),
-        abstentions=sum(1 for a in answers if a is None),
+        abstained=tuple(a is None for a in answers),
     )
 
 
@@ -159,21 +167,40 @@ def by_category(scores: Sequence[ScenarioScore]) -> dict[str, dict[str, Any]]:
     }
 
 
-def by_paraphrase(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, dict[str, Any]]:
-    """Per paraphrase id: of the turns worded that way whose previous turn matched, the share
-    that still match (so a hard wording is told apart from a lost history)."""
+def _held(pairs: Sequence[tuple[Scenario, ScenarioScore]],
+          group: Callable[[Any], str | None]) -> dict[str, list[Any]]:
+    """Per group of turns: [op, held, cases, abstained, answers], where a case is a turn whose
+    previous turn matched (turn 0 always does) and held means it still matches."""
     tally: dict[str, list[Any]] = {}
     for scenario, sc in pairs:
         for t, turn in enumerate(scenario.turns, 1):
-            if turn.paraphrase is None or (t > 1 and not sc.turn_match[t - 2]):
+            key = group(turn)
+            if key is None:
                 continue
-            entry = tally.setdefault(turn.paraphrase, [turn.op, 0, 0])
-            entry[1] += sc.turn_match[t - 1]
-            entry[2] += 1
-    return {
-        p: {"op": op, "share": _share(ok, n), "n": n}
-        for p, (op, ok, n) in sorted(tally.items())
-    }
+            entry = tally.setdefault(key, [turn.op, 0, 0, 0, 0])
+            entry[3] += sc.abstained[t - 1]
+            entry[4] += 1
+            if t == 1 or sc.turn_match[t - 2]:
+                entry[1] += sc.turn_match[t - 1]
+                entry[2] += 1
+    return tally
+
+
+def by_paraphrase(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, dict[str, Any]]:
+    """Per paraphrase id: of the turns worded that way whose previous turn matched, the share
+    that still match (so a hard wording is told apart from a lost history)."""
+    tally = _held(pairs, lambda turn: turn.paraphrase)
+    return {p: {"op": op, "share": _share(ok, n), "n": n}
+            for p, (op, ok, n, _, _) in sorted(tally.items()) if n}
+
+
+def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, dict[str, Any]]:
+    """Per op: the same "held" share as by_paraphrase, and the share of its answers that
+    abstained."""
+    tally = _held(pairs, lambda turn: turn.op)
+    return {op: {"held": _share(tally[op][1], tally[op][2]), "n": tally[op][2],
+                 "abstention": _share(tally[op][3], tally[op][4]), "answers": tally[op][4]}
+            for op in OPS if op in tally}
 
 
 def _agent_answers(name: str, scenario: Scenario) -> list[Spec | None]:
@@ -217,9 +244,9 @@ def report(
     out["by_layout"] = {
         lay: aggregate([v for k, v in scores.items() if k[1] == lay]) for lay in layouts
     }
-    out["by_paraphrase"] = by_paraphrase(
-        [(by_id[k[0]], v) for k, v in scores.items()]
-    )
+    pairs = [(by_id[k[0]], v) for k, v in scores.items()]
+    out["by_paraphrase"] = by_paraphrase(pairs)
+    out["by_op"] = by_op(pairs)
     out["baselines"] = {}
     for b in BASELINES:
         per_id = {sid: score_scenario(by_id[sid], _agent_answers(b, by_id[sid]), oracle[sid])

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from butterfly.score import collateral_keys
 from oracle import KEYS, Scenario, replay
 
 if TYPE_CHECKING:
@@ -59,8 +60,7 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
             missed: list[str] = []
         else:
             wrong = [k for k in KEYS if spec[k] != o[t][k]]
-            collateral = [] if prev is None else [
-                k for k in KEYS if spec[k] != prev[k] and o[t][k] == o[t - 1][k]]
+            collateral = [] if prev is None else collateral_keys(spec, prev, o[t], o[t - 1])
             missed = [] if prev is None else [
                 k for k in KEYS if o[t][k] != o[t - 1][k] and spec[k] == prev[k]]
         match = spec is not None and not wrong
