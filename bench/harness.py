@@ -27,12 +27,12 @@ from pathlib import Path
 # bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
-from butterfly.agents import ScriptedProvider  # noqa: E402
-from butterfly.client import ModelClient  # noqa: E402
-from butterfly.generate import generate, proportional_counts  # noqa: E402
-from butterfly.records import RunParams  # noqa: E402
-from butterfly.runner import Progress, open_run, run_suite  # noqa: E402
-from butterfly.suite import dumps_suite  # noqa: E402
+from butterfly.core.agents import ScriptedProvider  # noqa: E402
+from butterfly.models.client import ModelClient  # noqa: E402
+from butterfly.runs.play import Progress, open_run, run_suite  # noqa: E402
+from butterfly.runs.records import RunParams  # noqa: E402
+from butterfly.suite.generate import generate, proportional_counts  # noqa: E402
+from butterfly.suite.load import dumps_suite  # noqa: E402
 
 TARGET_MS = 0.5
 INSPECT_MS = 4.9
@@ -59,7 +59,7 @@ def main() -> None:
             sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
             from fakeserver import FakeServer
 
-            from butterfly.litellm_seam import LiteLLMProvider
+            from butterfly.models.litellm_seam import LiteLLMProvider
 
             answer = '{"python_version": "3.11"}'
             with FakeServer(lambda body: answer) as srv:

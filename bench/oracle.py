@@ -18,8 +18,8 @@ import time
 # This file is named like the `oracle` package; keep its folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
-from butterfly.generate import generate, proportional_counts  # noqa: E402
-from butterfly.suite import dumps_suite, parse_line  # noqa: E402
+from butterfly.suite.generate import generate, proportional_counts  # noqa: E402
+from butterfly.suite.load import dumps_suite, parse_line  # noqa: E402
 from oracle import replay  # noqa: E402
 
 TARGET = 100_000

@@ -12,7 +12,7 @@ import timeit
 
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
-from butterfly.parse import parse_answer  # noqa: E402
+from butterfly.core.parse import parse_answer  # noqa: E402
 from oracle import canonical_initial  # noqa: E402
 
 SPEC = {**canonical_initial(), "timeout_seconds": "60", "parallel": "on", "progress_bar": "off"}

@@ -26,8 +26,8 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 
 import numpy as np  # noqa: E402
 
-from butterfly.calibrate import simulated_study  # noqa: E402
-from butterfly.regress import MIN_DROP  # noqa: E402
+from butterfly.analysis.calibrate import simulated_study  # noqa: E402
+from butterfly.analysis.regress import MIN_DROP  # noqa: E402
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 
 import numpy as np  # noqa: E402
 
-from butterfly import regress as R  # noqa: E402
+from butterfly.analysis import regress as R  # noqa: E402
 
 LOOKS = [(6, 15, 30, 60, 100), (8, 20, 40, 70, 110), (6, 12, 25, 50, 100), (6, 15, 30, 60, 120),
          (5, 12, 25, 50, 90, 140), (8, 16, 32, 64, 128)]

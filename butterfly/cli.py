@@ -30,13 +30,13 @@ def _write(path: str | None, text: str) -> None:
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
-    from butterfly.generate import (
+    from butterfly.suite.generate import (
         GenerationError,
         generate,
         paraphrase_variants,
         proportional_counts,
     )
-    from butterfly.suite import build_builtin, dumps_suite
+    from butterfly.suite.load import build_builtin, dumps_suite
 
     if a.suite is not None:
         if a.count is not None or a.seed is not None:
@@ -67,7 +67,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
-    from butterfly.suite import load_suite
+    from butterfly.suite.load import load_suite
 
     for path in a.files:
         scenarios = load_suite(path)
@@ -77,7 +77,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
 
 def cmd_oracle(a: argparse.Namespace) -> int:
-    from butterfly.suite import load_suite
+    from butterfly.suite.load import load_suite
     from oracle import replay
 
     out = sys.stdout
@@ -89,7 +89,7 @@ def cmd_oracle(a: argparse.Namespace) -> int:
 
 
 def cmd_schema(a: argparse.Namespace) -> int:
-    from butterfly.schemas import write_schemas
+    from butterfly.suite.schemas import write_schemas
 
     for path in write_schemas(Path(a.out_dir)):
         print(f"wrote {path}", file=sys.stderr)
@@ -101,7 +101,7 @@ def _slug(text: str) -> str:
 
 
 def _layouts(text: str) -> tuple[str, ...]:
-    from butterfly.prompts import LAYOUTS
+    from butterfly.core.prompts import LAYOUTS
 
     layouts = tuple(x.strip() for x in text.split(",") if x.strip())
     bad = [x for x in layouts if x not in LAYOUTS]
@@ -111,7 +111,7 @@ def _layouts(text: str) -> tuple[str, ...]:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from butterfly.records import RunParams
+    from butterfly.runs.records import RunParams
 
     protocol = a.protocol or ("json" if a.no_schema else "schema")
     if a.no_schema and protocol == "schema":
@@ -129,8 +129,8 @@ def cmd_run(a: argparse.Namespace) -> int:
                             "give --temperature (e.g. 0.7)")
     elif a.samples is not None:
         raise UserError("--samples is only for --strategy self-consistency")
-    from butterfly.runner import open_run, pending_calls, select
-    from butterfly.suite import load_suite, resolve_suite
+    from butterfly.runs.play import open_run, pending_calls, select
+    from butterfly.suite.load import load_suite, resolve_suite
 
     model = a.model or "local/smollm2"
     suite_path = resolve_suite(a.suite)
@@ -143,7 +143,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             raise UserError(f"{name} must be at least {low}")
     if a.timeout <= 0:
         raise UserError("--timeout must be positive")
-    from butterfly.runner import redact_url
+    from butterfly.runs.play import redact_url
 
     params = RunParams(
         temperature=a.temperature,
@@ -176,11 +176,11 @@ def _execute(a: argparse.Namespace, model: str, scenarios: list, state, out: Pat
     import asyncio
     import contextlib
 
-    from butterfly.client import ModelClient
-    from butterfly.display import ProgressDisplay, print_score
-    from butterfly.provider import open_provider
-    from butterfly.runner import Progress, run_suite
-    from butterfly.score import score_run
+    from butterfly.core.metrics import score_run
+    from butterfly.models.client import ModelClient
+    from butterfly.models.provider import open_provider
+    from butterfly.present.display import ProgressDisplay, print_score
+    from butterfly.runs.play import Progress, run_suite
 
     params = state.manifest.params
     with contextlib.ExitStack() as stack:
@@ -188,7 +188,7 @@ def _execute(a: argparse.Namespace, model: str, scenarios: list, state, out: Pat
                                  api_base=a.api_base)
         cache = None
         if not a.no_cache and provider.cacheable:
-            from butterfly.cache import Cache
+            from butterfly.models.cache import Cache
 
             cache = Cache(Path(a.cache).expanduser())
         client = ModelClient(provider, concurrency=params.concurrency, retries=params.retries,
@@ -222,20 +222,20 @@ async def _run_and_close(coro: Coroutine[Any, Any, T], client: Any) -> T:
 
 
 def cmd_score(a: argparse.Namespace) -> int:
-    from butterfly.score import score_run
+    from butterfly.core.metrics import score_run
 
     result = score_run(Path(a.run), a.parse)
     if a.json:
         print(json.dumps(result, indent=2))
     else:
-        from butterfly.display import print_score
+        from butterfly.present.display import print_score
 
         print_score(result)
     return 0
 
 
 def cmd_flips(a: argparse.Namespace) -> int:
-    from butterfly.flips import flip_grid, load_columns, render_flips
+    from butterfly.analysis.flips import flip_grid, load_columns, render_flips
 
     scenarios, columns = load_columns([Path(r) for r in a.runs])
     grid = flip_grid(scenarios, columns)
@@ -244,7 +244,7 @@ def cmd_flips(a: argparse.Namespace) -> int:
 
 
 def cmd_audit(a: argparse.Namespace) -> int:
-    from butterfly.flips import audit, load_columns, render_audit
+    from butterfly.analysis.flips import audit, load_columns, render_audit
 
     scenarios, columns = load_columns([Path(r) for r in a.runs])
     items = audit(scenarios, columns)
@@ -253,7 +253,7 @@ def cmd_audit(a: argparse.Namespace) -> int:
 
 
 def cmd_show(a: argparse.Namespace) -> int:
-    from butterfly.show import show
+    from butterfly.present.show import show
 
     if a.lines < 1:
         raise UserError("--lines must be at least 1")
@@ -261,7 +261,7 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from butterfly.report import write_report
+    from butterfly.present.report import write_report
 
     html = Path(a.html)
     size = write_report([Path(r) for r in a.runs], html, a.title)
@@ -270,7 +270,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    from butterfly.compare import compare, load_answers, render
+    from butterfly.analysis.compare import compare, load_answers, render
 
     result = compare(load_answers(Path(a.run_a), a.layout), load_answers(Path(a.run_b), a.layout),
                      a.method, a.q, k=a.k, cap=a.cap, stop_fine=a.stop_fine, seed=a.seed)
@@ -279,7 +279,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(a: argparse.Namespace) -> int:
-    from butterfly.calibrate import real_study, render, run_rates, simulated_study
+    from butterfly.analysis.calibrate import real_study, render, run_rates, simulated_study
 
     if not 0 < a.q < 1:
         raise UserError("--q must be between 0 and 1")
@@ -311,16 +311,16 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
 
 
 def cmd_notebook(a: argparse.Namespace) -> int:
-    from butterfly.notebook import cmd_notebook as build_notebook
+    from butterfly.kaggle.notebook import cmd_notebook as build_notebook
 
     return build_notebook(a.out, a.check)
 
 
 def cmd_sequential(a: argparse.Namespace) -> int:
-    from butterfly.records import RunParams
-    from butterfly.runner import redact_url
-    from butterfly.sequential import render, run_sequential
-    from butterfly.suite import resolve_suite
+    from butterfly.analysis.sequential import render, run_sequential
+    from butterfly.runs.play import redact_url
+    from butterfly.runs.records import RunParams
+    from butterfly.suite.load import resolve_suite
 
     for name, value in (("--per-category", a.per_category), ("--limit", a.limit),
                         ("--concurrency", a.concurrency)):
@@ -343,7 +343,7 @@ def cmd_sequential(a: argparse.Namespace) -> int:
 
 
 def cmd_parse(a: argparse.Namespace) -> int:
-    from butterfly.parse import main_parse
+    from butterfly.core.parse import main_parse
 
     code, text = main_parse(a.mode, sys.stdin.read())
     print(text, file=sys.stdout if code == 0 else sys.stderr)

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from pydantic import ValidationError
 
-from butterfly.schemas import SCHEMAS, render
+from butterfly.suite.schemas import SCHEMAS, render
 from oracle import Scenario
 
 SCHEMA_DIR = ROOT / "docs" / "schemas"

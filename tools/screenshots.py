@@ -32,7 +32,7 @@ def main() -> None:
                     "beside the scripted agents"], cwd=ROOT, check=True)
     from rich.console import Console
 
-    from butterfly.show import show
+    from butterfly.present.show import show
 
     console = Console(record=True, width=110, force_terminal=True, color_system="truecolor",
                       file=open("/dev/null", "w"))  # noqa: SIM115

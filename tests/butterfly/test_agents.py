@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from butterfly.agents import AGENTS, agent_specs
-from butterfly.suite import load_suite
+from butterfly.core.agents import AGENTS, agent_specs
+from butterfly.suite.load import load_suite
 from oracle import replay
 
 SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"

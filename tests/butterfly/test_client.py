@@ -8,10 +8,10 @@ import random
 import pytest
 from fakeserver import FakeServer
 
-from butterfly.cache import Cache
-from butterfly.client import ModelClient
-from butterfly.litellm_seam import FatalProviderError, LiteLLMProvider
-from butterfly.provider import Request
+from butterfly.models.cache import Cache
+from butterfly.models.client import ModelClient
+from butterfly.models.litellm_seam import FatalProviderError, LiteLLMProvider
+from butterfly.models.provider import Request
 
 
 def _req(content: str = "hello", seed: int = 0) -> Request:

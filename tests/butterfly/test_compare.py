@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from butterfly import calibrate, compare
+from butterfly.analysis import calibrate, compare
 from butterfly.cli import main
-from butterfly.stats import cluster_bootstrap, mean_interval, proportion_interval
+from butterfly.core.stats import cluster_bootstrap, mean_interval, proportion_interval
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_compare_reproducible_through_cli(runs: dict[str, Path],
 
 
 def test_calibrate_says_when_a_run_has_too_few_repeats() -> None:
-    from butterfly.calibrate import render
+    from butterfly.analysis.calibrate import render
 
     text = render({"_study": {"m": 40, "pairs": 1, "reps": 20, "q": 0.1, "seed": 0}}, "x")
     assert "only 1 pair(s) per scenario" in text

@@ -1,4 +1,4 @@
-"""Tests for butterfly.embedded: the llama.cpp server runs for real (SmolLM2-135M, ~0.5 s)."""
+"""Tests for butterfly.models.embedded: the llama.cpp server runs for real (SmolLM2, ~0.5 s)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from butterfly.embedded import (
+from butterfly.models.embedded import (
     INSTALL_HINT,
     EmbeddedModelError,
     EmbeddedServer,
@@ -149,7 +149,7 @@ def test_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
         f"""
         import sys, time
         from pathlib import Path
-        from butterfly.embedded import EmbeddedServer
+        from butterfly.models.embedded import EmbeddedServer
         srv = EmbeddedServer(Path({str(_smollm2())!r}), ctx_per_slot=512).start()
         print(srv.port, flush=True)
         time.sleep(300)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from butterfly.flips import Column, audit, classify, flip_grid, render_flips
-from butterfly.generate import generate, proportional_counts
-from butterfly.records import CallError, CallRecord, RunParams
-from butterfly.runner import Turn, TurnKey, key_of, turns
+from butterfly.analysis.flips import Column, audit, classify, flip_grid, render_flips
+from butterfly.runs.play import Turn, TurnKey, key_of, turns
+from butterfly.runs.records import CallError, CallRecord, RunParams
+from butterfly.suite.generate import generate, proportional_counts
 from oracle import Scenario, replay
 
 SCENARIOS = [s for s in generate(proportional_counts(80), seed=12) if len(s.turns) == 2][:5]

@@ -11,15 +11,15 @@ from collections import Counter
 import pytest
 from conftest import ROOT, run_cli
 
-from butterfly.generate import (
+from butterfly.suite.generate import (
     DEFAULT_COUNTS,
     generate,
     generate_one,
     proportional_counts,
     scenario_seed,
 )
-from butterfly.suite import build_builtin, dumps_suite, load_manifest, load_suite
-from butterfly.templates import FAMILIES
+from butterfly.suite.load import build_builtin, dumps_suite, load_manifest, load_suite
+from butterfly.suite.templates import FAMILIES
 from oracle import BY_KEY, CATEGORIES, check, replay
 
 SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"

@@ -10,8 +10,8 @@ import pytest
 from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
-from butterfly.prompts import HEDGE, LAYOUTS, MODES, messages
-from butterfly.suite import load_suite
+from butterfly.core.prompts import HEDGE, LAYOUTS, MODES, messages
+from butterfly.suite.load import load_suite
 
 SCENARIOS = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")
 

@@ -22,9 +22,9 @@ import pytest
 from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
-from butterfly import kaggle_run as bb
-from butterfly import notebook
-from butterfly.suite import load_suite
+from butterfly.kaggle import notebook
+from butterfly.kaggle import runner as bb
+from butterfly.suite.load import load_suite
 from oracle import replay
 
 NOTEBOOK = ROOT / notebook.NOTEBOOK
@@ -79,9 +79,10 @@ def test_saved_task_description_is_its_docstring_and_short() -> None:
 
 def test_an_import_outside_the_inlined_modules_fails_the_build() -> None:
     sources = {p: (ROOT / p).read_text(encoding="utf-8") for p in notebook.MODULES}
-    sources["butterfly/score.py"] = "from butterfly.runner import turns\n" + sources[
-        "butterfly/score.py"]
-    with pytest.raises(notebook.NotebookBuildError, match=r"score.py:1: imports butterfly\.runner"):
+    sources["butterfly/core/metrics.py"] = "from butterfly.runs.play import turns\n" + sources[
+        "butterfly/core/metrics.py"]
+    with pytest.raises(notebook.NotebookBuildError,
+                       match=r"metrics.py:1: imports butterfly\.runs\.play"):
         notebook.check_imports(sources)
     notebook.check_imports({p: (ROOT / p).read_text(encoding="utf-8")
                             for p in notebook.MODULES})
@@ -381,7 +382,7 @@ def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) ->
     ``cache_prompt: false`` gave the cold answer again. Two cold starts fed the same requests
     in the same order hold the same cache at every call."""
     _need_kbench()
-    from butterfly.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
+    from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 
     busy = other_llama_servers()
     if busy:  # two llama.cpp servers on two cores collapse to a few tokens/s each

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from butterfly.generate import generate, paraphrase_variants, proportional_counts
-from butterfly.templates import FAMILIES
+from butterfly.suite.generate import generate, paraphrase_variants, proportional_counts
+from butterfly.suite.templates import FAMILIES
 from oracle import check, replay
 
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from butterfly.parse import (
+from butterfly.core.parse import (
     ABSTENTION_REASONS,
     MAX_CHARS,
     MODES,

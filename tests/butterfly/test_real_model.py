@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from butterfly.suite import load_suite
+from butterfly.suite.load import load_suite
 
 
 @pytest.mark.timeout(900)

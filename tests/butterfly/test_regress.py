@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from butterfly import regress as R
+from butterfly.analysis import regress as R
 
 # ------------------------------------------------------------------ BH and e-BH by hand
 

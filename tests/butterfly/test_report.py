@@ -15,8 +15,8 @@ from browser import chrome, missing, wait_ready
 from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
-from butterfly.report import build, render_html
-from butterfly.suite import load_suite
+from butterfly.present.report import build, render_html
+from butterfly.suite.load import load_suite
 
 SUITE = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")
 EVIL = ('<script>alert(1)</script><img src=x onerror="window.__pwned=1"> '

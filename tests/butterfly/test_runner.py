@@ -16,8 +16,8 @@ import pytest
 from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
-from butterfly.prompts import messages
-from butterfly.suite import load_suite
+from butterfly.core.prompts import messages
+from butterfly.suite.load import load_suite
 from oracle import replay
 
 SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
@@ -305,8 +305,8 @@ def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) ->
 
 
 def test_progress_counts_only_generated_tokens() -> None:
-    from butterfly.records import CallRecord, Tokens
-    from butterfly.runner import Progress
+    from butterfly.runs.play import Progress
+    from butterfly.runs.records import CallRecord, Tokens
 
     def rec(cached: bool) -> CallRecord:
         return CallRecord(scenario="s", turn=1, messages_sha256="0" * 64, messages_added=(),

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from butterfly import regress
+from butterfly.analysis import regress
+from butterfly.analysis.compare import load_answers
 from butterfly.cli import main
-from butterfly.compare import load_answers
 
 ARGS = ("sequential", "--model-a", "script/noisy:p=0.2", "--model-b", "script/noisy:p=0.6",
         "--per-category", "1", "--q", "0.1", "--no-cache", "--json")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from butterfly.runner import load_run_records, turns
-from butterfly.suite import load_suite
-from butterfly.transcript import conversation_of
+from butterfly.core.transcript import conversation_of
+from butterfly.runs.play import load_run_records, turns
+from butterfly.suite.load import load_suite
 from oracle import replay
 
 SUITE = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")
@@ -64,7 +64,7 @@ def test_colour_on_a_terminal(noisy: Path) -> None:
 
     from rich.console import Console
 
-    from butterfly.show import show
+    from butterfly.present.show import show
 
     buf = StringIO()
     console = Console(file=buf, force_terminal=True, color_system="standard", width=120)

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from butterfly.stats import clustered_variance, mean_interval, proportion_interval, wilson
+from butterfly.core.stats import clustered_variance, mean_interval, proportion_interval, wilson
 
 
 def test_wilson_by_hand() -> None:

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
-from butterfly.prompts import (
+from butterfly.core.prompts import (
     COT,
     FORMATS,
     PROTOCOLS,
@@ -20,7 +20,7 @@ from butterfly.prompts import (
     prompt_fingerprint,
     system_message,
 )
-from butterfly.suite import load_suite
+from butterfly.suite.load import load_suite
 from oracle import replay
 
 SCENARIOS = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")

@@ -13,11 +13,11 @@ from fakeserver import FakeServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from butterfly.agents import noisy_rate, noisy_spec
-from butterfly.records import RunParams
-from butterfly.runner import SAMPLE_SEED_STRIDE, load_run_records, turns
-from butterfly.suite import load_suite
-from butterfly.vote import vote
+from butterfly.core.agents import noisy_rate, noisy_spec
+from butterfly.core.vote import vote
+from butterfly.runs.play import SAMPLE_SEED_STRIDE, load_run_records, turns
+from butterfly.runs.records import RunParams
+from butterfly.suite.load import load_suite
 from oracle import KEYS, SETTINGS, canonical_initial, replay
 
 BASE = canonical_initial()

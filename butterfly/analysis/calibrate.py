@@ -8,7 +8,7 @@
   repeats); one whose drop is under 10 points does not count as a miss.
 - **simulated** (``--simulate``): the same from synthetic independent answers whose per-scenario
   pass rates are drawn from the run's (or, without a run, from the realistic mixture of
-  :data:`butterfly.regress.MIXTURE`), to reach sizes real answers cannot afford.
+  :data:`butterfly.analysis.regress.MIXTURE`), to reach sizes real answers cannot afford.
 
 Per method and configuration: false alarms (mean per suite), FDR, power, answers used (mean per
 suite). Pure apart from :func:`run_rates`, which reads a run directory.
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from butterfly import regress
+from butterfly.analysis import regress
 from butterfly.errors import UserError
 
 CONFIGS: tuple[tuple[str, float], ...] = (("null", 0.0), ("0.3", 0.3), ("0.6", 0.6))
@@ -167,7 +167,7 @@ def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
     """Scenario ids, their final-match verdicts by repeat (first layout) and the model. Only
     scenarios with every repeat complete are kept (a run still in progress, or with provider
     errors, is studied on its finished scenarios)."""
-    from butterfly.compare import load_answers
+    from butterfly.analysis.compare import load_answers
 
     ans = load_answers(run)
     most = max((len(v) for v in ans.passes.values()), default=0)

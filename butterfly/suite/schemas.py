@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from butterfly.records import CallRecord, RunManifest
+from butterfly.runs.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
 
 

@@ -1,5 +1,5 @@
 """``butterfly compare RUN_A RUN_B``: which scenarios regressed (and improved) between two runs of
-one suite, by one of the methods of :mod:`butterfly.regress`, plus the paired difference in
+one suite, by one of the methods of :mod:`butterfly.analysis.regress`, plus the paired difference in
 final match with its interval (docs/statistics.md)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from butterfly import regress
+from butterfly.analysis import regress
+from butterfly.core.stats import cluster_bootstrap, mean_interval
 from butterfly.errors import UserError
-from butterfly.stats import cluster_bootstrap, mean_interval
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class RunAnswers:
 def load_answers(run: Path, layout: str | None = None) -> RunAnswers:
     """Read a run directory's final-match verdicts (an abstention at the last turn is a fail, as
     in ``butterfly score``); incomplete conversations are left out."""
-    from butterfly.runner import load_run_records, select, turns
+    from butterfly.runs.play import load_run_records, select, turns
     from oracle import replay
 
     manifest, scenarios, records = load_run_records(run)

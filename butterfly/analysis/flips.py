@@ -30,7 +30,7 @@ from butterfly.errors import UserError
 from oracle import KEYS, Scenario, replay
 
 if TYPE_CHECKING:
-    from butterfly.runner import Turn, TurnKey
+    from butterfly.runs.play import Turn, TurnKey
 
 Spec = dict[str, str]
 CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "noisy", "incomplete")
@@ -42,7 +42,7 @@ class Column:
     layout: str
     repeats: int
     turns: dict[TurnKey, Turn]
-    """The run's answered turns (``butterfly.runner.turns``)."""
+    """The run's answered turns (``butterfly.runs.play.turns``)."""
     played: frozenset[tuple[str, str, int]] | None = None
     """Conversations (scenario, layout, repeat) with any call record; the others were never
     started (a sequential comparison stops scenarios early) and get no character."""
@@ -186,7 +186,7 @@ def render_audit(items: list[dict[str, Any]]) -> str:
 
 def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
     """The columns of one or more run directories on the same suite."""
-    from butterfly.runner import load_run_records, select, turns
+    from butterfly.runs.play import load_run_records, select, turns
 
     columns: list[Column] = []
     scenarios: list[Scenario] | None = None

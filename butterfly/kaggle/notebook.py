@@ -1,7 +1,7 @@
 """``butterfly notebook build``: the Kaggle notebook, generated from the package (docs/kaggle.md).
 
 The notebook is the same benchmark as the CLI, not a copy: each module it needs (the oracle,
-the prompts, the parser, the scorer, the statistics and :mod:`butterfly.kaggle_run`) is one
+the prompts, the parser, the scorer, the statistics and :mod:`butterfly.kaggle.runner`) is one
 code cell holding that file's text verbatim, run as that module by a cell magic
 (``%%butterfly_module PATH``: a fresh module object in ``sys.modules``, the cell's text
 executed in it); the frozen suite is one cell of data (``%%butterfly_data PATH``), checked
@@ -24,7 +24,7 @@ from typing import Any, Final
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 
-ROOT: Final = Path(__file__).resolve().parent.parent
+ROOT: Final = Path(__file__).resolve().parents[2]
 NOTEBOOK: Final = "notebooks/butterflybench.ipynb"
 SUITE: Final = "scenarios/butterfly-40.jsonl"
 SUITE_MANIFEST: Final = "scenarios/butterfly-40.manifest.json"
@@ -35,11 +35,13 @@ MODULES: Final = (
     "oracle/replay.py",
     "oracle/__init__.py",
     "butterfly/__init__.py",
-    "butterfly/stats.py",
-    "butterfly/parse.py",
-    "butterfly/score.py",
-    "butterfly/prompts.py",
-    "butterfly/kaggle_run.py",
+    "butterfly/core/__init__.py",
+    "butterfly/core/stats.py",
+    "butterfly/core/parse.py",
+    "butterfly/core/metrics.py",
+    "butterfly/core/prompts.py",
+    "butterfly/kaggle/__init__.py",
+    "butterfly/kaggle/runner.py",
 )
 """The inlined modules, in the order they run: each may import only those before it."""
 
@@ -79,7 +81,8 @@ def check_imports(sources: dict[str, str]) -> None:
                     raise NotebookBuildError(
                         f"{path}:{node.lineno}: imports {name}, which the notebook does not "
                         f"inline (inlined before it: {', '.join(sorted(loaded))}); add it to "
-                        "butterfly.notebook.MODULES or import it inside the function that needs it"
+                        "butterfly.kaggle.notebook.MODULES or import it inside the function that "
+                        "needs it"
                     )
         loaded.add(module_name(path))
 
@@ -180,7 +183,7 @@ CODE_NOTE: Final = """\
 ## The package's code
 
 Each cell below is one module of ButterflyBench, verbatim: the oracle (catalogue, records,
-replay), the statistics, the parser, the scorer, the prompts, and `butterfly/kaggle_run.py`
+replay), the statistics, the parser, the scorer, the prompts, and `butterfly/kaggle/runner.py`
 (the conversation loop, the retries and the verdicts this notebook uses).
 """
 
@@ -195,7 +198,7 @@ CONFIG: Final = '''\
 # the offline end-to-end test (a local OpenAI-compatible server, a few scenarios).
 import hashlib
 
-from butterfly import kaggle_run as bb
+from butterfly.kaggle import runner as bb
 
 SUITE = DATA["{suite}"]
 SUITE_SHA256 = "{sha256}"

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from butterfly.provider import Request, Response
+from butterfly.models.provider import Request, Response
 
 
 def cache_key(request: Request) -> str:

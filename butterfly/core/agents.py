@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from butterfly.errors import UserError
-from butterfly.provider import Request, Response
+from butterfly.models.provider import Request, Response
 from oracle import SETTINGS, Rules, Scenario, replay
 
 SpecFn = Callable[[Scenario], list[dict[str, str]]]

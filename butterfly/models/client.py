@@ -17,9 +17,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from butterfly.cache import Cache
-from butterfly.provider import Provider, ProviderError, Request, Response
-from butterfly.records import CallError
+from butterfly.models.cache import Cache
+from butterfly.models.provider import Provider, ProviderError, Request, Response
+from butterfly.runs.records import CallError
 
 Sleep = Callable[[float], Awaitable[None]]
 

@@ -18,7 +18,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from butterfly.templates import DISTRACTOR_MENTIONS_VALUE, FAMILIES
+from butterfly.suite.templates import DISTRACTOR_MENTIONS_VALUE, FAMILIES
 from oracle import (
     BY_KEY,
     CATEGORIES,

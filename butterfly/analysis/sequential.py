@@ -4,8 +4,8 @@ scenario once it is decided, looks fine (``--stop-fine``) or reaches the cap.
 Round r plays repeat r (seed + r) of every still-active scenario for model A and for model B,
 through the same runner as ``butterfly run``, into two ordinary run directories: every answer is
 kept, and re-running the same command replays the recorded answers without calling the models
-again (so a stopped session resumes). The design (:class:`butterfly.regress.Sequential` for
-``ebh``, :class:`butterfly.regress.GroupSequential` for ``gs``) sees one pass/fail pair per
+again (so a stopped session resumes). The design (:class:`butterfly.analysis.regress.Sequential` for
+``ebh``, :class:`butterfly.analysis.regress.GroupSequential` for ``gs``) sees one pass/fail pair per
 active scenario per round. e-values are those at each scenario's stopping time.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from butterfly import regress
+from butterfly.analysis import regress
 from butterfly.errors import UserError
 from oracle import Scenario, replay
 
@@ -46,7 +46,7 @@ def _final_pass(side: Side, s: Scenario, repeat: int) -> bool:
 async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: int,
                  concurrency: int, progress: Any) -> list[str]:
     """Play repeat ``repeat`` of ``scenarios`` for every side; the ids left incomplete."""
-    from butterfly.runner import _play
+    from butterfly.runs.play import _play
 
     slots = asyncio.Semaphore(max(1, concurrency))
     failed: list[str] = []
@@ -63,7 +63,7 @@ async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: i
 
 
 def _close(side: Side, rounds: int, status: str) -> None:
-    from butterfly.runner import CALLS, now, read_calls, write_manifest
+    from butterfly.runs.play import CALLS, now, read_calls, write_manifest
 
     side.log.close()
     records = read_calls(side.out / CALLS)
@@ -81,11 +81,11 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                    api_base: str | None = None, cache_path: str | None = None,
                    quiet: bool = False) -> dict[str, Any]:
     """Run the sequential comparison and return its result object."""
-    from butterfly.cache import Cache
-    from butterfly.client import ModelClient
-    from butterfly.provider import open_provider
-    from butterfly.runner import CALLS, CallLog, Progress, open_run, select
-    from butterfly.suite import load_suite, resolve_suite
+    from butterfly.models.cache import Cache
+    from butterfly.models.client import ModelClient
+    from butterfly.models.provider import open_provider
+    from butterfly.runs.play import CALLS, CallLog, Progress, open_run, select
+    from butterfly.suite.load import load_suite, resolve_suite
 
     if method not in ("ebh", "gs"):
         raise UserError("sequential --method: ebh or gs")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from butterfly.errors import UserError
-from butterfly.records import ErrorClass
+from butterfly.runs.records import ErrorClass
 
 Role = Literal["system", "user", "assistant"]
 
@@ -85,22 +85,22 @@ def open_provider(
     anything else goes to litellm as it is (with ``--api-base`` if given).
     """
     if model.startswith("script/"):
-        from butterfly.agents import ScriptedProvider
+        from butterfly.core.agents import ScriptedProvider
 
         return ScriptedProvider(model.removeprefix("script/"), {s.id: s for s in scenarios})
     if model.startswith("local/"):
-        from butterfly.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
+        from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 
         try:
             gguf = resolve_gguf(model)
             server = stack.enter_context(EmbeddedServer(gguf, parallel=concurrency))
         except EmbeddedModelError as e:
             raise UserError(str(e)) from None
-        from butterfly.litellm_seam import LiteLLMProvider
+        from butterfly.models.litellm_seam import LiteLLMProvider
 
         return LiteLLMProvider(api_base=server.api_base, api_key="sk-local",
                                litellm_model=f"openai/{server.model_alias}")
-    from butterfly.litellm_seam import LiteLLMProvider
+    from butterfly.models.litellm_seam import LiteLLMProvider
 
     api_key = None
     if api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from butterfly.stats import mean_interval, proportion_interval
+from butterfly.core.stats import mean_interval, proportion_interval
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay, targeted
 
 Spec = dict[str, str]
@@ -205,7 +205,7 @@ def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, dict[str
 
 def _agent_answers(name: str, scenario: Scenario) -> list[Spec | None]:
     """What a scripted agent answers after turns 1..n (for the trivial baselines)."""
-    from butterfly.agents import agent_specs
+    from butterfly.core.agents import agent_specs
 
     return list(agent_specs(name, scenario)[1:])
 
@@ -274,7 +274,7 @@ def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
     """Score a run directory from its records; ``parse_mode`` re-parses the raw answers."""
     from pathlib import Path
 
-    from butterfly.runner import load_run_records, turns
+    from butterfly.runs.play import load_run_records, turns
 
     manifest, scenarios, records = load_run_records(Path(out))
     return score_turns(out, manifest, scenarios, turns(records, manifest.params, parse_mode),
@@ -290,8 +290,8 @@ def score_turns(out: Any, manifest: Any, scenarios: Sequence[Scenario],
     ``attempted``: the conversations with at least one call record (answer or error). The
     others were never played (a run stopped before them, or a sequential comparison that
     stopped their scenario early): counted as ``not_played``, not as incomplete."""
-    from butterfly.flips import Column, flip_grid
-    from butterfly.runner import conversations, select
+    from butterfly.analysis.flips import Column, flip_grid
+    from butterfly.runs.play import conversations, select
 
     params = manifest.params
     in_run = select(scenarios, params)

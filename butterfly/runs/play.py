@@ -25,12 +25,13 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from butterfly import __version__
-from butterfly.client import ModelClient
+from butterfly.core.parse import parse_answer
+from butterfly.core.prompts import messages, prompt_fingerprint
+from butterfly.core.vote import history_text, vote
 from butterfly.errors import UserError
-from butterfly.parse import parse_answer
-from butterfly.prompts import messages, prompt_fingerprint
-from butterfly.provider import Request
-from butterfly.records import (
+from butterfly.models.client import ModelClient
+from butterfly.models.provider import Request
+from butterfly.runs.records import (
     CallRecord,
     Message,
     RunManifest,
@@ -38,8 +39,7 @@ from butterfly.records import (
     SuiteRef,
     Tokens,
 )
-from butterfly.suite import ROOT
-from butterfly.vote import history_text, vote
+from butterfly.suite.load import ROOT
 from oracle import Scenario, spec_json_schema
 
 MANIFEST: Final = "manifest.json"
@@ -474,7 +474,7 @@ def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:
 
 def load_run_records(out: Path) -> tuple[RunManifest, list[Scenario], dict[Key, CallRecord]]:
     """Everything a scorer needs from a run directory: manifest, suite copy, latest records."""
-    from butterfly.suite import load_suite
+    from butterfly.suite.load import load_suite
 
     mpath = out / MANIFEST
     if not mpath.is_file():

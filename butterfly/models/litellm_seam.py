@@ -3,7 +3,7 @@
 litellm runs offline: its model cost map is read from the package, not fetched, and telemetry
 is off. The environment is set before the import; this module is imported only by commands that
 call a provider (litellm takes seconds to import). litellm's own retries are off: retries,
-timeouts, concurrency and the cache belong to :mod:`butterfly.client`.
+timeouts, concurrency and the cache belong to :mod:`butterfly.models.client`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import litellm
 from litellm import exceptions as lx
 
 from butterfly.errors import UserError
-from butterfly.provider import ProviderError, Request, Response
+from butterfly.models.provider import ProviderError, Request, Response
 
 litellm.telemetry = False
 litellm.suppress_debug_info = True

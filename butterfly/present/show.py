@@ -19,8 +19,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from butterfly.core.transcript import conversation_of
 from butterfly.errors import UserError
-from butterfly.transcript import conversation_of
 
 WRONG = "red"
 COLLATERAL = "magenta"
@@ -32,7 +32,7 @@ def load(run: Path, scenario: str | None, layout: str | None,
          repeat: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run's manifest summary and the transcripts asked for (every scenario when
     ``scenario`` is None)."""
-    from butterfly.runner import load_run_records, select, turns
+    from butterfly.runs.play import load_run_records, select, turns
 
     manifest, scenarios, records = load_run_records(run)
     params = manifest.params

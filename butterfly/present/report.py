@@ -63,10 +63,10 @@ def _compact_turn(row: dict[str, Any]) -> list[Any]:
 
 def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
     """The report model: every figure and transcript the page shows, JSON-able."""
-    from butterfly.flips import flip_grid, load_columns
-    from butterfly.runner import load_run_records, select, turns
-    from butterfly.score import score_turns
-    from butterfly.transcript import conversation_of
+    from butterfly.analysis.flips import flip_grid, load_columns
+    from butterfly.core.metrics import score_turns
+    from butterfly.core.transcript import conversation_of
+    from butterfly.runs.play import load_run_records, select, turns
 
     if not runs:
         raise UserError("report: give at least one run directory")

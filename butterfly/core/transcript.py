@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from butterfly.score import collateral_keys
+from butterfly.core.metrics import collateral_keys
 from oracle import KEYS, Scenario, replay
 
 if TYPE_CHECKING:
-    from butterfly.runner import Turn
+    from butterfly.runs.play import Turn
 
 Spec = dict[str, str]
 

@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from butterfly.parse import parse_answer
-from butterfly.prompts import messages
-from butterfly.score import score_scenario
-from butterfly.stats import proportion_interval
+from butterfly.core.metrics import score_scenario
+from butterfly.core.parse import parse_answer
+from butterfly.core.prompts import messages
+from butterfly.core.stats import proportion_interval
 from oracle import Scenario, replay
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from butterfly.errors import UserError
 from oracle import OPS, Scenario, SuiteManifest, check
 
-ROOT: Final = Path(__file__).resolve().parent.parent
+ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS_DIR: Final = ROOT / "scenarios"
 DEFAULT_SUITE: Final = "butterfly-40"
 
@@ -144,7 +144,7 @@ BUILTIN_SEEDS: Final = {"butterfly-40": 40}
 
 def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     """Rebuild a frozen suite: its handwritten scenarios plus generated ones, by category."""
-    from butterfly.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
+    from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
     from oracle import CATEGORIES
 
     if name not in BUILTIN_SEEDS:

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from butterfly.runner import Progress as RunProgress
+from butterfly.runs.play import Progress as RunProgress
 
 
 class ProgressDisplay:

@@ -1,0 +1,1 @@
+"""Analyses over runs: scoring, flips, audit, compare, calibrate, sequential, regress."""

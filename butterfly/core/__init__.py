@@ -1,0 +1,1 @@
+"""Pure, notebook-inlinable stages: prompts, parse, vote, metrics, stats, transcripts."""

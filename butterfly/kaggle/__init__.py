@@ -1,0 +1,1 @@
+"""The Kaggle notebook: its build, and the Kaggle-side runner (the second seam)."""

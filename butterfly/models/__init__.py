@@ -1,0 +1,1 @@
+"""The seam to anything that answers: providers, client, cache, registry."""

@@ -1,0 +1,1 @@
+"""Presentation: terminal display, show, and the HTML report with its templates."""

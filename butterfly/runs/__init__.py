@@ -1,0 +1,1 @@
+"""Run directories: records, creating, appending, reading and resuming; playing conversations."""

@@ -1,0 +1,1 @@
+"""Suites as data: templates, generation, loading and the published JSON Schemas."""
