@@ -27,10 +27,11 @@ from pathlib import Path
 # bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
-from butterfly.core.agents import ScriptedProvider  # noqa: E402
 from butterfly.models.client import ModelClient  # noqa: E402
-from butterfly.runs.play import Progress, open_run, run_suite  # noqa: E402
+from butterfly.models.scripted import ScriptedProvider  # noqa: E402
+from butterfly.runs.play import Progress, run_suite  # noqa: E402
 from butterfly.runs.records import RunParams  # noqa: E402
+from butterfly.runs.store import open_run  # noqa: E402
 from butterfly.suite.generate import generate, proportional_counts  # noqa: E402
 from butterfly.suite.load import dumps_suite  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from pydantic import ValidationError
 
-from butterfly.suite.schemas import SCHEMAS, render
+from butterfly.present.schemas import SCHEMAS, render
 from oracle import Scenario
 
 SCHEMA_DIR = ROOT / "docs" / "schemas"
@@ -85,3 +85,12 @@ def test_run_records_validate_against_their_schemas(tmp_path) -> None:  # type: 
     assert lines
     for line in lines:
         v.validate(json.loads(line))
+
+
+@pytest.mark.parametrize("run", ["script-noisy-butterfly-40", "smollm2-butterfly-40-layouts"])
+def test_score_json_of_committed_runs_validates_against_the_report_schema(run: str) -> None:
+    from butterfly.analysis.scoring import score_run
+
+    schema = json.loads((SCHEMA_DIR / "score-report.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(score_run(ROOT / "runs" / run).to_json())

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from butterfly.analysis import regress
+from butterfly.analysis.compare import load_answers
+from butterfly.analysis.results import Calibration
 from butterfly.errors import UserError
 
 CONFIGS: tuple[tuple[str, float], ...] = (("null", 0.0), ("0.3", 0.3), ("0.6", 0.6))
@@ -167,17 +169,18 @@ def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
     """Scenario ids, their final-match verdicts by repeat (first layout) and the model. Only
     scenarios with every repeat complete are kept (a run still in progress, or with provider
     errors, is studied on its finished scenarios)."""
-    from butterfly.analysis.compare import load_answers
-
     ans = load_answers(run)
     most = max((len(v) for v in ans.passes.values()), default=0)
     ids = [i for i in ans.ids if most and len(ans.passes.get(i, ())) == most]
     return ids, [ans.passes[i] for i in ids], ans.model
 
 
-def render(result: dict[str, Any], title: str) -> str:
+def render(result: Calibration | dict[str, Any], title: str) -> str:
     """The study as a table: one row per method, per configuration false alarms / FDR / power /
-    answers."""
+    answers. ``result`` is a :class:`Calibration` or a study as ``study`` returns it."""
+    if isinstance(result, Calibration):
+        rows = result.model_dump(by_alias=True)
+        result = {**rows, "_study": next(iter(rows.values()))["study"] if rows else {}}
     meta = result.get("_study", {})
     head = (f"{title}: m = {meta.get('m')} scenarios, {meta.get('pairs')} pairs available per "
             f"scenario, {meta.get('reps')} replications, q = {meta.get('q')}, seed "
@@ -204,3 +207,29 @@ def render(result: dict[str, Any], title: str) -> str:
             f"{f(lo['power'])} | {lo['answers']:.0f} | {f(hi['fdr'])} | {f(hi['power'])} | "
             f"{hi['answers']:.0f} | {n['answers']:.0f} |")
     return "\n".join(lines)
+
+
+def calibrate(run: Path | None, *, simulate: bool, q: float = 0.1, reshuffles: int = 20,
+              m: int = 60, reps: int = 200, seed: int = 0) -> tuple[Calibration, str]:
+    """``butterfly calibrate``: the study on a run's real answers, or simulated (from the run's
+    pass rates when a run is given), and its title."""
+    if not 0 < q < 1:
+        raise UserError("--q must be between 0 and 1")
+    if run is None and not simulate:
+        raise UserError("calibrate: give a run directory (made with --repeats K), --simulate, "
+                        "or both")
+    title = "simulated (realistic mixture of pass rates)"
+    rates = None
+    if run is not None:
+        _, answers, model = run_rates(run)
+        rates = [sum(x) / len(x) for x in answers]
+    if simulate:
+        if reps < 1 or m < 1:
+            raise UserError("--reps and --m must be at least 1")
+        result = simulated_study(m=m, reps=reps, q=q, seed=seed, rates=rates)
+        if run is not None:
+            title = f"simulated from the pass rates of {model} ({run})"
+    else:
+        result = real_study(answers, q=q, reshuffles=reshuffles, seed=seed)
+        title = f"{model} ({run}), real answers"
+    return Calibration.of(result), title

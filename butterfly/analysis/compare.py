@@ -12,8 +12,12 @@ from typing import Any
 import numpy as np
 
 from butterfly.analysis import regress
+from butterfly.analysis.results import CompareResult
 from butterfly.core.stats import cluster_bootstrap, mean_interval
+from butterfly.core.turns import TurnKey
 from butterfly.errors import UserError
+from butterfly.runs.reader import load_run
+from oracle import replay
 
 
 @dataclass(frozen=True)
@@ -35,24 +39,19 @@ class RunAnswers:
 def load_answers(run: Path, layout: str | None = None) -> RunAnswers:
     """Read a run directory's final-match verdicts (an abstention at the last turn is a fail, as
     in ``butterfly score``); incomplete conversations are left out."""
-    from butterfly.runs.play import load_run_records, select, turns
-    from oracle import replay
-
-    manifest, scenarios, records = load_run_records(run)
-    params = manifest.params
-    lay = layout or params.layouts[0]
-    if lay not in params.layouts:
-        raise UserError(f"{run}: no layout {lay} (it has {','.join(params.layouts)})")
-    done = turns(records, params)
-    in_run = regress_select = select(scenarios, params)
+    loaded = load_run(run)
+    manifest, params = loaded.manifest, loaded.params
+    lay = loaded.layout(layout)
+    done = loaded.turns()
+    in_run = loaded.scenarios
     passes: dict[str, tuple[bool, ...]] = {}
-    for s in regress_select:
+    for s in in_run:
         final = replay(s)[-1]
         n = len(s.turns)
         verdicts = []
         for r in range(params.repeats):
-            last = done.get((s.id, n, lay, r))
-            complete = all((s.id, t, lay, r) in done for t in range(1, n + 1))
+            last = done.get(TurnKey(s.id, n, lay, r))
+            complete = all(TurnKey(s.id, t, lay, r) in done for t in range(1, n + 1))
             if last is None or not complete:
                 continue
             verdicts.append(last.spec == final)
@@ -96,8 +95,8 @@ def paired_difference(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], 
 
 
 def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | None = None,
-            cap: int | None = None, stop_fine: bool = False, seed: int = 0) -> dict[str, Any]:
-    """The comparison object printed by ``butterfly compare --json``."""
+            cap: int | None = None, stop_fine: bool = False, seed: int = 0) -> CompareResult:
+    """The comparison printed by ``butterfly compare`` (``--json``: its dump)."""
     if method not in regress.METHODS:
         raise UserError(f"--method {method}: choose one of {', '.join(regress.METHODS)}")
     if not 0 < q < 1:
@@ -125,7 +124,7 @@ def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | Non
         })
     full_a = [a.passes[i] for i in ids]
     full_b = [b.passes[i] for i in ids]
-    return {
+    return CompareResult.model_validate({
         "method": method,
         "q": q,
         "run_a": a.run, "run_b": b.run, "model_a": a.model, "model_b": b.model,
@@ -141,16 +140,16 @@ def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | Non
         "answers_available": int(2 * n * len(ids)),
         "final_match": paired_difference(full_a, full_b, seed=seed),
         "scenarios": rows,
-    }
+    })
 
 
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def render(result: dict[str, Any]) -> str:
+def render(result: CompareResult) -> str:
     """The comparison as text."""
-    r = result
+    r = result.model_dump()
     fm = r["final_match"]
     detail = {"diff": "first pair only", "fixed": f"k = {r['k']}, each scenario at level q",
               "bh": f"k = {r['k']}, Fisher exact + Benjamini-Hochberg",

@@ -24,13 +24,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
+from butterfly.runs.reader import load_run
 from oracle import KEYS, Scenario, replay
-
-if TYPE_CHECKING:
-    from butterfly.runs.play import Turn, TurnKey
 
 Spec = dict[str, str]
 CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "noisy", "incomplete")
@@ -42,14 +41,15 @@ class Column:
     layout: str
     repeats: int
     turns: dict[TurnKey, Turn]
-    """The run's answered turns (``butterfly.runs.play.turns``)."""
-    played: frozenset[tuple[str, str, int]] | None = None
+    """The run's answered turns (``Run.turns``)."""
+    played: frozenset[ConversationKey] | None = None
     """Conversations (scenario, layout, repeat) with any call record; the others were never
     started (a sequential comparison stops scenarios early) and get no character."""
 
     def repeats_of(self, scenario_id: str) -> list[int]:
         return [r for r in range(self.repeats)
-                if self.played is None or (scenario_id, self.layout, r) in self.played]
+                if self.played is None
+                or ConversationKey(scenario_id, self.layout, r) in self.played]
 
     @property
     def name(self) -> str:
@@ -60,7 +60,7 @@ def answers_of(s: Scenario, col: Column, repeat: int) -> list[Turn] | None:
     """The turns of one conversation, or None if any turn lacks a successful answer."""
     out = []
     for t in range(1, len(s.turns) + 1):
-        turn = col.turns.get((s.id, t, col.layout, repeat))
+        turn = col.turns.get(TurnKey(s.id, t, col.layout, repeat))
         if turn is None:
             return None
         out.append(turn)
@@ -186,21 +186,20 @@ def render_audit(items: list[dict[str, Any]]) -> str:
 
 def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
     """The columns of one or more run directories on the same suite."""
-    from butterfly.runs.play import load_run_records, select, turns
-
     columns: list[Column] = []
     scenarios: list[Scenario] | None = None
     sha = None
     for path in runs:
-        manifest, suite, records = load_run_records(path)
+        run = load_run(path)
+        manifest = run.manifest
         if sha is not None and manifest.suite.sha256 != sha:
             raise UserError(f"{path}: a run on another suite; flips compare runs of one suite")
         sha = manifest.suite.sha256
-        chosen = select(suite, manifest.params)
+        chosen = run.scenarios
         scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
-        p = manifest.params
-        answered = turns(records, p)
-        played = frozenset((k[0], k[2], k[3]) for k in records)
+        p = run.params
+        answered = run.turns()
+        played = run.attempted
         label = "" if len(runs) == 1 else (
             f"{path}[{manifest.model},{p.strategy},{p.protocol},{p.mode}]"
         )

@@ -36,11 +36,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
+from butterfly.core.vocab import COMPARE_METHODS
+
 Bools = NDArray[np.bool_]
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
 
-METHODS = ("diff", "fixed", "bh", "ebh", "gs")
+METHODS = COMPARE_METHODS
 
 
 @dataclass(frozen=True)

@@ -22,39 +22,43 @@ from typing import Any
 import numpy as np
 
 from butterfly.analysis import regress
+from butterfly.analysis.results import SequentialResult
+from butterfly.core.turns import CallKey
+from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
 from butterfly.errors import UserError
+from butterfly.models.client import ModelClient
+from butterfly.models.registry import open_client
+from butterfly.runs.play import Conversation, Player, Progress, play_conversation
+from butterfly.runs.scope import select
+from butterfly.runs.store import CALLS, CallLog, close_run, open_run
+from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario, replay
 
 
 @dataclass
 class Side:
-    """One model's run directory and client during a sequential comparison."""
+    """One model's run directory and player during a sequential comparison."""
 
     model: str
     out: Path
-    state: Any
-    client: Any
-    log: Any
+    player: Player
     finals: dict[str, dict[str, str]]
 
 
 def _final_pass(side: Side, s: Scenario, repeat: int) -> bool:
-    rec = side.state.done.get((s.id, len(s.turns), "E", repeat, 0))
+    rec = side.player.state.done.get(CallKey(s.id, len(s.turns), "E", repeat, 0))
     return rec is not None and rec.spec == side.finals[s.id]
 
 
 async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: int,
-                 concurrency: int, progress: Any) -> list[str]:
+                 concurrency: int) -> list[str]:
     """Play repeat ``repeat`` of ``scenarios`` for every side; the ids left incomplete."""
-    from butterfly.runs.play import _play
-
     slots = asyncio.Semaphore(max(1, concurrency))
     failed: list[str] = []
 
     async def one(side: Side, s: Scenario) -> None:
         async with slots:
-            ok = await _play(s, "E", repeat, side.client, side.state, side.log, progress,
-                             model=side.model, params=side.state.manifest.params)
+            ok = await play_conversation(Conversation(s, "E", repeat), side.player)
         if not ok:
             failed.append(f"{side.model}:{s.id}")
 
@@ -62,32 +66,19 @@ async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: i
     return failed
 
 
-def _close(side: Side, rounds: int, status: str) -> None:
-    from butterfly.runs.play import CALLS, now, read_calls, write_manifest
-
-    side.log.close()
-    records = read_calls(side.out / CALLS)
-    params = side.state.manifest.params.model_copy(update={"repeats": max(1, rounds)})
-    manifest = side.state.manifest.model_copy(update={
-        "params": params, "updated_at": now(), "status": status,
-        "n_calls": sum(1 for r in records if r.error is None),
-        "n_provider_errors": sum(1 for r in records if r.error is not None),
-    })
-    write_manifest(side.out, manifest)
+def _close(side: Side, rounds: int, status: RunStatus) -> None:
+    side.player.log.close()
+    state = side.player.state
+    close_run(side.out, state, status,
+              params=state.manifest.params.model_copy(update={"repeats": max(1, rounds)}))
 
 
 def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b: Path,
                    method: str, cap: int, q: float, stop_fine: bool, params: Any,
                    api_base: str | None = None, cache_path: str | None = None,
-                   quiet: bool = False) -> dict[str, Any]:
+                   quiet: bool = False) -> SequentialResult:
     """Run the sequential comparison and return its result object."""
-    from butterfly.models.cache import Cache
-    from butterfly.models.client import ModelClient
-    from butterfly.models.provider import open_provider
-    from butterfly.runs.play import CALLS, CallLog, Progress, open_run, select
-    from butterfly.suite.load import load_suite, resolve_suite
-
-    if method not in ("ebh", "gs"):
+    if method not in SEQUENTIAL_METHODS:
         raise UserError("sequential --method: ebh or gs")
     if cap < 1:
         raise UserError("--cap must be at least 1")
@@ -106,24 +97,20 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
     finals = {s.id: replay(s)[-1] for s in scenarios}
     run_params = params.model_copy(update={"repeats": cap, "layouts": ("E",)})
     with contextlib.ExitStack() as stack:
-        providers: dict[str, Any] = {}
+        providers: dict[str, ModelClient] = {}
         sides = []
+        progress = Progress(total=0)
         for model, out in ((model_a, out_a), (model_b, out_b)):
             state = open_run(out, model, suite_path, scenarios, run_params)
             if model not in providers:  # one embedded server when both sides are one model
-                provider = open_provider(stack, model, scenarios,
-                                         concurrency=run_params.concurrency, api_base=api_base)
-                cache = None
-                if cache_path is not None and provider.cacheable:
-                    cache = Cache(Path(cache_path).expanduser())
-                providers[model] = ModelClient(provider, concurrency=run_params.concurrency,
-                                               retries=run_params.retries,
-                                               timeout=run_params.timeout, cache=cache)
-            sides.append(Side(model, out, state, providers[model], CallLog(out / CALLS),
-                              finals))
-        progress = Progress(total=0)
+                providers[model] = open_client(
+                    stack, model, scenarios, concurrency=run_params.concurrency,
+                    retries=run_params.retries, timeout=run_params.timeout, api_base=api_base,
+                    cache_path=cache_path)
+            player = Player(providers[model], state, CallLog(out / CALLS), progress)
+            sides.append(Side(model, out, player, finals))
         rounds = 0
-        status = "complete"
+        status: RunStatus = "complete"
 
         async def drive() -> None:
             nonlocal rounds, status
@@ -132,7 +119,7 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                     active = [s for i, s in enumerate(scenarios) if design.active[i]]
                     if not active:
                         break
-                    failed = await _round(sides, active, r, run_params.concurrency, progress)
+                    failed = await _round(sides, active, r, run_params.concurrency)
                     rounds = r + 1
                     if failed:
                         status = "incomplete"
@@ -162,7 +149,7 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                 _close(side, rounds, status)
     d = design.decision()
     stat = "e_value" if method == "ebh" else "p_value"
-    return {
+    return SequentialResult.model_validate({
         "method": method, "q": q, "cap": cap, "stop_fine": stop_fine if method == "ebh" else None,
         "model_a": model_a, "model_b": model_b, "run_a": str(out_a), "run_b": str(out_b),
         "n_scenarios": m,
@@ -178,10 +165,11 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
              "verdict": "REGRESSED" if d.regressed[i] else "-"}
             for i, s in enumerate(scenarios)
         ],
-    }
+    })
 
 
-def render(r: dict[str, Any]) -> str:
+def render(result: SequentialResult) -> str:
+    r = result.model_dump()
     stat = "e_value" if r["method"] == "ebh" else "p_value"
     lines = [f"A: {r['model_a']} ({r['run_a']})", f"B: {r['model_b']} ({r['run_b']})",
              f"{r['n_scenarios']} scenarios, method {r['method']}, cap {r['cap']} pairs, "

@@ -1,4 +1,5 @@
-"""Built-in scripted agents: deterministic answerers that plug into the same seam as models.
+"""Built-in scripted agents: what each answers (pure). ``butterfly.models.scripted`` plugs them
+into the same seam as models.
 
 Each replays the scenario its own way with the oracle's engine (:class:`oracle.Rules`) and
 answers the spec as JSON. They double as checks of the metrics: each has a known score profile.
@@ -24,16 +25,17 @@ self-consistency tests.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Final
 
-from butterfly.errors import UserError
-from butterfly.models.provider import Request, Response
 from oracle import SETTINGS, Rules, Scenario, replay
 
 SpecFn = Callable[[Scenario], list[dict[str, str]]]
+
+
+class AgentError(ValueError):
+    """An unknown agent name or a malformed argument (the CLI shows it as a user error)."""
 
 _RULES: Final[dict[str, Rules | None]] = {
     "oracle": Rules(),
@@ -59,7 +61,7 @@ def noisy_p(name: str) -> float | None:
     except ValueError:
         p = -1.0
     if key != "p" or not 0 <= p <= 1:
-        raise UserError(f"script/{name}: write script/noisy:p=P with P between 0 and 1")
+        raise AgentError(f"script/{name}: write script/noisy:p=P with P between 0 and 1")
     return p
 
 
@@ -93,47 +95,9 @@ def agent_specs(name: str, scenario: Scenario) -> list[dict[str, str]]:
     if noisy_p(name) is not None:
         raise ValueError("the noisy agent's answers depend on the seed: use noisy_spec")
     if name not in _RULES:
-        raise UserError(f"unknown scripted agent script/{name} (known: "
+        raise AgentError(f"unknown scripted agent script/{name} (known: "
                         f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P)")
     rules = _RULES[name]
     if rules is None:
         return [dict(scenario.initial) for _ in range(len(scenario.turns) + 1)]
     return replay(scenario, rules)
-
-
-class ScriptedProvider:
-    """Answers as agent ``name`` for the scenario named in the request's metadata."""
-
-    cacheable = False
-
-    def __init__(self, name: str, scenarios: Mapping[str, Scenario]) -> None:
-        self.noisy = noisy_p(name)
-        if name not in _RULES and self.noisy is None:
-            agent_specs(name, next(iter(scenarios.values())))  # raises the clear error
-        self.name = name
-        self._scenarios = scenarios
-        self._answers: dict[str, list[str]] = {}
-        self._oracles: dict[str, list[dict[str, str]]] = {}
-
-    async def __call__(self, request: Request, timeout: float) -> Response:
-        sid = str(request.meta["scenario"])
-        turn = int(request.meta["turn"])
-        if self.noisy is not None:
-            s = self._scenarios[sid]
-            oracle = self._oracles.get(sid)
-            if oracle is None:
-                oracle = self._oracles[sid] = replay(s)
-            text = json.dumps(noisy_spec(s, turn, request.seed, self.noisy, oracle))
-            return Response(text=text, finish_reason="stop", prompt_tokens=0,
-                            completion_tokens=len(text) // 4)
-        answers = self._answers.get(sid)
-        if answers is None:
-            specs = agent_specs(self.name, self._scenarios[sid])
-            answers = [json.dumps(s) for s in specs]
-            self._answers[sid] = answers
-        text = answers[turn]
-        return Response(text=text, finish_reason="stop", prompt_tokens=0,
-                        completion_tokens=len(text) // 4)
-
-    async def aclose(self) -> None:
-        return None

@@ -25,7 +25,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from butterfly.core.agents import agent_specs
+from butterfly.core.results import (
+    Aggregate,
+    BaselineScore,
+    ConversationScore,
+    OpHeld,
+    ParaphraseShare,
+    Share,
+    Totals,
+)
 from butterfly.core.stats import mean_interval, proportion_interval
+from butterfly.core.turns import ConversationKey
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay, targeted
 
 Spec = dict[str, str]
@@ -108,17 +119,17 @@ def _share(num: int, den: int) -> float | None:
     return None if den == 0 else num / den
 
 
-def aggregate(scores: Sequence[ScenarioScore]) -> dict[str, Any]:
+def aggregate(scores: Sequence[ScenarioScore]) -> Aggregate:
     """The metrics of a set of scored scenarios (all complete)."""
     n = len(scores)
     answers = sum(s.turns for s in scores)
     abst = sum(s.abstentions for s in scores)
     radii = [s.change_radius for s in scores if s.change_radius is not None]
     coll = [c for s in scores for c in s.collateral if c is not None]
-    undo_by_op: dict[str, dict[str, Any]] = {}
+    undo_by_op: dict[str, Share] = {}
     for op in UNDO_OPS:
         cases = [ok for s in scores for o, ok in s.undo if o == op]
-        undo_by_op[op] = {"share": _share(sum(cases), len(cases)), "n": len(cases)}
+        undo_by_op[op] = Share(share=_share(sum(cases), len(cases)), n=len(cases))
     all_undo = [ok for s in scores for _, ok in s.undo]
     fdt = Counter(s.first_divergent for s in scores)
     clusters: dict[str, list[ScenarioScore]] = {}
@@ -128,7 +139,7 @@ def aggregate(scores: Sequence[ScenarioScore]) -> dict[str, Any]:
     def ci(interval: tuple[float, float] | None) -> list[float] | None:
         return None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
 
-    return {
+    return Aggregate.model_validate({
         "n_scenarios": len({s.id for s in scores}),
         "n_conversations": n,
         "final_match": _share(sum(s.final_match for s in scores), n),
@@ -156,10 +167,10 @@ def aggregate(scores: Sequence[ScenarioScore]) -> dict[str, Any]:
             ("none" if k is None else str(k)): v
             for k, v in sorted(fdt.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
         },
-    }
+    })
 
 
-def by_category(scores: Sequence[ScenarioScore]) -> dict[str, dict[str, Any]]:
+def by_category(scores: Sequence[ScenarioScore]) -> dict[str, Aggregate]:
     return {
         c: aggregate([s for s in scores if s.category == c])
         for c in CATEGORIES
@@ -186,137 +197,79 @@ def _held(pairs: Sequence[tuple[Scenario, ScenarioScore]],
     return tally
 
 
-def by_paraphrase(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, dict[str, Any]]:
+def by_paraphrase(
+        pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, ParaphraseShare]:
     """Per paraphrase id: of the turns worded that way whose previous turn matched, the share
     that still match (so a hard wording is told apart from a lost history)."""
     tally = _held(pairs, lambda turn: turn.paraphrase)
-    return {p: {"op": op, "share": _share(ok, n), "n": n}
+    return {p: ParaphraseShare(op=op, share=_share(ok, n), n=n)
             for p, (op, ok, n, _, _) in sorted(tally.items()) if n}
 
 
-def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, dict[str, Any]]:
+def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, OpHeld]:
     """Per op: the same "held" share as by_paraphrase, and the share of its answers that
     abstained."""
     tally = _held(pairs, lambda turn: turn.op)
-    return {op: {"held": _share(tally[op][1], tally[op][2]), "n": tally[op][2],
-                 "abstention": _share(tally[op][3], tally[op][4]), "answers": tally[op][4]}
+    return {op: OpHeld(held=_share(tally[op][1], tally[op][2]), n=tally[op][2],
+                       abstention=_share(tally[op][3], tally[op][4]), answers=tally[op][4])
             for op in OPS if op in tally}
 
 
 def _agent_answers(name: str, scenario: Scenario) -> list[Spec | None]:
     """What a scripted agent answers after turns 1..n (for the trivial baselines)."""
-    from butterfly.core.agents import agent_specs
-
     return list(agent_specs(name, scenario)[1:])
 
 
 BASELINES = ("noop", "last-edit")
 
 
-Conversation = tuple[str, str, int]
-"""(scenario id, layout, repeat)"""
-
-
 def report(
-    model: str,
     scenarios: Sequence[Scenario],
-    answers: dict[Conversation, list[Spec | None]],
-    incomplete: Sequence[Conversation],
+    answers: dict[ConversationKey, list[Spec | None]],
+    incomplete: Sequence[ConversationKey],
     layouts: Sequence[str] = ("E",),
-) -> dict[str, Any]:
-    """The full score object of a run.
+) -> tuple[Aggregate, Totals]:
+    """The score of a run's complete conversations: the pooled aggregate and the totals.
 
     Top-level figures pool every complete conversation (all layouts and repeats); ``by_layout``
     pools the repeats of each layout. Baselines are scored on exactly the same conversations.
     """
     by_id = {s.id: s for s in scenarios}
-    keys = [k for k in answers if k[0] in by_id]
-    oracle = {sid: replay(by_id[sid]) for sid in dict.fromkeys(k[0] for k in keys)}
-    scores = {k: score_scenario(by_id[k[0]], answers[k], oracle[k[0]]) for k in keys}
+    keys = [k for k in answers if k.scenario in by_id]
+    oracle = {sid: replay(by_id[sid]) for sid in dict.fromkeys(k.scenario for k in keys)}
+    scores = {k: score_scenario(by_id[k.scenario], answers[k], oracle[k.scenario]) for k in keys}
     all_scores = list(scores.values())
     total = len(answers) + len(incomplete)
-    out: dict[str, Any] = {"model": model, **aggregate(all_scores)}
-    out["n_total"] = total
-    out["incomplete"] = len(incomplete)
-    out["incomplete_share"] = _share(len(incomplete), total)
-    out["incomplete_scenarios"] = list(dict.fromkeys(k[0] for k in incomplete))
-    out["by_category"] = by_category(all_scores)
-    out["by_layout"] = {
-        lay: aggregate([v for k, v in scores.items() if k[1] == lay]) for lay in layouts
-    }
-    pairs = [(by_id[k[0]], v) for k, v in scores.items()]
-    out["by_paraphrase"] = by_paraphrase(pairs)
-    out["by_op"] = by_op(pairs)
-    out["baselines"] = {}
+    pairs = [(by_id[k.scenario], v) for k, v in scores.items()]
+    totals = Totals(
+        n_total=total,
+        incomplete=len(incomplete),
+        incomplete_share=_share(len(incomplete), total),
+        incomplete_scenarios=list(dict.fromkeys(k.scenario for k in incomplete)),
+        by_category=by_category(all_scores),
+        by_layout={lay: aggregate([v for k, v in scores.items() if k.layout == lay])
+                   for lay in layouts},
+        by_paraphrase=by_paraphrase(pairs),
+        by_op=by_op(pairs),
+        baselines=_baselines(by_id, oracle, keys),
+        scenarios=[_verdict(k, v) for k, v in scores.items()],
+    )
+    return aggregate(all_scores), totals
+
+
+def _baselines(by_id: dict[str, Scenario], oracle: dict[str, list[Spec]],
+               keys: Sequence[ConversationKey]) -> dict[str, BaselineScore]:
+    out = {}
     for b in BASELINES:
         per_id = {sid: score_scenario(by_id[sid], _agent_answers(b, by_id[sid]), oracle[sid])
                   for sid in oracle}
-        bs = [per_id[k[0]] for k in keys]
-        out["baselines"][b] = {**aggregate(bs), "by_category": by_category(bs)}
-    out["scenarios"] = [
-        {
-            "id": k[0],
-            "layout": k[1],
-            "repeat": k[2],
-            "category": v.category,
-            "final_match": v.final_match,
-            "first_divergent_turn": v.first_divergent,
-            "change_radius": v.change_radius,
-            "wobble": v.wobble,
-            "abstentions": v.abstentions,
-        }
-        for k, v in scores.items()
-    ]
+        bs = [per_id[k.scenario] for k in keys]
+        out[b] = BaselineScore(**dict(aggregate(bs)), by_category=by_category(bs))
     return out
 
 
-def score_run(out: Any, parse_mode: str | None = None) -> dict[str, Any]:
-    """Score a run directory from its records; ``parse_mode`` re-parses the raw answers."""
-    from pathlib import Path
-
-    from butterfly.runs.play import load_run_records, turns
-
-    manifest, scenarios, records = load_run_records(Path(out))
-    return score_turns(out, manifest, scenarios, turns(records, manifest.params, parse_mode),
-                       parse_mode, attempted={(k[0], k[2], k[3]) for k in records})
-
-
-def score_turns(out: Any, manifest: Any, scenarios: Sequence[Scenario],
-                done: dict[tuple[str, int, str, int], Any],
-                parse_mode: str | None = None,
-                attempted: set[Conversation] | None = None) -> dict[str, Any]:
-    """Score a run already loaded: its manifest, suite and answered turns (``runner.turns``).
-
-    ``attempted``: the conversations with at least one call record (answer or error). The
-    others were never played (a run stopped before them, or a sequential comparison that
-    stopped their scenario early): counted as ``not_played``, not as incomplete."""
-    from butterfly.analysis.flips import Column, flip_grid
-    from butterfly.runs.play import conversations, select
-
-    params = manifest.params
-    in_run = select(scenarios, params)
-    answers: dict[Conversation, list[Spec | None]] = {}
-    incomplete: list[Conversation] = []
-    not_played = 0
-    for s, layout, r in conversations(in_run, params):
-        if attempted is not None and (s.id, layout, r) not in attempted:
-            not_played += 1
-            continue
-        specs: list[Spec | None] = []
-        for t in range(1, len(s.turns) + 1):
-            turn = done.get((s.id, t, layout, r))
-            if turn is None:
-                incomplete.append((s.id, layout, r))
-                break
-            specs.append(turn.spec)
-        else:
-            answers[(s.id, layout, r)] = specs
-    result = report(manifest.model, in_run, answers, incomplete, params.layouts)
-    result["not_played"] = not_played
-    played = None if attempted is None else frozenset(attempted)
-    grid = flip_grid(in_run, [Column("", lay, params.repeats, done, played)
-                              for lay in params.layouts])
-    result["flips"] = grid["counts"]
-    result["run"] = str(out)
-    result["parse"] = parse_mode or manifest.params.parse
-    return result
+def _verdict(k: ConversationKey, v: ScenarioScore) -> ConversationScore:
+    return ConversationScore(
+        id=k.scenario, layout=k.layout, repeat=k.repeat, category=v.category,
+        final_match=v.final_match, first_divergent_turn=v.first_divergent,
+        change_radius=v.change_radius, wobble=v.wobble, abstentions=v.abstentions)

@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Final
 
+from butterfly.core.vocab import LAYOUTS, MODES, STRATEGIES
 from oracle import COUPLINGS, SETTINGS, Scenario
 
 Message = dict[str, str]
@@ -25,12 +26,6 @@ ANSWER_FORMAT: Final = (
     "value from its list. Reply with the JSON object only."
 )
 
-
-STRATEGIES: Final = ("zero-shot", "few-shot", "cot", "self-consistency")
-"""Prompting strategies after PromptAudit (seed 001), one template each (docs/strategies.md)."""
-PROTOCOLS: Final = ("schema", "json", "json-first", "json-last")
-"""Output protocols: JSON only with the spec's schema as response_format; JSON only; JSON
-first then an explanation; an explanation then JSON last."""
 
 FORMATS: Final = {
     "schema": ANSWER_FORMAT,
@@ -135,9 +130,6 @@ def _system(strategy: str, protocol: str) -> str:
     return _SYSTEMS[key]
 
 
-LAYOUTS: Final = ("E", "Q", "H")
-"""E evidence first; Q question first; H hedged (E plus the UNSURE sentence)."""
-MODES: Final = ("chat", "restate")
 HEDGE: Final = "If the request is unclear, answer UNSURE instead of a spec."
 SPEC_INTRO: Final = "Here is the current spec:"
 INITIAL_INTRO: Final = "Here is the initial spec:"

@@ -16,14 +16,12 @@ model failed to make (or an old mistake carried forward).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from butterfly.core.metrics import collateral_keys
+from butterfly.core.turns import Turn, TurnKey
 from oracle import KEYS, Scenario, replay
-
-if TYPE_CHECKING:
-    from butterfly.runs.play import Turn
 
 Spec = dict[str, str]
 
@@ -95,10 +93,10 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
     }
 
 
-def conversation_of(scenario: Scenario, answered: dict[tuple[str, int, str, int], Turn],
+def conversation_of(scenario: Scenario, answered: Mapping[TurnKey, Turn],
                     layout: str, repeat: int) -> dict[str, Any]:
     """The transcript of ``scenario`` under ``layout`` and ``repeat`` from a run's turns."""
-    row = conversation(scenario, [answered.get((scenario.id, t, layout, repeat))
+    row = conversation(scenario, [answered.get(TurnKey(scenario.id, t, layout, repeat))
                                   for t in range(1, len(scenario.turns) + 1)])
     row["layout"] = layout
     row["repeat"] = repeat

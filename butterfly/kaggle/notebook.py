@@ -36,8 +36,15 @@ MODULES: Final = (
     "oracle/__init__.py",
     "butterfly/__init__.py",
     "butterfly/core/__init__.py",
+    "butterfly/core/vocab.py",
     "butterfly/core/stats.py",
+    "butterfly/core/extract.py",
+    "butterfly/core/normalise.py",
     "butterfly/core/parse.py",
+    "butterfly/core/vote.py",
+    "butterfly/core/turns.py",
+    "butterfly/core/agents.py",
+    "butterfly/core/results.py",
     "butterfly/core/metrics.py",
     "butterfly/core/prompts.py",
     "butterfly/kaggle/__init__.py",
@@ -160,15 +167,17 @@ DATA = {}
 def butterfly_module(line, cell):
     """Run the cell's text as the module LINE of the package (e.g. oracle/replay.py)."""
     path = line.strip()
-    name = path.removesuffix(".py").replace("/", ".")
-    package = name.split(".")[0]
-    if name.endswith(".__init__"):
-        module = sys.modules[package]
-    else:
+    name = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    module = sys.modules.get(name)
+    if module is None:  # a module, or a subpackage (butterfly/core/__init__.py)
         module = types.ModuleType(name)
-        module.__package__ = package
+        parent = name.rsplit(".", 1)[0]
+        if path.endswith("__init__.py"):
+            module.__path__ = []
+            parent = name
+        module.__package__ = parent
         sys.modules[name] = module
-        setattr(sys.modules[package], name.rsplit(".", 1)[1], module)
+        setattr(sys.modules[name.rsplit(".", 1)[0]], name.rsplit(".", 1)[1], module)
     module.__file__ = path
     exec(compile(cell, path, "exec", dont_inherit=True), module.__dict__)
 
@@ -183,8 +192,9 @@ CODE_NOTE: Final = """\
 ## The package's code
 
 Each cell below is one module of ButterflyBench, verbatim: the oracle (catalogue, records,
-replay), the statistics, the parser, the scorer, the prompts, and `butterfly/kaggle/runner.py`
-(the conversation loop, the retries and the verdicts this notebook uses).
+replay), the pure core of the harness (`butterfly/core/`: vocabulary, statistics, parser,
+turns, scripted baselines, results, scorer, prompts), and `butterfly/kaggle/runner.py` (the
+conversation loop, the retries and the verdicts this notebook uses).
 """
 
 DATA_NOTE: Final = """\

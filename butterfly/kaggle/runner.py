@@ -7,6 +7,12 @@ with the same code. Nothing here imports kaggle_benchmarks: the notebook hands i
 callables (``say`` puts the user's message in the chat, ``respond`` asks the model once), so
 this module is tested without it.
 
+This is the harness's second seam to models, beside ``butterfly.models``: kaggle-benchmarks owns
+the client (its SDK gives no way to share ours), so the notebook has its own retry loop and
+error classifier here. It shares their vocabulary with the CLI through ``butterfly.core.vocab``
+(:class:`RetryPolicy`, the transient HTTP statuses); it may import only ``butterfly.core`` and
+``oracle``, since the notebook inlines it.
+
 Why protocol ``json`` and not ``schema``: kaggle-benchmarks sends a schema as
 ``response_format`` only for the models its model proxy declares able to take one, and for the
 others it adds a different system message instead; the prompt would then depend on the model.
@@ -25,6 +31,7 @@ from butterfly.core.metrics import score_scenario
 from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import messages
 from butterfly.core.stats import proportion_interval
+from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy, is_transient_status
 from oracle import Scenario, replay
 
 T = TypeVar("T")
@@ -44,14 +51,12 @@ model spends its thinking from the same budget on some providers, and the proxy 
 call's cost from this bound (the write-up ended a costly model's 403s by bounding its output,
 and ran Sonnet 5 with an 8,000-token cap). The CLI counterpart is ``--max-tokens 8000``."""
 
-ATTEMPTS: Final = 6
-BASE_DELAY: Final = 2.0
-MAX_DELAY: Final = 60.0
+ATTEMPTS: Final = KAGGLE_RETRY.retries + 1
+BASE_DELAY: Final = KAGGLE_RETRY.base
+MAX_DELAY: Final = KAGGLE_RETRY.cap
 """A call is tried up to ATTEMPTS times; the waits double from BASE_DELAY, capped at MAX_DELAY
-(2, 4, 8, 16, 32 s: about a minute in all before a scenario is given up)."""
-
-TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
-"""HTTP statuses worth retrying, besides every 5xx."""
+(2, 4, 8, 16, 32 s: about a minute in all before a scenario is given up). The policy and the
+transient HTTP statuses are ``butterfly.core.vocab``'s, shared with the CLI's client."""
 TRANSIENT_NAMES: Final = frozenset({
     "APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadError",
     "ReadTimeout", "WriteError", "WriteTimeout", "PoolTimeout", "RemoteProtocolError",
@@ -81,7 +86,7 @@ def is_transient(exc: BaseException) -> bool:
     not retried: it would be refused again."""
     status = status_of(exc)
     if status is not None:
-        return status in TRANSIENT_STATUS or status >= 500
+        return is_transient_status(status)
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True
     return any(cls.__name__ in TRANSIENT_NAMES for cls in type(exc).__mro__)
@@ -112,7 +117,7 @@ def call_with_retries(
             if attempt == attempts:
                 raise ProviderFailure(
                     f"no answer after {attempts} attempts: {describe(exc)}") from exc
-            wait = min(max_delay, base_delay * 2 ** (attempt - 1))
+            wait = RetryPolicy(attempts - 1, base_delay, max_delay).ceiling(attempt)
             if log is not None:
                 log(f"attempt {attempt}/{attempts} failed ({describe(exc)}); "
                     f"retrying in {wait:g} s")

@@ -4,8 +4,9 @@ One call in, one :class:`Outcome` out, never an exception for a provider failure
 still fails after its retries comes back with ``error`` set (its class and message), so the
 runner can mark the scenario incomplete instead of scoring a glitch as a model failure.
 
-Retries use exponential backoff with full jitter (base 0.5 s, cap 30 s) and honour a server's
-Retry-After when it gives one. The concurrency slot is released while a call waits to retry.
+Retries use exponential backoff with full jitter (``core.vocab.CLI_RETRY``: base 0.5 s, cap
+30 s) and honour a server's Retry-After when it gives one. The concurrency slot is released
+while a call waits to retry.
 """
 
 from __future__ import annotations
@@ -17,17 +18,25 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass
 from butterfly.models.cache import Cache
 from butterfly.models.provider import Provider, ProviderError, Request, Response
-from butterfly.runs.records import CallError
 
 Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a call finally failed (recorded as the call record's ``error``)."""
+
+    kind: ErrorClass
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     response: Response | None
-    error: CallError | None
+    error: Failure | None
     attempts: int
     latency_s: float
     cached: bool
@@ -39,11 +48,11 @@ class ModelClient:
         provider: Provider,
         *,
         concurrency: int = 1,
-        retries: int = 4,
-        timeout: float = 120.0,
+        retries: int = CLI_RETRY.retries,
+        timeout: float = DEFAULTS.timeout,
         cache: Cache | None = None,
         backoff_base: float | None = None,
-        backoff_cap: float = 30.0,
+        backoff_cap: float = CLI_RETRY.cap,
         rng: random.Random | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
@@ -53,7 +62,7 @@ class ModelClient:
         self.cache = cache if provider.cacheable else None
         # BUTTERFLY_BACKOFF_BASE lets tests of failure paths run without long waits.
         self.backoff_base = (
-            float(os.environ.get("BUTTERFLY_BACKOFF_BASE", "0.5"))
+            float(os.environ.get("BUTTERFLY_BACKOFF_BASE", str(CLI_RETRY.base)))
             if backoff_base is None else backoff_base
         )
         self.backoff_cap = backoff_cap
@@ -96,7 +105,7 @@ class ModelClient:
                 return Outcome(response, None, attempt, time.perf_counter() - start, False)
             self.failed_attempts += 1
             if attempt > self.retries:
-                return Outcome(None, CallError(kind=err.kind, message=err.message), attempt,
+                return Outcome(None, Failure(err.kind, err.message), attempt,
                                time.perf_counter() - start, False)
             await self._sleep(self.backoff(attempt, err.retry_after))
 

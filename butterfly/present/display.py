@@ -17,6 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from butterfly.core.results import Aggregate, ScoreReport
 from butterfly.runs.play import Progress as RunProgress
 
 
@@ -80,68 +81,68 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def score_tables(result: dict[str, Any]) -> list[Table]:
+def score_tables(result: ScoreReport) -> list[Table]:
     """The model beside the two trivial baselines, then final match per category."""
-    convs = result["n_conversations"]
-    extra = "" if convs == result["n_scenarios"] else f", {convs} conversations"
-    title = f"ButterflyBench: {result['model']} ({result['n_scenarios']} scenarios{extra})"
+    convs = result.n_conversations
+    extra = "" if convs == result.n_scenarios else f", {convs} conversations"
+    title = f"ButterflyBench: {result.model} ({result.n_scenarios} scenarios{extra})"
     main = Table(title=title)
     for col in ("agent", "final match", "95% CI", "turn match", "abstention", "change radius",
                 "undo recovery", "wobble"):
         main.add_column(col, justify="left" if col == "agent" else "right")
-    rows = [(result["model"], result)] + [
-        (f"baseline: {name}", b) for name, b in result["baselines"].items()
+    rows: list[tuple[str, Aggregate]] = [(result.model, result)] + [
+        (f"baseline: {name}", b) for name, b in result.baselines.items()
     ]
     for name, r in rows:
         main.add_row(
             name,
-            f"{_pct(r['final_match'])} ({r['final_matches']}/{r['n_conversations']})",
-            _ci(r.get("final_match_ci")),
-            _pct(r["turn_match"]),
-            _pct(r["abstention"]),
-            _num(r["change_radius"]),
-            _pct(r["undo_recovery"]),
-            str(r["wobbles"]),
+            f"{_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})",
+            _ci(r.final_match_ci),
+            _pct(r.turn_match),
+            _pct(r.abstention),
+            _num(r.change_radius),
+            _pct(r.undo_recovery),
+            str(r.wobbles),
         )
     cat = Table(title="final match by category")
     cat.add_column("category")
     cat.add_column("n", justify="right")
-    for col in (result["model"], "noop", "last-edit"):
+    for col in (result.model, "noop", "last-edit"):
         cat.add_column(col, justify="right")
-    for c, r in result["by_category"].items():
+    for c, r in result.by_category.items():
         cat.add_row(
             c,
-            str(r["n_conversations"]),
-            _pct(r["final_match"]),
-            _pct(result["baselines"]["noop"]["by_category"][c]["final_match"]),
-            _pct(result["baselines"]["last-edit"]["by_category"][c]["final_match"]),
+            str(r.n_conversations),
+            _pct(r.final_match),
+            _pct(result.baselines["noop"].by_category[c].final_match),
+            _pct(result.baselines["last-edit"].by_category[c].final_match),
         )
     return [main, cat]
 
 
-def print_score(result: dict[str, Any], console: Console | None = None) -> None:
+def print_score(result: ScoreReport, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
     for t in score_tables(result):
         console.print(t)
-    if len(result.get("by_layout", {})) > 1:
+    if len(result.by_layout) > 1:
         console.print("final match by layout: " + ", ".join(
-            f"{lay} {_pct(r['final_match'])} ({r['final_matches']}/{r['n_conversations']})"
-            for lay, r in result["by_layout"].items()))
-    if result["incomplete"]:
+            f"{lay} {_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"
+            for lay, r in result.by_layout.items()))
+    if result.incomplete:
         console.print(
             f"incomplete (a call failed after its retries or was cut off; excluded from every "
-            f"figure): {result['incomplete']} of {result['n_total']} conversations "
-            f"({_pct(result['incomplete_share'])})"
+            f"figure): {result.incomplete} of {result.n_total} conversations "
+            f"({_pct(result.incomplete_share)})"
         )
-    if result.get("not_played"):
+    if result.not_played:
         console.print(f"not played (never started: an interrupted run, or a sequential "
-                      f"comparison that stopped early): {result['not_played']} conversations")
-    flips = result.get("flips")
-    if flips and result["n_conversations"] > result["n_scenarios"]:  # several per scenario
+                      f"comparison that stopped early): {result.not_played} conversations")
+    flips = result.flips.model_dump(by_alias=True)
+    if result.n_conversations > result.n_scenarios:  # several per scenario
         console.print("flips (butterfly flips RUN for the table): "
                       + ", ".join(f"{k} {v}" for k, v in flips.items()))
-    by_op = result["undo_recovery_by_op"]
-    parts = [f"{op} {_pct(v['share'])} (n={v['n']})" for op, v in by_op.items() if v["n"]]
+    parts = [f"{op} {_pct(v.share)} (n={v.n})" for op, v in result.undo_recovery_by_op.items()
+             if v.n]
     if parts:
         console.print("undo recovery by op: " + ", ".join(parts))

@@ -1,6 +1,6 @@
 """``butterfly report RUN [RUN ...] --html FILE``: one self-contained HTML report.
 
-Built from run records only (``load_run_records`` and ``score_run``), in two steps: ``build``
+Built from run records only (``load_run`` and ``score_run``), in two steps: ``build``
 makes a JSON-able report model, ``render_html`` turns it into one file with its CSS, script,
 charts (matplotlib SVG) and data inline, so it opens from a file URL with no network.
 
@@ -22,8 +22,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from butterfly import __version__
+from butterfly.analysis.flips import flip_grid, load_columns
+from butterfly.analysis.scoring import score_run
+from butterfly.core.transcript import conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
+from butterfly.runs.reader import load_run
 from oracle import CATEGORIES, KEYS, OPS, Scenario, replay
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
@@ -63,11 +67,6 @@ def _compact_turn(row: dict[str, Any]) -> list[Any]:
 
 def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
     """The report model: every figure and transcript the page shows, JSON-able."""
-    from butterfly.analysis.flips import flip_grid, load_columns
-    from butterfly.core.metrics import score_turns
-    from butterfly.core.transcript import conversation_of
-    from butterfly.runs.play import load_run_records, select, turns
-
     if not runs:
         raise UserError("report: give at least one run directory")
     entries: list[dict[str, Any]] = []
@@ -77,13 +76,12 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
     baseline_ids: list[str] | None = None
     suite_of: dict[Path, str] = {}
     for i, path in enumerate(runs):
-        manifest, scenarios, records = load_run_records(path)
+        run = load_run(path)
+        manifest, params = run.manifest, run.params
         suite_of[path] = manifest.suite.sha256
-        params = manifest.params
-        chosen = select(scenarios, params)
-        answered = turns(records, params)
-        score = score_turns(path, manifest, scenarios, answered,
-                            attempted={(k[0], k[2], k[3]) for k in records})
+        chosen = run.scenarios
+        answered = run.turns()
+        score: dict[str, Any] = score_run(run).to_json()
         convs = [conversation_of(s, answered, lay, r)
                  for s in chosen for lay in params.layouts for r in range(params.repeats)]
         for s in chosen:

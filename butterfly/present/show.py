@@ -21,6 +21,7 @@ from rich.text import Text
 
 from butterfly.core.transcript import conversation_of
 from butterfly.errors import UserError
+from butterfly.runs.reader import load_run
 
 WRONG = "red"
 COLLATERAL = "magenta"
@@ -32,14 +33,10 @@ def load(run: Path, scenario: str | None, layout: str | None,
          repeat: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run's manifest summary and the transcripts asked for (every scenario when
     ``scenario`` is None)."""
-    from butterfly.runs.play import load_run_records, select, turns
-
-    manifest, scenarios, records = load_run_records(run)
-    params = manifest.params
-    chosen = select(scenarios, params)
-    lay = layout or params.layouts[0]
-    if lay not in params.layouts:
-        raise UserError(f"{run}: no layout {lay} in this run (it has {','.join(params.layouts)})")
+    loaded = load_run(run)
+    manifest, params = loaded.manifest, loaded.params
+    chosen = loaded.scenarios
+    lay = loaded.layout(layout)
     if not 0 <= repeat < params.repeats:
         raise UserError(f"{run}: no repeat {repeat} in this run (repeats 0..{params.repeats - 1})")
     if scenario is not None:
@@ -49,7 +46,7 @@ def load(run: Path, scenario: str | None, layout: str | None,
             hint = f"; did you mean {', '.join(near)}?" if near else ""
             raise UserError(f"{run}: no scenario {scenario!r} in this run{hint}")
         chosen = picked
-    answered = turns(records, params)
+    answered = loaded.turns()
     info = {"run": str(run), "model": manifest.model, "layout": lay, "repeat": repeat,
             "strategy": params.strategy, "samples": params.samples}
     return info, [conversation_of(s, answered, lay, repeat) for s in chosen]

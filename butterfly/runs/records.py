@@ -13,10 +13,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-RUN_SCHEMA_VERSION: Literal[1] = 1
+from butterfly.core.vocab import (
+    DEFAULTS,
+    ErrorClass,
+    Layout,
+    Mode,
+    ParseMode,
+    Protocol,
+    RunStatus,
+    Strategy,
+)
 
-ErrorClass = Literal["timeout", "rate_limit", "server", "connection", "bad_response"]
-"""Why a call finally failed: always the provider's fault, never scored as the model's."""
+RUN_SCHEMA_VERSION: Literal[1] = 1
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -32,25 +40,25 @@ class RunParams(BaseModel):
     """Every parameter of a run. ``answer_key()`` is the part that changes answers."""
 
     model_config = _STRICT
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    seed: int = 0
+    temperature: float = DEFAULTS.temperature
+    max_tokens: int = DEFAULTS.max_tokens
+    seed: int = DEFAULTS.seed
     schema_output: bool = Field(True, description="Send the spec's JSON Schema as response_format")
-    parse: Literal["strict", "structured", "lenient"] = "structured"
+    parse: ParseMode = DEFAULTS.parse
     limit: int | None = None
     per_category: int | None = Field(
         None, description="Only the first N scenarios of each category (applied before limit)."
     )
-    layouts: tuple[str, ...] = ("E",)
+    layouts: tuple[Layout, ...] = DEFAULTS.layouts
     repeats: int = Field(1, ge=1, description="Repeat r of a scenario uses seed = seed + r.")
-    mode: Literal["chat", "restate"] = "chat"
-    strategy: Literal["zero-shot", "few-shot", "cot", "self-consistency"] = "zero-shot"
+    mode: Mode = DEFAULTS.mode
+    strategy: Strategy = DEFAULTS.strategy
     samples: int = Field(1, ge=1, description="Answers sampled per turn and voted "
                          "(self-consistency); 1 for every other strategy.")
-    protocol: Literal["schema", "json", "json-first", "json-last"] = "schema"
-    concurrency: int = 1
-    timeout: float = 120.0
-    retries: int = 4
+    protocol: Protocol = DEFAULTS.protocol
+    concurrency: int = DEFAULTS.concurrency
+    timeout: float = DEFAULTS.timeout
+    retries: int = DEFAULTS.retries
     api_base: str | None = None
 
     def answer_key(self) -> dict[str, Any]:
@@ -88,7 +96,7 @@ class RunManifest(BaseModel):
     prompt_sha256: str = Field(description="Hash of the system prompt and templates in force.")
     started_at: str
     updated_at: str
-    status: Literal["running", "complete", "incomplete", "interrupted"]
+    status: RunStatus
     n_calls: int = 0
     n_provider_errors: int = 0
     incomplete_scenarios: tuple[str, ...] = ()

@@ -435,3 +435,15 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
             strict=False,
         ))
     return out
+
+
+def generate_mixed(count: int, seed: int, variants: int | None = None) -> list[Scenario]:
+    """``butterfly generate --count N --seed S``: ``count`` scenarios in butterfly-40's
+    proportions (ids ``sS-...``), each posed ``variants`` times with other paraphrases."""
+    scenarios = generate(proportional_counts(count), seed, prefix=f"s{seed}")
+    if variants is None:
+        return scenarios
+    if not 1 <= variants <= 3:
+        raise GenerationError("--paraphrase-variants takes 1 to 3 (the smallest family has "
+                              "three paraphrases)")
+    return [v for s in scenarios for v in paraphrase_variants(s, variants)]

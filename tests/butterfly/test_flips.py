@@ -8,8 +8,10 @@ from pathlib import Path
 from conftest import run_cli
 
 from butterfly.analysis.flips import Column, audit, classify, flip_grid, render_flips
-from butterfly.runs.play import Turn, TurnKey, key_of, turns
+from butterfly.core.turns import Turn, TurnKey
+from butterfly.runs.reader import turns
 from butterfly.runs.records import CallError, CallRecord, RunParams
+from butterfly.runs.store import key_of
 from butterfly.suite.generate import generate, proportional_counts
 from oracle import Scenario, replay
 

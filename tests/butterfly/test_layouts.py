@@ -10,7 +10,8 @@ import pytest
 from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
-from butterfly.core.prompts import HEDGE, LAYOUTS, MODES, messages
+from butterfly.core.prompts import HEDGE, messages
+from butterfly.core.vocab import LAYOUTS, MODES
 from butterfly.suite.load import load_suite
 
 SCENARIOS = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")

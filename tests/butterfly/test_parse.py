@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from butterfly.core.parse import (
     ABSTENTION_REASONS,
     MAX_CHARS,
-    MODES,
     RAW_SYNONYMS,
     SYNONYMS,
     UNSPECIFIED_SYNONYMS,
@@ -25,6 +24,7 @@ from butterfly.core.parse import (
     main_parse,
     parse_answer,
 )
+from butterfly.core.vocab import PARSE_MODES as MODES
 from oracle.catalogue import DOMAINS, KEYS, SPEC_VALUES, UNSPECIFIED, canonical_initial
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "parse"

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, run_cli
 
 from butterfly.core.transcript import conversation_of
-from butterfly.runs.play import load_run_records, turns
+from butterfly.runs.reader import load_run, turns
 from butterfly.suite.load import load_suite
 from oracle import replay
 
@@ -27,7 +27,8 @@ def noisy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _with_collateral(run: Path) -> tuple[str, int, dict]:  # type: ignore[type-arg]
-    manifest, scenarios, records = load_run_records(run)
+    loaded = load_run(run)
+    manifest, scenarios, records = loaded.manifest, list(loaded.suite), loaded.records
     answered = turns(records, manifest.params)
     for s in scenarios[:12]:
         conv = conversation_of(s, answered, "E", 0)

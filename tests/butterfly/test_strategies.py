@@ -13,13 +13,12 @@ from fakeserver import FakeServer
 from butterfly.core.prompts import (
     COT,
     FORMATS,
-    PROTOCOLS,
-    STRATEGIES,
     SYSTEM,
     messages,
     prompt_fingerprint,
     system_message,
 )
+from butterfly.core.vocab import PROTOCOLS, STRATEGIES
 from butterfly.suite.load import load_suite
 from oracle import replay
 

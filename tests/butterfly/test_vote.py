@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from butterfly.core.agents import noisy_rate, noisy_spec
 from butterfly.core.vote import vote
-from butterfly.runs.play import SAMPLE_SEED_STRIDE, load_run_records, turns
+from butterfly.runs.play import SAMPLE_SEED_STRIDE
+from butterfly.runs.reader import load_run, turns
 from butterfly.runs.records import RunParams
 from butterfly.suite.load import load_suite
 from oracle import KEYS, SETTINGS, canonical_initial, replay
@@ -106,7 +107,8 @@ def test_self_consistency_run_samples_votes_and_feeds_back_the_vote(tmp_path: Pa
               "--samples", "5")
     # the noisy agent's errors scatter over settings, so voting recovers the oracle more often
     assert sc["final_match"] > one["final_match"]
-    manifest, scenarios, records = load_run_records(tmp_path / "sc")
+    loaded = load_run(tmp_path / "sc")
+    manifest, scenarios, records = loaded.manifest, list(loaded.suite), loaded.records
     assert manifest.params.samples == 5 and manifest.params.strategy == "self-consistency"
     n_turns = sum(len(s.turns) for s in scenarios[:12])
     assert len(records) == 5 * n_turns
@@ -151,7 +153,8 @@ def test_seeds_of_samples_and_repeats(tmp_path: Path) -> None:
     stride = SAMPLE_SEED_STRIDE
     assert seeds == {10 + r + k * stride: turns_1 for r in (0, 1) for k in range(3)}
     assert {b["temperature"] for b in seen} == {0.5}
-    manifest, _, records = load_run_records(out)
+    loaded = load_run(out)
+    manifest, _, records = loaded.manifest, list(loaded.suite), loaded.records
     voted = turns(records, manifest.params)
     # repeat 0: seeds 10, 100010, 200010 all even -> debug; repeat 1 all odd -> error
     assert voted[(SUITE[0].id, 1, "E", 0)].spec == _with(log_level="debug")
@@ -171,7 +174,8 @@ def test_ties_abstain_and_the_history_shows_sample_zero(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
     score = json.loads(run_cli("score", str(out), "--json").stdout)
     assert score["abstention"] == 1.0 and score["final_match"] == 0.0
-    manifest, _, records = load_run_records(out)
+    loaded = load_run(out)
+    manifest, _, records = loaded.manifest, list(loaded.suite), loaded.records
     voted = turns(records, manifest.params)
     assert {t.abstention for t in voted.values()} == {"vote_tie"}
     two = [r for r in records.values() if r.turn == 2 and r.sample == 1]

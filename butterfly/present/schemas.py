@@ -1,4 +1,5 @@
-"""The published JSON Schemas of every record format, generated from the pydantic models.
+"""The published JSON Schemas of every record and result format, generated from the pydantic
+models.
 
 ``docs/schemas/`` holds the committed files; a test fails when they differ from the models.
 """
@@ -10,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from butterfly.analysis.results import Calibration, CompareResult, SequentialResult
+from butterfly.core.results import ScoreReport
 from butterfly.runs.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
 
@@ -48,6 +51,26 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         spec_json_schema(),
         "ButterflyBench spec",
         "The complete spec: 20 settings, each a string of its domain or 'unspecified'.",
+    ),
+    "score-report.schema.json": lambda: _titled(
+        ScoreReport.model_json_schema(by_alias=True),
+        "ButterflyBench score report",
+        "butterfly score --json: the metrics of a run, its baselines, breakdowns and verdicts.",
+    ),
+    "compare-result.schema.json": lambda: _titled(
+        CompareResult.model_json_schema(),
+        "ButterflyBench comparison",
+        "butterfly compare --json: scenarios that regressed or improved from run A to run B.",
+    ),
+    "sequential-result.schema.json": lambda: _titled(
+        SequentialResult.model_json_schema(),
+        "ButterflyBench sequential comparison",
+        "butterfly sequential --json: the regressions found and the answers spent.",
+    ),
+    "calibration.schema.json": lambda: _titled(
+        Calibration.model_json_schema(by_alias=True),
+        "ButterflyBench calibration",
+        "butterfly calibrate --json: per regression method, its false alarms, FDR and power.",
     ),
 }
 

@@ -1,0 +1,111 @@
+"""The results of ``compare``, ``sequential`` and ``calibrate`` as typed, frozen records.
+
+``--json`` prints their dump (field order is key order); their JSON Schemas are published in
+docs/schemas/. A per-scenario row of compare and sequential stays an open mapping: its
+statistic's key is ``p_value_*`` or ``e_value_*`` by method (docs/statistics.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+_RESULT = ConfigDict(extra="forbid", frozen=True)
+
+
+class Bootstrap(BaseModel):
+    model_config = _RESULT
+    reps: int
+    seed: int
+
+
+class PairedDifference(BaseModel):
+    """B - A in final match over the scenarios both runs answered, with its intervals."""
+
+    model_config = _RESULT
+    a: float
+    b: float
+    diff: float
+    ci: list[float] | None = Field(description="Clustered-SE 95% interval of diff.")
+    ci_bootstrap: list[float] | None
+    bootstrap: Bootstrap
+    n_scenarios: int
+
+
+class CompareResult(BaseModel):
+    """``butterfly compare --json``: regressed and improved scenarios from run A to run B."""
+
+    model_config = _RESULT
+    method: str
+    q: float
+    run_a: str
+    run_b: str
+    model_a: str
+    model_b: str
+    layout: str
+    n_scenarios: int
+    pairs_available: int
+    k: int | None
+    cap: int | None
+    stop_fine: bool | None
+    regressed: list[str]
+    improved: list[str]
+    answers_used: int
+    answers_available: int
+    final_match: PairedDifference
+    scenarios: list[dict[str, Any]]
+
+
+class SequentialResult(BaseModel):
+    """``butterfly sequential --json``: the regressions found and the answers spent."""
+
+    model_config = _RESULT
+    method: str
+    q: float
+    cap: int
+    stop_fine: bool | None
+    model_a: str
+    model_b: str
+    run_a: str
+    run_b: str
+    n_scenarios: int
+    regressed: list[str]
+    answers_used: int
+    answers_cap: int
+    rounds: int
+    scenarios: list[dict[str, Any]]
+
+
+class Rates(BaseModel):
+    """One method on one configuration: means per suite over the study's replications."""
+
+    model_config = _RESULT
+    fdr: float | None
+    power: float | None
+    false_alarms: float | None
+    answers: float | None
+    reps: int
+    m: int
+
+
+class MethodCalibration(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    label: str
+    null: Rates
+    drop_03: Rates = Field(alias="0.3")
+    drop_06: Rates = Field(alias="0.6")
+    study: dict[str, Any] = Field(description="How the study was made (real or simulated).")
+
+
+class Calibration(RootModel[dict[str, MethodCalibration]]):
+    """``butterfly calibrate --json``: one entry per regression method."""
+
+    model_config = ConfigDict(frozen=True)
+
+    @classmethod
+    def of(cls, result: dict[str, Any]) -> Calibration:
+        """From a study (``real_study`` / ``simulated_study``), its ``_study`` in every row."""
+        meta = result["_study"]
+        return cls.model_validate(
+            {name: {**row, "study": meta} for name, row in result.items() if name != "_study"})

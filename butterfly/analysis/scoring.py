@@ -1,0 +1,51 @@
+"""Score a run: its complete conversations through the metrics of ``butterfly.core.metrics``,
+with honest denominators (incomplete and never-played conversations counted apart) and the
+flip counts. ``butterfly score`` prints the :class:`ScoreReport`; ``--json`` its dump.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from butterfly.analysis.flips import Column, flip_grid
+from butterfly.core.metrics import Spec, report
+from butterfly.core.results import FlipCounts, ScoreReport
+from butterfly.core.turns import ConversationKey, TurnKey
+from butterfly.core.vocab import ParseMode
+from butterfly.runs.reader import Run, load_run
+
+
+def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None) -> ScoreReport:
+    """Score a run (a loaded :class:`Run` or its directory); ``parse_mode`` re-parses the raw
+    answers. Conversations without any call record were never played (a run stopped before
+    them, or a sequential comparison that stopped their scenario early): counted as
+    ``not_played``, not as incomplete."""
+    if not isinstance(run, Run):
+        run = load_run(run)
+    params = run.params
+    done = run.turns(parse_mode)
+    attempted = run.attempted
+    in_run = run.scenarios
+    answers: dict[ConversationKey, list[Spec | None]] = {}
+    incomplete: list[ConversationKey] = []
+    not_played = 0
+    by_id = {s.id: s for s in in_run}
+    for key in run.conversations():
+        if key not in attempted:
+            not_played += 1
+            continue
+        specs: list[Spec | None] = []
+        for t in range(1, len(by_id[key.scenario].turns) + 1):
+            turn = done.get(TurnKey(key.scenario, t, key.layout, key.repeat))
+            if turn is None:
+                incomplete.append(key)
+                break
+            specs.append(turn.spec)
+        else:
+            answers[key] = specs
+    overall, totals = report(in_run, answers, incomplete, params.layouts)
+    grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted)
+                              for lay in params.layouts])
+    return ScoreReport(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
+                       flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
+                       parse=parse_mode or params.parse)

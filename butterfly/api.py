@@ -1,0 +1,121 @@
+"""The Python API: what the command line does, for notebooks and scripts.
+
+>>> import butterfly
+>>> run = butterfly.run(model="script/oracle", limit=3, out="/tmp/bb-oracle", cache=None)
+>>> butterfly.score_run(run).final_match
+1.0
+
+``run`` plays a suite and returns the :class:`~butterfly.runs.reader.Run` it wrote;
+``load_run`` reads any run directory; ``score_run`` gives the typed
+:class:`~butterfly.core.results.ScoreReport`; ``report`` writes the HTML report. The command
+line is a thin layer over these (docs/api.md). Nothing here imports litellm unless a run calls
+a provider that needs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from butterfly.analysis.scoring import score_run
+from butterfly.core.results import ScoreReport
+from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, Strategy
+from butterfly.errors import UserError
+from butterfly.models.client import ModelClient
+from butterfly.runs.reader import Run, load_run
+from butterfly.runs.records import RunParams
+from butterfly.suite.load import load_suite, resolve_suite
+from oracle import Scenario
+
+__all__ = ["Run", "ScoreReport", "default_out", "load_run", "report", "run", "run_params",
+           "score_run"]
+
+T = TypeVar("T")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-")
+
+
+def default_out(model: str, suite_path: Path, prefix: str = "") -> Path:
+    """``runs/MODEL__SUITE``: where a run goes when no ``out`` is given."""
+    return Path("runs") / f"{prefix}{_slug(model)}__{suite_path.stem}"
+
+
+def run_params(**options: Any) -> RunParams:
+    """A run's parameters from the options of ``butterfly run`` (checked once)."""
+    from butterfly.runs.options import make_params
+
+    return make_params(**options)
+
+
+def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Path | None = None,
+        *, limit: int | None = None, per_category: int | None = None,
+        seed: int = DEFAULTS.seed, layouts: str | Sequence[str] = DEFAULTS.layouts,
+        repeats: int = 1, mode: Mode = DEFAULTS.mode,
+        temperature: float = DEFAULTS.temperature, max_tokens: int = DEFAULTS.max_tokens,
+        concurrency: int = DEFAULTS.concurrency, timeout: float = DEFAULTS.timeout,
+        retries: int = DEFAULTS.retries, api_base: str | None = None, no_schema: bool = False,
+        parse: ParseMode = DEFAULTS.parse, strategy: Strategy = DEFAULTS.strategy,
+        samples: int | None = None, protocol: Protocol | None = None,
+        cache: str | None = DEFAULTS.cache, progress: bool = False) -> Run:
+    """Run ``suite`` against ``model`` into ``out`` (created, or resumed when it holds the same
+    run) and return the run as written. ``cache=None`` turns the answer cache off;
+    ``progress`` shows a progress bar on stderr. The manifest's status says whether every
+    conversation completed (``complete``) or some await a re-run (``incomplete``)."""
+    if not model:
+        model = DEFAULTS.model
+    params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
+                        repeats=repeats, mode=mode, temperature=temperature,
+                        max_tokens=max_tokens, concurrency=concurrency, timeout=timeout,
+                        retries=retries, api_base=api_base, no_schema=no_schema, parse=parse,
+                        strategy=strategy, samples=samples, protocol=protocol)
+    suite_path = resolve_suite(suite)
+    from butterfly.runs.scope import select
+
+    scenarios = select(load_suite(suite_path), params)
+    target = Path(out) if out else default_out(model, suite_path)
+    _play_all(model, suite_path, scenarios, params, target, api_base=api_base, cache=cache,
+              progress=progress)
+    return load_run(target)
+
+
+def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
+              out: Path, *, api_base: str | None, cache: str | None, progress: bool) -> None:
+    from butterfly.models.registry import open_client
+    from butterfly.present.display import ProgressDisplay
+    from butterfly.runs.play import Progress, pending_calls, run_suite
+    from butterfly.runs.store import open_run
+
+    state = open_run(out, model, suite_path, scenarios, params)
+    todo = pending_calls(scenarios, state)
+    with contextlib.ExitStack() as stack:
+        client = open_client(stack, model, scenarios, concurrency=params.concurrency,
+                             retries=params.retries, timeout=params.timeout, api_base=api_base,
+                             cache_path=cache)
+        tracker = Progress(total=todo)
+        if progress:
+            display = stack.enter_context(ProgressDisplay(todo, f"{model} on {out}"))
+            tracker.on_update = display.update
+        asyncio.run(_closing(run_suite(scenarios, client, state, out, tracker), client))
+
+
+async def _closing(coro: Coroutine[Any, Any, T], client: ModelClient) -> T:
+    try:
+        return await coro
+    finally:
+        await client.aclose()
+
+
+def report(runs: Sequence[str | Path | Run], html: str | Path,
+           title: str | None = None) -> int:
+    """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes."""
+    from butterfly.present.report import write_report
+
+    if not runs:
+        raise UserError("report: give at least one run directory")
+    paths = [r.path if isinstance(r, Run) else Path(r) for r in runs]
+    return write_report(paths, Path(html), title)

@@ -1,0 +1,216 @@
+"""What each ``butterfly`` command does: parse nothing, call the Python API, print.
+
+Each command imports what it needs when it runs, so commands that call no provider never
+import litellm (it takes seconds to import). The argument parser is :mod:`butterfly.cli`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from butterfly.errors import UserError
+from butterfly.files import write_text_atomic
+
+
+def _write(path: str | None, text: str) -> None:
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        return
+    write_text_atomic(Path(path), text, path)
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2)
+
+
+def cmd_generate(a: argparse.Namespace) -> int:
+    from butterfly.suite.generate import GenerationError, generate_mixed
+    from butterfly.suite.load import build_builtin, dumps_suite
+
+    if a.suite is not None:
+        if a.count is not None or a.seed is not None:
+            raise UserError("generate: --suite rebuilds a frozen suite; it takes no --count/--seed")
+        scenarios, manifest = build_builtin(a.suite)
+        _write(a.out, dumps_suite(scenarios))
+        if a.manifest:
+            _write(a.manifest, manifest.model_dump_json(indent=2) + "\n")
+    else:
+        if a.count is None:
+            raise UserError("generate: give --suite NAME, or --count N (with --seed S)")
+        try:
+            scenarios = generate_mixed(a.count, 0 if a.seed is None else a.seed,
+                                       a.paraphrase_variants)
+        except GenerationError as e:
+            raise UserError(f"generate: {e}") from None
+        _write(a.out, dumps_suite(scenarios))
+    if a.out not in (None, "-"):
+        print(f"wrote {len(scenarios)} scenarios to {a.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    from butterfly.suite.load import load_suite
+
+    for path in a.files:
+        scenarios = load_suite(path)
+        turns = sum(len(s.turns) for s in scenarios)
+        print(f"{path}: {len(scenarios)} scenarios, {turns} turns: valid")
+    return 0
+
+
+def cmd_oracle(a: argparse.Namespace) -> int:
+    from butterfly.suite.load import load_suite
+    from oracle import replay
+
+    out = sys.stdout
+    for s in load_suite(a.file):
+        for t, spec in enumerate(replay(s)):
+            out.write(json.dumps({"id": s.id, "turn": t, "spec": spec}, ensure_ascii=False))
+            out.write("\n")
+    return 0
+
+
+def cmd_schema(a: argparse.Namespace) -> int:
+    from butterfly.present.schemas import write_schemas
+
+    for path in write_schemas(Path(a.out_dir)):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "temperature",
+               "max_tokens", "concurrency", "timeout", "retries", "api_base", "no_schema",
+               "parse", "strategy", "samples", "protocol")
+"""The flags of ``butterfly run`` that are the API's ``run`` options as they are."""
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from butterfly.api import default_out, run, score_run
+    from butterfly.present.display import print_score
+    from butterfly.suite.load import resolve_suite
+
+    model = a.model or "local/smollm2"
+    out = Path(a.out) if a.out else None
+    try:
+        result = run(model, a.suite, out, cache=None if a.no_cache else a.cache, progress=True,
+                     **{k: getattr(a, k) for k in RUN_OPTIONS})
+    except KeyboardInterrupt:
+        where = out or default_out(model, resolve_suite(a.suite))
+        print(f"butterfly: interrupted; answers so far are kept in {where}. Re-run the same "
+              "command to resume.", file=sys.stderr)
+        return 130
+    print_score(score_run(result))
+    m = result.manifest
+    if m.incomplete_scenarios:
+        print(
+            f"butterfly: {len(m.incomplete_scenarios)} scenario(s) incomplete after provider "
+            f"errors ({m.n_provider_errors} failed call(s) recorded): they are excluded from "
+            "the scores above. Re-run the same command to complete them.",
+            file=sys.stderr,
+        )
+        return 4
+    return 0
+
+
+def cmd_score(a: argparse.Namespace) -> int:
+    from butterfly.api import score_run
+
+    result = score_run(Path(a.run), a.parse)
+    if a.json:
+        print(_dump(result.to_json()))
+    else:
+        from butterfly.present.display import print_score
+
+        print_score(result)
+    return 0
+
+
+def cmd_flips(a: argparse.Namespace) -> int:
+    from butterfly.analysis.flips import flip_grid, load_columns, render_flips
+
+    scenarios, columns = load_columns([Path(r) for r in a.runs])
+    grid = flip_grid(scenarios, columns)
+    print(_dump(grid) if a.json else render_flips(grid))
+    return 0
+
+
+def cmd_audit(a: argparse.Namespace) -> int:
+    from butterfly.analysis.flips import audit, load_columns, render_audit
+
+    scenarios, columns = load_columns([Path(r) for r in a.runs])
+    items = audit(scenarios, columns)
+    print(_dump(items) if a.json else render_audit(items))
+    return 0
+
+
+def cmd_show(a: argparse.Namespace) -> int:
+    from butterfly.present.show import show
+
+    if a.lines < 1:
+        raise UserError("--lines must be at least 1")
+    return show(Path(a.run), a.scenario, a.layout, a.repeat, full=a.full, lines=a.lines)
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from butterfly.api import report
+
+    size = report(a.runs, a.html, a.title)
+    print(f"wrote {a.html} ({size / 1e6:.2f} MB)", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from butterfly.analysis.compare import compare, load_answers, render
+
+    result = compare(load_answers(Path(a.run_a), a.layout), load_answers(Path(a.run_b), a.layout),
+                     a.method, a.q, k=a.k, cap=a.cap, stop_fine=a.stop_fine, seed=a.seed)
+    print(_dump(result.model_dump()) if a.json else render(result))
+    return 0
+
+
+def cmd_calibrate(a: argparse.Namespace) -> int:
+    from butterfly.analysis.calibrate import calibrate, render
+
+    result, title = calibrate(None if a.run is None else Path(a.run), simulate=a.simulate,
+                              q=a.q, reshuffles=a.reshuffles, m=a.m, reps=a.reps, seed=a.seed)
+    print(_dump(result.model_dump(by_alias=True)) if a.json else render(result, title))
+    return 0
+
+
+def cmd_notebook(a: argparse.Namespace) -> int:
+    from butterfly.kaggle.notebook import cmd_notebook as build_notebook
+
+    return build_notebook(a.out, a.check)
+
+
+def cmd_sequential(a: argparse.Namespace) -> int:
+    from butterfly.analysis.sequential import render, run_sequential
+    from butterfly.api import default_out, run_params
+    from butterfly.suite.load import resolve_suite
+
+    params = run_params(temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
+                        limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
+                        timeout=a.timeout, retries=a.retries, api_base=a.api_base)
+    suite_path = resolve_suite(a.suite)
+    out_a = Path(a.out_a) if a.out_a else default_out(a.model_a, suite_path, "seq-")
+    out_b = Path(a.out_b) if a.out_b else default_out(a.model_b, suite_path, "seq-")
+    if out_a == out_b and not (a.out_a or a.out_b):
+        out_b = out_b.with_name(out_b.name + "-b")
+    result = run_sequential(model_a=a.model_a, model_b=a.model_b, suite=a.suite, out_a=out_a,
+                            out_b=out_b, method=a.method, cap=a.cap, q=a.q,
+                            stop_fine=a.stop_fine, params=params, api_base=a.api_base,
+                            cache_path=None if a.no_cache else a.cache, quiet=a.json)
+    print(_dump(result.model_dump()) if a.json else render(result))
+    return 0
+
+
+def cmd_parse(a: argparse.Namespace) -> int:
+    from butterfly.core.parse import main_parse
+
+    code, text = main_parse(a.mode, sys.stdin.read())
+    print(text, file=sys.stdout if code == 0 else sys.stderr)
+    return code

@@ -1,0 +1,140 @@
+"""The score of a run as typed, frozen records: what ``score --json`` prints is their dump.
+
+Field order is the JSON's key order. Shares are None where their denominator is 0 (honest
+denominators: never a 0 for "nothing to count"); intervals are [lo, hi] or None. The JSON
+Schemas are published under docs/schemas/ beside the records' (``butterfly schema``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_RESULT = ConfigDict(extra="forbid", frozen=True)
+
+Interval = list[float]
+"""[lo, hi], rounded to 6 places."""
+
+
+class Share(BaseModel):
+    model_config = _RESULT
+    share: float | None
+    n: int
+
+
+class Aggregate(BaseModel):
+    """The metrics of a set of complete conversations (contract section 4)."""
+
+    model_config = _RESULT
+    n_scenarios: int
+    n_conversations: int
+    final_match: float | None
+    final_matches: int
+    final_match_ci: Interval | None
+    turn_match: float | None
+    turn_match_ci: Interval | None
+    abstention: float | None
+    coverage: float | None
+    n_answers: int
+    change_radius: float | None
+    change_radius_n: int
+    change_radius_ci: Interval | None
+    collateral_per_turn: float | None
+    undo_recovery: float | None
+    undo_recovery_n: int
+    undo_recovery_by_op: dict[str, Share]
+    wobble: float | None
+    wobbles: int
+    first_divergent_turn: dict[str, int] = Field(
+        description='Conversations by first divergent turn ("none": every turn matched).')
+
+
+class BaselineScore(Aggregate):
+    """A trivial agent scored on exactly the run's complete conversations."""
+
+    by_category: dict[str, Aggregate]
+
+
+class ParaphraseShare(BaseModel):
+    model_config = _RESULT
+    op: str
+    share: float | None
+    n: int
+
+
+class OpHeld(BaseModel):
+    """Per op: of its turns whose previous turn matched, the share that still match; and the
+    share of its answers that abstained."""
+
+    model_config = _RESULT
+    held: float | None
+    n: int
+    abstention: float | None
+    answers: int
+
+
+class ConversationScore(BaseModel):
+    """One complete conversation's verdict."""
+
+    model_config = _RESULT
+    id: str
+    layout: str
+    repeat: int
+    category: str
+    final_match: bool
+    first_divergent_turn: int | None
+    change_radius: int | None
+    wobble: bool
+    abstentions: int
+
+
+class FlipCounts(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    stable_pass: int = Field(alias="stable-pass")
+    stable_fail: int = Field(alias="stable-fail")
+    layout_sensitive: int = Field(alias="layout-sensitive")
+    noisy: int
+    incomplete: int
+
+
+class Totals(BaseModel):
+    """What is reported besides the aggregate: the model, denominators and breakdowns."""
+
+    model_config = _RESULT
+    n_total: int
+    incomplete: int
+    incomplete_share: float | None
+    incomplete_scenarios: list[str]
+    by_category: dict[str, Aggregate]
+    by_layout: dict[str, Aggregate]
+    by_paraphrase: dict[str, ParaphraseShare]
+    by_op: dict[str, OpHeld]
+    baselines: dict[str, BaselineScore]
+    scenarios: list[ConversationScore]
+
+
+class _Named(BaseModel):
+    model_config = _RESULT
+    model: str
+
+
+class ScoreReport(Totals, Aggregate, _Named):
+    """The full score of a run (``butterfly score --json``): the model, the pooled
+    :class:`Aggregate` of every complete conversation, then the :class:`Totals`, then these."""
+
+    model_config = _RESULT
+    not_played: int = Field(description="Conversations never started (not counted anywhere).")
+    flips: FlipCounts
+    run: str
+    parse: str
+
+    @property
+    def overall(self) -> Aggregate:
+        """The top-level figures as an :class:`Aggregate`."""
+        return Aggregate.model_validate(
+            {k: getattr(self, k) for k in Aggregate.model_fields})
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``score --json`` object."""
+        return self.model_dump(by_alias=True)

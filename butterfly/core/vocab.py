@@ -1,0 +1,91 @@
+"""Every vocabulary and default of the harness, written once.
+
+Records (``RunParams``), argparse choices, prompts, the parser and the Kaggle runner all read
+these names: a new strategy, protocol or parse mode is added here and nowhere else in the
+vocabulary (docs/design.md says which other files a new one touches). Pure: notebook-inlinable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+Strategy = Literal["zero-shot", "few-shot", "cot", "self-consistency"]
+Protocol = Literal["schema", "json", "json-first", "json-last"]
+ParseMode = Literal["strict", "structured", "lenient"]
+Mode = Literal["chat", "restate"]
+Layout = Literal["E", "Q", "H"]
+ErrorClass = Literal["timeout", "rate_limit", "server", "connection", "bad_response"]
+"""Why a call finally failed: always the provider's fault, never scored as the model's."""
+RunStatus = Literal["running", "complete", "incomplete", "interrupted"]
+CompareMethod = Literal["diff", "fixed", "bh", "ebh", "gs"]
+SequentialMethod = Literal["ebh", "gs"]
+
+STRATEGIES: Final[tuple[Strategy, ...]] = get_args(Strategy)
+"""Prompting strategies after PromptAudit (seed 001), one template each (docs/strategies.md)."""
+PROTOCOLS: Final[tuple[Protocol, ...]] = get_args(Protocol)
+"""Output protocols: JSON only with the spec's schema as response_format; JSON only; JSON
+first then an explanation; an explanation then JSON last."""
+PARSE_MODES: Final[tuple[ParseMode, ...]] = get_args(ParseMode)
+MODES: Final[tuple[Mode, ...]] = get_args(Mode)
+"""chat: the model sees its earlier answers; restate: each turn asked afresh."""
+LAYOUTS: Final[tuple[Layout, ...]] = get_args(Layout)
+"""E evidence first; Q question first; H hedged (E plus the UNSURE sentence)."""
+ERROR_CLASSES: Final[tuple[ErrorClass, ...]] = get_args(ErrorClass)
+COMPARE_METHODS: Final[tuple[CompareMethod, ...]] = get_args(CompareMethod)
+"""Regression methods of ``butterfly compare`` (docs/statistics.md)."""
+SEQUENTIAL_METHODS: Final[tuple[SequentialMethod, ...]] = get_args(SequentialMethod)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """The defaults of a run, in one place (the CLI's flags and ``RunParams`` read them)."""
+
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int = 0
+    concurrency: int = 1
+    timeout: float = 120.0
+    """Seconds per call."""
+    retries: int = 4
+    """Retries per call after a failure."""
+    strategy: Strategy = "zero-shot"
+    protocol: Protocol = "schema"
+    parse: ParseMode = "structured"
+    mode: Mode = "chat"
+    layouts: tuple[Layout, ...] = ("E",)
+    samples: int = 5
+    """Self-consistency: answers sampled per turn when ``--samples`` is not given."""
+    model: str = "local/smollm2"
+    suite: str = "butterfly-40"
+    cache: str = "~/.cache/butterfly/answers.sqlite"
+
+
+DEFAULTS: Final = Defaults()
+
+TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
+"""HTTP statuses worth retrying, besides every 5xx (the CLI client and the Kaggle runner)."""
+
+
+def is_transient_status(status: int) -> bool:
+    """True when a call answered with ``status`` may succeed if tried again."""
+    return status in TRANSIENT_STATUS or status >= 500
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a failed call is tried again and how long to wait: the wait before retry k
+    (1-based) is at most ``min(cap, base * 2 ** (k - 1))``."""
+
+    retries: int
+    base: float
+    cap: float
+
+    def ceiling(self, attempt: int) -> float:
+        return float(min(self.cap, self.base * 2 ** (attempt - 1)))
+
+
+CLI_RETRY: Final = RetryPolicy(retries=DEFAULTS.retries, base=0.5, cap=30.0)
+"""The CLI's client: full jitter under the ceiling, honouring Retry-After."""
+KAGGLE_RETRY: Final = RetryPolicy(retries=5, base=2.0, cap=60.0)
+"""The Kaggle runner (the SDK owns its client): waits of exactly 2, 4, 8, 16, 32 s."""

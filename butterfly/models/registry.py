@@ -1,0 +1,100 @@
+"""Which provider a model name opens: one registry of name prefixes, and the client wiring.
+
+| prefix | provider |
+|---|---|
+| ``script/NAME`` | a built-in scripted agent (:mod:`butterfly.models.scripted`) |
+| ``local/smollm2``, ``local/PATH.gguf`` | the embedded llama.cpp server, spoken to via litellm |
+| anything else | litellm as it is (with ``--api-base`` if given) |
+
+A new kind of provider is one opener function and one entry in :data:`OPENERS`.
+:func:`open_client` wires provider, answer cache and :class:`ModelClient` once, for
+``butterfly run``, ``butterfly sequential`` and the Python API alike.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from butterfly.errors import UserError
+from butterfly.models.client import ModelClient
+from butterfly.models.provider import Provider
+from oracle import Scenario
+
+
+@dataclass(frozen=True)
+class OpenRequest:
+    """What an opener is given: the model name, the scenarios to answer, and the wiring."""
+
+    stack: ExitStack
+    """Servers an opener starts are stopped when this closes."""
+    model: str
+    scenarios: Sequence[Scenario]
+    concurrency: int = 1
+    api_base: str | None = None
+
+
+Opener = Callable[[OpenRequest], Provider]
+
+
+def _scripted(req: OpenRequest) -> Provider:
+    from butterfly.models.scripted import ScriptedProvider
+
+    return ScriptedProvider(req.model.removeprefix("script/"), {s.id: s for s in req.scenarios})
+
+
+def _embedded(req: OpenRequest) -> Provider:
+    from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
+    from butterfly.models.litellm_seam import LiteLLMProvider
+
+    try:
+        gguf = resolve_gguf(req.model)
+        server = req.stack.enter_context(EmbeddedServer(gguf, parallel=req.concurrency))
+    except EmbeddedModelError as e:
+        raise UserError(str(e)) from None
+    return LiteLLMProvider(api_base=server.api_base, api_key="sk-local",
+                           litellm_model=f"openai/{server.model_alias}")
+
+
+def _litellm(req: OpenRequest) -> Provider:
+    from butterfly.models.litellm_seam import LiteLLMProvider
+
+    api_key = None
+    if req.api_base and req.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        api_key = "sk-no-key"  # a self-hosted OpenAI-compatible server usually wants none
+    return LiteLLMProvider(api_base=req.api_base, api_key=api_key)
+
+
+OPENERS: Final[dict[str, Opener]] = {"script/": _scripted, "local/": _embedded}
+"""Model-name prefix -> opener; a name with no registered prefix goes to litellm."""
+FALLBACK: Final[Opener] = _litellm
+
+
+def opener_of(model: str) -> Opener:
+    return next((fn for prefix, fn in OPENERS.items() if model.startswith(prefix)), FALLBACK)
+
+
+def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
+                  concurrency: int = 1, api_base: str | None = None) -> Provider:
+    """The provider for ``model``; servers it starts are stopped when ``stack`` closes."""
+    return opener_of(model)(OpenRequest(stack, model, scenarios, concurrency, api_base))
+
+
+def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
+                concurrency: int, retries: int, timeout: float, api_base: str | None = None,
+                cache_path: str | None = None) -> ModelClient:
+    """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
+    or the provider is not worth caching), retries, timeouts and concurrency."""
+    provider = open_provider(stack, model, scenarios, concurrency=concurrency,
+                             api_base=api_base)
+    cache = None
+    if cache_path is not None and provider.cacheable:
+        from butterfly.models.cache import Cache
+
+        cache = Cache(Path(cache_path).expanduser())
+    return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
+                       cache=cache)

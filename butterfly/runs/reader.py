@@ -1,0 +1,99 @@
+"""The one reader of a run directory: :func:`load_run` returns a typed :class:`Run`.
+
+Every analysis (score, flips, audit, show, report, compare, calibrate) starts from a ``Run``:
+its manifest, the suite copy, the latest record of every call, and the turns rebuilt from them
+(:func:`butterfly.core.turns.make_turn`), under the named key types of ``core.turns``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_turn
+from butterfly.core.vocab import ParseMode
+from butterfly.errors import UserError
+from butterfly.runs.records import CallRecord, RunManifest, RunParams
+from butterfly.runs.scope import conversation_keys, select
+from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, key_of, read_calls, read_manifest
+from butterfly.suite.load import load_suite
+from oracle import Scenario
+
+
+def turns(records: dict[CallKey, CallRecord], params: RunParams,
+          parse_mode: ParseMode | None = None) -> dict[TurnKey, Turn]:
+    """Every turn whose samples all have a successful answer."""
+    grouped: dict[TurnKey, list[CallRecord]] = {}
+    for key, rec in records.items():
+        if rec.error is None and rec.raw is not None and rec.sample < params.samples:
+            grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
+                               []).append(rec)
+    return {
+        k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode)
+        for k, recs in grouped.items() if len(recs) == params.samples
+    }
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory, read once: what was run, on which suite, and every answer."""
+
+    path: Path
+    manifest: RunManifest
+    suite: tuple[Scenario, ...]
+    """The whole suite copy, in file order (the run plays :attr:`scenarios`)."""
+    records: dict[CallKey, CallRecord]
+    """The latest record of every call: its answer, or its last error."""
+    _turns: dict[ParseMode | None, dict[TurnKey, Turn]] = field(default_factory=dict,
+                                                               repr=False, compare=False)
+
+    @property
+    def params(self) -> RunParams:
+        return self.manifest.params
+
+    @property
+    def model(self) -> str:
+        return self.manifest.model
+
+    @property
+    def scenarios(self) -> list[Scenario]:
+        """The scenarios this run plays (``--per-category`` and ``--limit`` applied)."""
+        return select(self.suite, self.params)
+
+    @property
+    def attempted(self) -> frozenset[ConversationKey]:
+        """Conversations with at least one call record (an answer or an error)."""
+        return frozenset(ConversationKey(k.scenario, k.layout, k.repeat) for k in self.records)
+
+    def conversations(self) -> list[ConversationKey]:
+        """Every conversation the run plays, scenario by scenario."""
+        return conversation_keys(self.scenarios, self.params)
+
+    def turns(self, parse_mode: ParseMode | None = None) -> dict[TurnKey, Turn]:
+        """Each answered turn (``parse_mode`` re-parses the raw answers); computed once."""
+        if parse_mode not in self._turns:
+            self._turns[parse_mode] = turns(self.records, self.params, parse_mode)
+        return self._turns[parse_mode]
+
+    def layout(self, layout: str | None) -> str:
+        """``layout``, or the run's first; a clear error for a layout the run does not have."""
+        lay = layout or self.params.layouts[0]
+        if lay not in self.params.layouts:
+            raise UserError(f"{self.path}: no layout {lay} in this run (it has "
+                            f"{','.join(self.params.layouts)})")
+        return lay
+
+
+def load_run(path: Path | str) -> Run:
+    """Read a run directory: manifest, suite copy, and the latest record of every call."""
+    out = Path(path)
+    if not (out / MANIFEST).is_file():
+        raise UserError(f"{out}: not a run directory (no {MANIFEST})")
+    manifest = read_manifest(out)
+    suite = tuple(load_suite(out / SUITE_COPY))
+    records: dict[CallKey, CallRecord] = {}
+    for rec in read_calls(out / CALLS):
+        key = key_of(rec)
+        if rec.error is None or key not in records:
+            records[key] = rec
+    return Run(out, manifest, suite, records)

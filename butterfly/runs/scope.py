@@ -1,0 +1,37 @@
+"""What a run plays: its scenarios (``--per-category``, then ``--limit``) and conversations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from butterfly.core.turns import ConversationKey
+from butterfly.runs.records import RunParams
+from oracle import Scenario
+
+
+def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
+    """The scenarios a run plays: the first ``per_category`` of each category, then ``limit``."""
+    chosen = list(scenarios)
+    if params.per_category is not None:
+        seen: dict[str, int] = {}
+        kept = []
+        for s in chosen:
+            seen[s.category] = seen.get(s.category, 0) + 1
+            if seen[s.category] <= params.per_category:
+                kept.append(s)
+        chosen = kept
+    if params.limit is not None:
+        chosen = chosen[: params.limit]
+    return chosen
+
+
+def conversations(
+    scenarios: Sequence[Scenario], params: RunParams
+) -> list[tuple[Scenario, str, int]]:
+    """Every (scenario, layout, repeat) a run plays, scenario by scenario."""
+    return [(s, layout, r) for s in scenarios for layout in params.layouts
+            for r in range(params.repeats)]
+
+
+def conversation_keys(scenarios: Sequence[Scenario], params: RunParams) -> list[ConversationKey]:
+    return [ConversationKey(s.id, layout, r) for s, layout, r in conversations(scenarios, params)]

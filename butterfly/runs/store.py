@@ -1,0 +1,216 @@
+"""The run directory on disk: create it, reopen it for resuming, append call records, close it.
+
+A run directory holds ``manifest.json`` (what was run, its status), ``suite.jsonl`` (a copy of
+the suite) and ``calls.jsonl`` (one record per call, appended and flushed as each call ends).
+It is created once and then only appended to; the manifest is rewritten whole (atomically).
+Reading a run for analysis is :mod:`butterfly.runs.reader`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Final
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from butterfly import __version__
+from butterfly.core.prompts import prompt_fingerprint
+from butterfly.core.turns import CallKey
+from butterfly.core.vocab import Protocol, RunStatus, Strategy
+from butterfly.errors import UserError
+from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
+from butterfly.suite.load import ROOT
+from oracle import Scenario
+
+MANIFEST: Final = "manifest.json"
+CALLS: Final = "calls.jsonl"
+SUITE_COPY: Final = "suite.jsonl"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def prompt_sha256(strategy: Strategy = "zero-shot", protocol: Protocol = "schema") -> str:
+    return hashlib.sha256(prompt_fingerprint(strategy, protocol).encode("utf-8")).hexdigest()
+
+
+def git_commit() -> str | None:
+    if not (ROOT / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def redact_url(url: str | None) -> str | None:
+    """Drop any user:password@ from a URL before it reaches a file."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return url
+
+
+def key_of(rec: CallRecord) -> CallKey:
+    return CallKey(rec.scenario, rec.turn, rec.layout, rec.repeat, rec.sample)
+
+
+@dataclass
+class RunState:
+    """A run being played: its manifest and the answers recorded so far."""
+
+    manifest: RunManifest
+    done: dict[CallKey, CallRecord] = field(default_factory=dict)
+    failed: dict[CallKey, CallRecord] = field(default_factory=dict)
+
+
+def read_calls(path: Path, *, repair: bool = False) -> list[CallRecord]:
+    """All call records. A torn last line (a kill mid-write: no newline yet) is ignored, and cut
+    off the file when ``repair``; any other bad line is a corrupt run directory."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    if cut < len(data) and repair:
+        with path.open("r+b") as f:
+            f.truncate(cut)
+    records: list[CallRecord] = []
+    for n, line in enumerate(data[:cut].splitlines(), 1):
+        try:
+            records.append(CallRecord.model_validate_json(line))
+        except ValidationError as e:
+            raise UserError(f"{path}:{n}: corrupt call record: {str(e).splitlines()[0]}") from None
+    return records
+
+
+def read_manifest(out: Path) -> RunManifest:
+    mpath = out / MANIFEST
+    try:
+        return RunManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+    except ValidationError as e:
+        raise UserError(f"{mpath}: not a butterfly run manifest: "
+                        f"{str(e).splitlines()[0]}") from None
+
+
+def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, suite_sha: str,
+                    params: RunParams) -> None:
+    """Refuse to resume ``out`` with another model, suite, parameters or prompt."""
+    if old.model != model or old.suite.sha256 != suite_sha:
+        raise UserError(
+            f"--out {out} holds a run of {old.model} on {old.suite.path} "
+            f"(sha256 {old.suite.sha256[:12]}); this is {model} on {suite_path} "
+            f"(sha256 {suite_sha[:12]}): choose another --out"
+        )
+    if old.params.answer_key() != params.answer_key():
+        raise UserError(
+            f"--out {out} was run with other answer-changing parameters "
+            f"({json.dumps(old.params.answer_key())}); resume with the same ones or choose "
+            "another --out"
+        )
+    if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol):
+        raise UserError(
+            f"--out {out} was run with a different prompt (prompt_sha256 "
+            f"{old.prompt_sha256[:12]}): its answers cannot be continued with this version's "
+            "prompt; choose another --out"
+        )
+
+
+def _resume(out: Path, old: RunManifest, params: RunParams) -> RunState:
+    manifest = old.model_copy(update={"params": params, "updated_at": now(),
+                                      "status": "running"})
+    state = RunState(manifest)
+    for rec in read_calls(out / CALLS, repair=True):
+        key = key_of(rec)
+        if rec.error is None:
+            state.done[key] = rec
+            state.failed.pop(key, None)
+        elif key not in state.done:
+            state.failed[key] = rec
+    return state
+
+
+def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
+             params: RunParams) -> RunState:
+    """Create the run directory, or reopen it for resuming after checking it is the same run."""
+    suite_sha = hashlib.sha256(suite_path.read_bytes()).hexdigest()
+    if (out / MANIFEST).exists():
+        old = read_manifest(out)
+        _check_same_run(out, old, model, suite_path, suite_sha, params)
+        return _resume(out, old, params)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot create: {e.strerror or e}") from None
+    if any(out.iterdir()):
+        raise UserError(f"--out {out} is not empty and holds no run: choose another --out")
+    shutil.copyfile(suite_path, out / SUITE_COPY)
+    stamp = now()
+    manifest = RunManifest(
+        butterfly_version=__version__,
+        git_commit=git_commit(),
+        model=model,
+        suite=SuiteRef(path=str(suite_path), sha256=suite_sha, n_scenarios=len(scenarios)),
+        params=params,
+        prompt_sha256=prompt_sha256(params.strategy, params.protocol),
+        started_at=stamp,
+        updated_at=stamp,
+        status="running",
+    )
+    write_manifest(out, manifest)
+    return RunState(manifest)
+
+
+def write_manifest(out: Path, manifest: RunManifest) -> None:
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out / MANIFEST)
+
+
+def close_run(out: Path, state: RunState, status: RunStatus,
+              incomplete: tuple[str, ...] = (), params: RunParams | None = None) -> RunManifest:
+    """Write the manifest's final status and call counts (the one place a run is closed)."""
+    records = read_calls(out / CALLS)
+    update: dict[str, object] = {
+        "updated_at": now(),
+        "status": status,
+        "n_calls": sum(1 for r in records if r.error is None),
+        "n_provider_errors": sum(1 for r in records if r.error is not None),
+        "incomplete_scenarios": incomplete,
+    }
+    if params is not None:
+        update["params"] = params
+    manifest = state.manifest.model_copy(update=update)
+    write_manifest(out, manifest)
+    state.manifest = manifest
+    return manifest
+
+
+class CallLog:
+    """Append-only writer of call records: one line per call, flushed as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self._f: IO[str] = path.open("a", encoding="utf-8")
+
+    def append(self, record: CallRecord) -> None:
+        self._f.write(record.model_dump_json() + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
