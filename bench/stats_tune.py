@@ -21,6 +21,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 import numpy as np  # noqa: E402
 
 from butterfly.analysis import regress as R  # noqa: E402
+from butterfly.analysis import simulate as S  # noqa: E402
 
 LOOKS = [(6, 15, 30, 60, 100), (8, 20, 40, 70, 110), (6, 12, 25, 50, 100), (6, 15, 30, 60, 120),
          (5, 12, 25, 50, 90, 140), (8, 16, 32, 64, 128)]
@@ -31,12 +32,12 @@ FUTILITY = [(0.7, 0.5, 0.4, 0.3), (0.6, 0.5, 0.4, 0.3), (0.8, 0.6, 0.45, 0.35),
 
 def suites(reps: int, m: int, drop: float, n: int, seed: int) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
-    p = R.mixture_rates(rng, (reps, m))
-    which = R.regressed_mask(m)
+    p = S.mixture_rates(rng, (reps, m))
+    which = S.regressed_mask(m)
     a = rng.random((reps, m, n)) < p[..., None]
     b = rng.random((reps, m, n)) < p[..., None]
     if drop:
-        b = R.inject(b, rng, np.broadcast_to(which, (reps, m)), drop)
+        b = S.inject(b, rng, np.broadcast_to(which, (reps, m)), drop)
     true_drop = np.where(which, p * drop, 0.0)
     return a, b, true_drop
 
@@ -47,11 +48,11 @@ def main() -> int:
     for looks in LOOKS:
         for c in EFFICACY:
             for f in FUTILITY:
-                o = {d: R.outcome(R.method_gs(a, b, 0.1, looks=looks, efficacy=c, futility=f),
+                o = {d: S.outcome(R.method_gs(a, b, 0.1, looks=looks, efficacy=c, futility=f),
                                   td) for d, (a, b, td) in data.items()}
                 rows.append((o[0.6].power or 0.0, o[0.6].answers, o[0.3].power or 0.0,
                              o[0.3].answers, o[0.0].fdr, looks, c, f))
-    base = {d: R.outcome(R.method_bh(a, b, 50, 0.1), td) for d, (a, b, td) in data.items()}
+    base = {d: S.outcome(R.method_bh(a, b, 50, 0.1), td) for d, (a, b, td) in data.items()}
     print(f"fixed k = 50 + BH: 0.6 power {base[0.6].power:.3f}, answers {base[0.6].answers:.0f}")
     for r in sorted(rows, key=lambda r: -r[0]):
         if r[1] <= 3000:

@@ -25,8 +25,15 @@ from butterfly.core.results import ScoreReport
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, Strategy
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
+from butterfly.models.registry import open_client
+from butterfly.present.display import ProgressDisplay
+from butterfly.present.report import write_report
+from butterfly.runs.options import make_params
+from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.records import RunParams
+from butterfly.runs.scope import select
+from butterfly.runs.store import open_run
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario
 
@@ -47,8 +54,6 @@ def default_out(model: str, suite_path: Path, prefix: str = "") -> Path:
 
 def run_params(**options: Any) -> RunParams:
     """A run's parameters from the options of ``butterfly run`` (checked once)."""
-    from butterfly.runs.options import make_params
-
     return make_params(**options)
 
 
@@ -74,8 +79,6 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
                         retries=retries, api_base=api_base, no_schema=no_schema, parse=parse,
                         strategy=strategy, samples=samples, protocol=protocol)
     suite_path = resolve_suite(suite)
-    from butterfly.runs.scope import select
-
     scenarios = select(load_suite(suite_path), params)
     target = Path(out) if out else default_out(model, suite_path)
     _play_all(model, suite_path, scenarios, params, target, api_base=api_base, cache=cache,
@@ -85,11 +88,6 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
 
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
               out: Path, *, api_base: str | None, cache: str | None, progress: bool) -> None:
-    from butterfly.models.registry import open_client
-    from butterfly.present.display import ProgressDisplay
-    from butterfly.runs.play import Progress, pending_calls, run_suite
-    from butterfly.runs.store import open_run
-
     state = open_run(out, model, suite_path, scenarios, params)
     todo = pending_calls(scenarios, state)
     with contextlib.ExitStack() as stack:
@@ -113,8 +111,6 @@ async def _closing(coro: Coroutine[Any, Any, T], client: ModelClient) -> T:
 def report(runs: Sequence[str | Path | Run], html: str | Path,
            title: str | None = None) -> int:
     """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes."""
-    from butterfly.present.report import write_report
-
     if not runs:
         raise UserError("report: give at least one run directory")
     paths = [r.path if isinstance(r, Run) else Path(r) for r in runs]

@@ -8,7 +8,7 @@
   repeats); one whose drop is under 10 points does not count as a miss.
 - **simulated** (``--simulate``): the same from synthetic independent answers whose per-scenario
   pass rates are drawn from the run's (or, without a run, from the realistic mixture of
-  :data:`butterfly.analysis.regress.MIXTURE`), to reach sizes real answers cannot afford.
+  :data:`butterfly.analysis.simulate.MIXTURE`), to reach sizes real answers cannot afford.
 
 Per method and configuration: false alarms (mean per suite), FDR, power, answers used (mean per
 suite). Pure apart from :func:`run_rates`, which reads a run directory.
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from butterfly.analysis import regress
+from butterfly.analysis import regress, simulate
 from butterfly.analysis.compare import load_answers
 from butterfly.analysis.results import Calibration
 from butterfly.errors import UserError
@@ -80,7 +80,7 @@ def study(pairs: Callable[[str, float], tuple[np.ndarray, np.ndarray, np.ndarray
             decision = s.fn(a, b)
             if keep is not None:
                 keep[(s.name, config)] = (decision, drop)
-            o = regress.outcome(decision, drop)
+            o = simulate.outcome(decision, drop)
             result[s.name][config] = {**o.as_dict(), "m": int(a.shape[-2])}
     return result
 
@@ -116,19 +116,19 @@ def real_study(answers: Sequence[Sequence[bool]], *, q: float = 0.1, reshuffles:
     reshuffles), injected fails at 0.3 and 0.6 in every third scenario."""
     a, b, rates = split_halves(answers, reshuffles, seed)
     m = a.shape[1]
-    which = np.broadcast_to(regress.regressed_mask(m), a.shape[:2])
+    which = np.broadcast_to(simulate.regressed_mask(m), a.shape[:2])
 
     def pairs(config: str, rate: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if rate == 0:
             return a, b, np.zeros(a.shape[:2])
         rng = np.random.default_rng([seed, int(rate * 1000)])
-        return a, regress.inject(b, rng, which, rate), np.where(which, rates * rate, 0.0)
+        return a, simulate.inject(b, rng, which, rate), np.where(which, rates * rate, 0.0)
 
     out = study(pairs, methods(a.shape[2], q))
     out["_study"] = {"kind": "real", "m": m, "pairs": int(a.shape[2]), "reps": reshuffles,
                      "q": q, "seed": seed, "mean_pass_rate": float(rates.mean()),
-                     "counted_0.3": int((which[0] & (rates * 0.3 >= regress.MIN_DROP)).sum()),
-                     "counted_0.6": int((which[0] & (rates * 0.6 >= regress.MIN_DROP)).sum())}
+                     "counted_0.3": int((which[0] & (rates * 0.3 >= simulate.MIN_DROP)).sum()),
+                     "counted_0.6": int((which[0] & (rates * 0.6 >= simulate.MIN_DROP)).sum())}
     return out
 
 
@@ -138,17 +138,17 @@ def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: floa
                     keep: dict[tuple[str, str], tuple[regress.Decision, np.ndarray]] | None = None,
                     ) -> dict[str, Any]:
     """The same study on synthetic independent answers: per-scenario pass rates resampled from
-    ``rates`` (a real run's) or drawn from :data:`regress.MIXTURE`; a fresh suite per
+    ``rates`` (a real run's) or drawn from :data:`simulate.MIXTURE`; a fresh suite per
     replication; every third scenario regressed by rate x its pass rate."""
     rng = np.random.default_rng(seed)
     shape = (reps, m)
     if rates is None:
-        p = regress.mixture_rates(rng, shape)
+        p = simulate.mixture_rates(rng, shape)
     else:
         pool = np.asarray(rates, dtype=float)
         p = pool[rng.integers(0, len(pool), size=shape)]
     n = max(pairs_n, 50)
-    which = np.broadcast_to(regress.regressed_mask(m), shape)
+    which = np.broadcast_to(simulate.regressed_mask(m), shape)
     a = rng.random((*shape, n)) < p[..., None]
     b0 = rng.random((*shape, n)) < p[..., None]
 
@@ -156,7 +156,7 @@ def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: floa
         if rate == 0:
             return a, b0, np.zeros(shape)
         r2 = np.random.default_rng([seed, int(rate * 1000)])
-        return a, regress.inject(b0, r2, which, rate), np.where(which, p * rate, 0.0)
+        return a, simulate.inject(b0, r2, which, rate), np.where(which, p * rate, 0.0)
 
     out = study(pairs, methods(n, q, big_cap=big_cap if big_cap and big_cap <= n else None),
                 keep)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from butterfly.core.vocab import LAYOUTS, MODES, STRATEGIES
-from oracle import COUPLINGS, SETTINGS, Scenario
+from oracle import COUPLINGS, SETTINGS, Scenario, canonical_initial, replay
 
 Message = dict[str, str]
 
@@ -55,8 +55,6 @@ _EXAMPLE_TURNS: Final = (
 
 def _few_shot_block() -> str:
     """Worked examples from a fixed conversation that is in no suite (the oracle answers it)."""
-    from oracle import Scenario, canonical_initial, replay
-
     turns = [
         {"op": op, "text": text, **({"setting": k, "value": v} if k else {})}
         for op, k, v, text in _EXAMPLE_TURNS

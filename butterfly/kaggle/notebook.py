@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+from butterfly import __version__
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 
@@ -320,8 +321,6 @@ DESCRIPTION: Final = (
 
 def build(root: Path = ROOT) -> str:
     """The notebook's JSON text, from the sources under ``root``."""
-    from butterfly import __version__
-
     if len(DESCRIPTION) >= DESCRIPTION_LIMIT:
         raise NotebookBuildError(f"the task description has {len(DESCRIPTION)} characters; "
                                  f"Kaggle takes fewer than {DESCRIPTION_LIMIT}")

@@ -14,7 +14,8 @@ from typing import Final
 from pydantic import ValidationError
 
 from butterfly.errors import UserError
-from oracle import OPS, Scenario, SuiteManifest, check
+from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
+from oracle import CATEGORIES, OPS, Scenario, SuiteManifest, check
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS_DIR: Final = ROOT / "scenarios"
@@ -144,9 +145,6 @@ BUILTIN_SEEDS: Final = {"butterfly-40": 40}
 
 def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     """Rebuild a frozen suite: its handwritten scenarios plus generated ones, by category."""
-    from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
-    from oracle import CATEGORIES
-
     if name not in BUILTIN_SEEDS:
         raise SuiteError(f"no built-in suite named {name!r} (known: {', '.join(BUILTIN_SEEDS)})")
     seed = BUILTIN_SEEDS[name]

@@ -159,7 +159,7 @@ def test_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
         [sys.executable, "-c", script],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     try:
         assert parent.stdout is not None

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from butterfly.analysis import regress as R
+from butterfly.analysis import simulate as S
 
 # ------------------------------------------------------------------ BH and e-BH by hand
 
@@ -146,7 +147,7 @@ def test_e_process_supermartingale_simulation() -> None:
 
 def _null_suites(reps: int, m: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    p = R.mixture_rates(rng, (reps, m))
+    p = S.mixture_rates(rng, (reps, m))
     a = rng.random((reps, m, n)) < p[..., None]
     b = rng.random((reps, m, n)) < p[..., None]
     return a, b
@@ -166,7 +167,7 @@ def test_fdr_on_null_simulation(method: str) -> None:
         d = R.method_ebh(a, b, q, 60, stop_fine=True)
     else:
         d = R.method_gs(a, b, q)
-    o = R.outcome(d, np.zeros((reps, m)))
+    o = S.outcome(d, np.zeros((reps, m)))
     assert o.fdr <= q + 3 * math.sqrt(q * (1 - q) / reps)
 
 
@@ -176,11 +177,11 @@ def test_fdr_with_injected_drops() -> None:
     reps, m, q = 200, 30, 0.1
     a, b = _null_suites(reps, m, 100, seed=12)
     rng = np.random.default_rng(13)
-    which = np.broadcast_to(R.regressed_mask(m), (reps, m))
-    b = R.inject(b, rng, which, 0.6)
+    which = np.broadcast_to(S.regressed_mask(m), (reps, m))
+    b = S.inject(b, rng, which, 0.6)
     drop = np.where(which, 1.0, 0.0)  # only the sign of the drop matters for the FDR
     for d in (R.method_bh(a, b, 50, q), R.method_gs(a, b, q), R.method_ebh(a, b, q, 50)):
-        assert R.outcome(d, drop).fdr <= q + 3 * 0.5 / math.sqrt(reps)
+        assert S.outcome(d, drop).fdr <= q + 3 * 0.5 / math.sqrt(reps)
 
 
 def test_gs_p_values_are_super_uniform_under_null() -> None:
@@ -198,7 +199,7 @@ def test_sequential_rejections_are_final_and_stopping_is_respected() -> None:
     m, n = 30, 60
     p = np.full(m, 0.8)
     a = rng.random((m, n)) < p[:, None]
-    b = rng.random((m, n)) < np.where(R.regressed_mask(m), 0.1, 0.8)[:, None]
+    b = rng.random((m, n)) < np.where(S.regressed_mask(m), 0.1, 0.8)[:, None]
     seq = R.Sequential((m,), 0.1, n)
     frozen = np.zeros(m, dtype=bool)
     for j in range(n):
@@ -208,7 +209,7 @@ def test_sequential_rejections_are_final_and_stopping_is_respected() -> None:
     d = seq.decision()
     assert (d.regressed >= seq.decided).all()  # stopped rejections survive the final e-BH
     assert (d.pairs <= n).all() and (d.pairs[seq.decided] < n).any()
-    assert d.regressed[R.regressed_mask(m)].mean() > 0.5
+    assert d.regressed[S.regressed_mask(m)].mean() > 0.5
     # the e-values are the ones at the stopping times, not running maxima
     k = np.array([(a[i, :d.pairs[i]] & ~b[i, :d.pairs[i]]).sum() for i in range(m)])
     l = np.array([(~a[i, :d.pairs[i]] & b[i, :d.pairs[i]]).sum() for i in range(m)])  # noqa: E741
@@ -233,7 +234,7 @@ def test_methods_on_a_clear_case() -> None:
 def test_outcome_counts_power_only_for_meaningful_drops() -> None:
     reg = np.array([[True, False, True, False]])
     drop = np.array([[0.3, 0.05, 0.0, 0.2]])
-    o = R.outcome(R.Decision(reg, np.ones((1, 4), dtype=np.int64), np.zeros((1, 4))), drop)
+    o = S.outcome(R.Decision(reg, np.ones((1, 4), dtype=np.int64), np.zeros((1, 4))), drop)
     assert o.false_alarms == 1.0  # scenario 2 did not change
     assert o.fdr == pytest.approx(0.5)
     assert o.power == pytest.approx(0.5)  # found 0.3, missed 0.2; 0.05 is not a miss
@@ -241,7 +242,7 @@ def test_outcome_counts_power_only_for_meaningful_drops() -> None:
 
 
 def test_mixture_rates_follow_the_mixture() -> None:
-    p = R.mixture_rates(np.random.default_rng(0), (20_000,))
+    p = S.mixture_rates(np.random.default_rng(0), (20_000,))
     assert ((p == 0) | (p == 1)).mean() == pytest.approx(0.1, abs=0.01)
     assert p.mean() == pytest.approx(0.4 * 8 / 9 + 0.3 * 0.5 + 0.2 / 7 + 0.05, abs=0.01)
 
@@ -249,10 +250,10 @@ def test_mixture_rates_follow_the_mixture() -> None:
 def test_group_sequential_live_form_matches_the_batch_form() -> None:
     rng = np.random.default_rng(5)
     reps, m, n = 40, 24, 100
-    p = R.mixture_rates(rng, (reps, m))
+    p = S.mixture_rates(rng, (reps, m))
     a = rng.random((reps, m, n)) < p[..., None]
-    b = R.inject(rng.random((reps, m, n)) < p[..., None], rng,
-                 np.broadcast_to(R.regressed_mask(m), (reps, m)), 0.6)
+    b = S.inject(rng.random((reps, m, n)) < p[..., None], rng,
+                 np.broadcast_to(S.regressed_mask(m), (reps, m)), 0.6)
     batch = R.method_gs(a, b, 0.1)
     live = R.GroupSequential((reps, m), 0.1, n)
     for j in range(n):

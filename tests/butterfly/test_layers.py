@@ -1,0 +1,168 @@
+"""The architecture, enforced: which layer may import which at module level, no import cycles,
+small files, a short top level (docs/design.md draws the same picture).
+
+Module-level imports are read from the source (an AST scan, nothing is imported): the
+statements at the top of a module and inside top-level ``try``/``if`` blocks, except
+``if TYPE_CHECKING:``. Imports inside functions are allowed anywhere (``butterfly.commands``
+uses them so that commands which call no provider never import litellm).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+PKG = ROOT / "butterfly"
+
+FOUNDATION = {"butterfly", "butterfly.errors", "butterfly.files"}
+"""Leaf modules every layer above ``core`` may use (``butterfly`` is ``__version__``)."""
+
+ALLOWED: dict[str, set[str]] = {
+    "core": {"core"},
+    "suite": {"core", "suite"},
+    "models": {"core", "models"},
+    "runs": {"core", "suite", "models", "runs"},
+    "analysis": {"core", "suite", "models", "runs", "analysis"},
+    "present": {"core", "suite", "models", "runs", "analysis", "present"},
+    "kaggle": {"core", "suite", "kaggle"},
+    "api": {"core", "suite", "models", "runs", "analysis", "present", "api"},
+    "commands": {"core", "errors", "files", "commands"},
+    "cli": {"core", "cli", "commands"},
+}
+"""Layer -> the layers (subpackages, or top-level modules) it may import at module level.
+Every layer may import ``oracle``; every layer but ``core`` the foundation modules."""
+
+NOTEBOOK_INLINED = {"butterfly.kaggle.runner": {"core", "kaggle"}}
+"""The Kaggle-side runner is inlined into the notebook: ``core`` and ``oracle`` only."""
+
+MAX_LINES = 400
+MAX_TOP_LEVEL = 8
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        out[name] = path
+    return out
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    for node in body:
+        if isinstance(node, ast.If):
+            test = node.test
+            if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+                continue
+            yield from _top_level(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from _top_level(node.body + node.orelse + node.finalbody)
+            for h in node.handlers:
+                yield from _top_level(h.body)
+        else:
+            yield node
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every module-level import of ``butterfly``/``oracle``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in _top_level(tree.body):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "butterfly":  # from butterfly import core, __version__, ...
+                found += [(node.lineno, f"butterfly.{a.name}" if a.name != "__version__"
+                           else "butterfly") for a in node.names]
+            else:
+                found.append((node.lineno, node.module))
+    return [(n, m) for n, m in found if m.split(".")[0] in ("butterfly", "oracle")]
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "butterfly"
+
+
+def violations(module: str, deps: list[tuple[int, str]]) -> list[str]:
+    own = layer(module)
+    allowed = NOTEBOOK_INLINED.get(module, ALLOWED.get(own, set()))
+    bad = []
+    for line, dep in deps:
+        if dep.split(".")[0] == "oracle" or dep == module:
+            continue
+        if own != "core" and module not in NOTEBOOK_INLINED and dep in FOUNDATION:
+            continue
+        if layer(dep) not in allowed:
+            bad.append(f"{module}:{line} imports {dep} (layer {own} may use: "
+                       f"{', '.join(sorted(allowed))})")
+    return bad
+
+
+def test_every_module_is_in_a_known_layer() -> None:
+    unknown = [m for m in modules() if layer(m) not in ALLOWED and m not in FOUNDATION]
+    assert not unknown, f"add these to a layer in tests/butterfly/test_layers.py: {unknown}"
+
+
+def test_imports_follow_the_layers() -> None:
+    bad = [v for m, p in modules().items() for v in violations(m, imports(p))]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_scan_catches_a_violating_import(tmp_path: Path) -> None:
+    bad = tmp_path / "metrics.py"
+    bad.write_text("import json\nfrom butterfly.runs.reader import load_run\n"
+                   "if True:\n    from butterfly.present import show\n")
+    deps = imports(bad)
+    assert deps == [(2, "butterfly.runs.reader"), (4, "butterfly.present")]
+    assert len(violations("butterfly.core.metrics", deps)) == 2
+    assert violations("butterfly.analysis.scoring", deps[:1]) == []
+    assert violations("butterfly.kaggle.runner", [(1, "butterfly.errors")])
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for d in sorted(graph.get(n, ())):
+            if state.get(d) == 1:
+                return [*stack[stack.index(d):], d]
+            if d not in state and (found := visit(d)) is not None:
+                return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (found := visit(n)) is not None:
+            return found
+    return None
+
+
+def test_no_import_cycle_between_modules_or_subpackages() -> None:
+    mods = modules()
+    graph = {m: {d for _, d in imports(p) if d in mods and d != m} for m, p in mods.items()}
+    assert _cycle(graph) is None, f"module import cycle: {' -> '.join(_cycle(graph) or [])}"
+    layers: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        layers.setdefault(layer(m), set()).update(layer(d) for d in deps if layer(d) != layer(m))
+    assert _cycle(layers) is None, f"subpackage cycle: {' -> '.join(_cycle(layers) or [])}"
+    assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_no_source_file_over_400_lines(name: str) -> None:
+    n = len(modules()[name].read_text(encoding="utf-8").splitlines())
+    assert n <= MAX_LINES, f"{name} has {n} lines; split it (docs/design.md)"
+
+
+def test_a_short_top_level() -> None:
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL, top
