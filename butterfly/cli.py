@@ -33,25 +33,39 @@ def cmd_generate(a: argparse.Namespace) -> int:
     from butterfly.suite.generate import (
         GenerationError,
         generate,
+        generate_chains,
         paraphrase_variants,
+        parse_mix,
         proportional_counts,
     )
     from butterfly.suite.load import build_builtin, dumps_suite
 
     if a.suite is not None:
-        if a.count is not None or a.seed is not None:
-            raise UserError("generate: --suite rebuilds a frozen suite; it takes no --count/--seed")
+        if any(x is not None for x in (a.count, a.seed, a.lengths, a.ops, a.per_length)):
+            raise UserError("generate: --suite rebuilds a frozen suite; it takes no "
+                            "--count/--seed/--lengths/--per-length/--ops")
         scenarios, manifest = build_builtin(a.suite)
         _write(a.out, dumps_suite(scenarios))
         if a.manifest:
             _write(a.manifest, manifest.model_dump_json(indent=2) + "\n")
     else:
-        if a.count is None:
-            raise UserError("generate: give --suite NAME, or --count N (with --seed S)")
         seed = 0 if a.seed is None else a.seed
         try:
-            counts = proportional_counts(a.count)
-            scenarios = generate(counts, seed, prefix=f"s{seed}")
+            if a.lengths is not None:
+                if a.count is not None:
+                    raise UserError("generate: --lengths builds chains by length; give "
+                                    "--per-length K instead of --count")
+                lengths = _lengths(a.lengths)
+                mix = None if a.ops is None else parse_mix(a.ops)
+                per = 12 if a.per_length is None else a.per_length
+                scenarios = generate_chains(lengths, per, seed, prefix=f"s{seed}", mix=mix)
+            else:
+                if a.count is None:
+                    raise UserError("generate: give --suite NAME, --count N or --lengths L,.. "
+                                    "(with --seed S)")
+                if a.ops is not None or a.per_length is not None:
+                    raise UserError("generate: --ops and --per-length go with --lengths")
+                scenarios = generate(proportional_counts(a.count), seed, prefix=f"s{seed}")
             if a.paraphrase_variants is not None:
                 if not 1 <= a.paraphrase_variants <= 3:
                     raise UserError("--paraphrase-variants takes 1 to 3 (the smallest family "
@@ -64,6 +78,19 @@ def cmd_generate(a: argparse.Namespace) -> int:
     if a.out not in (None, "-"):
         print(f"wrote {len(scenarios)} scenarios to {a.out}", file=sys.stderr)
     return 0
+
+
+def _lengths(text: str) -> list[int]:
+    from oracle import MAX_TURNS
+
+    try:
+        lengths = [int(x) for x in text.split(",")]
+    except ValueError:
+        lengths = []
+    if not lengths or not all(1 <= n <= MAX_TURNS for n in lengths):
+        raise UserError(f"generate: --lengths takes whole numbers 1 to {MAX_TURNS}, "
+                        "comma-separated (e.g. 5,10,20)")
+    return lengths
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
@@ -359,12 +386,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     g = sub.add_parser("generate", help="write a suite: a frozen one, or a new seeded mix")
-    g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40)")
+    g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40, "
+                   "butterfly-long, butterfly-hard)")
     g.add_argument("--count", type=int, help="number of scenarios of a new mixed suite")
     g.add_argument("--seed", type=int, help="seed of a new mixed suite (default 0)")
     g.add_argument("--paraphrase-variants", type=int, metavar="K",
                    help="with --count: pose each scenario K times, each turn re-worded with "
                    "another paraphrase of its family (ids ID.p0 .. ID.pK-1)")
+    g.add_argument("--lengths", metavar="L[,L..]", help="chains of exactly these numbers of "
+                   "turns (1 to 200) instead of the category mix, e.g. 5,10,20 or 40")
+    g.add_argument("--per-length", type=int, metavar="K",
+                   help="with --lengths: chains per length (default 12)")
+    g.add_argument("--ops", metavar="OP=W,..", help="with --lengths: op weights, e.g. "
+                   "set=4,drop=1,undo_last=1,undo_ref=2,undo_earliest=1,redo=2,distractor=1,"
+                   "indirect=1,coupling=1 (the default; unnamed ops get 0)")
     g.add_argument("--out", help="output file (default: stdout)")
     g.add_argument("--manifest", help="with --suite: also write its manifest here")
     g.set_defaults(func=cmd_generate)

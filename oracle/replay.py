@@ -18,7 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from oracle.catalogue import COUPLINGS, FORCED, TRIGGERS, UNSPECIFIED, apply_couplings
+from oracle.catalogue import (
+    COUPLINGS,
+    FORCED,
+    TRIGGERS,
+    UNSPECIFIED,
+    apply_couplings,
+    inapplicable,
+)
 from oracle.records import Scenario, Turn
 
 DROP_REMOVAL: Final = re.compile(
@@ -44,6 +51,27 @@ DROP_AMBIGUOUS_EXAMPLES: Final = (
     "deactivate", "get rid of",
 )
 """Phrases the ambiguity pattern must catch (tested); documentation as much as data."""
+
+
+HISTORY_WORDING: Final = re.compile(
+    r"\b(?:undone|undid|un-done|reverted|rolled back|taken back|backed out|retracted"
+    r"|withdrawn|cancell?ed)\b"
+)
+"""Undo-earliest wording that speaks of undo history ("not undone yet", "never undone",
+"hasn't been undone") rather than of what is in effect: a past form of an undo verb. After its
+target was undone and redone such a turn has a second reading, so it is then invalid."""
+
+HISTORY_WORDING_EXAMPLES: Final = (
+    "not undone yet", "never undone", "hasn't been undone", "that I haven't reverted",
+    "not rolled back", "never taken back", "I undid",
+)
+"""Phrases the history pattern must catch (tested)."""
+
+
+def history_wording(text: str) -> str | None:
+    """The phrase of ``text`` that speaks of undo history, or None."""
+    m = HISTORY_WORDING.search(normalise_text(text))
+    return None if m is None else m.group(0)
 
 
 def normalise_text(text: str) -> str:
@@ -99,7 +127,7 @@ ORACLE: Final = Rules()
 
 
 class _Change:
-    __slots__ = ("activated", "active", "index", "setting", "turn", "value")
+    __slots__ = ("activated", "active", "index", "redone", "setting", "turn", "value")
 
     def __init__(self, index: int, turn: int, setting: str, value: str, activated: int) -> None:
         self.index = index
@@ -108,6 +136,7 @@ class _Change:
         self.value = value
         self.active = True
         self.activated = activated
+        self.redone = False
 
     def __str__(self) -> str:
         return f"the change of turn {self.turn} ({self.setting} := {self.value})"
@@ -204,6 +233,7 @@ def _replay(
                 c = redo.pop()
                 c.active = True
                 c.activated = seq
+                c.redone = True
                 seq += 1
                 restore(c.setting)
                 if guards:
@@ -221,6 +251,7 @@ def _replay(
             apply_couplings(spec)
         if guards:
             _coupling_guard(changes, base, t)
+            _applicability_guard(specs[-1], spec, turn, t)
         specs.append(spec)
     return specs
 
@@ -257,6 +288,13 @@ def _undo_target(
                     raise _Invalid(
                         t, f"undo_earliest: {target} is shadowed by the rule '{cp.text}'"
                     )
+            phrase = history_wording(turn.text) if target.redone else None
+            if phrase is not None:
+                raise _Invalid(
+                    t,
+                    f"undo_earliest: the wording {phrase!r} speaks of undo history, but {target} "
+                    "has been undone and redone, so the turn reads two ways",
+                )
         return target
     # undo_ref
     setting = turn.setting  # type: ignore[union-attr]
@@ -301,6 +339,20 @@ def _order_guard(changes: list[_Change], setting: str, base: dict[str, str], t: 
         )
 
 
+def _applicability_guard(
+    before: dict[str, str], after: dict[str, str], turn: Turn, t: int
+) -> None:
+    """No turn may make a setting of the declared list inapplicable that applied before it."""
+    was = inapplicable(before)
+    for key, why in inapplicable(after).items():
+        if key not in was:
+            raise _Invalid(
+                t,
+                f"{turn.op} makes {key} inapplicable ({why.on} becomes {after[why.on]}; "
+                f"{why.text}), an undeclared coupling a reader may apply",
+            )
+
+
 def _coupling_guard(changes: list[_Change], base: dict[str, str], t: int) -> None:
     """No explicit assignment may be overridden by a rule whose trigger was made before it."""
     for cp in COUPLINGS:
@@ -323,6 +375,8 @@ __all__ = [
     "DROP_AMBIGUOUS",
     "DROP_AMBIGUOUS_EXAMPLES",
     "DROP_REMOVAL",
+    "HISTORY_WORDING",
+    "HISTORY_WORDING_EXAMPLES",
     "ORACLE",
     "TRIGGERS",
     "InvalidScenario",
@@ -330,6 +384,7 @@ __all__ = [
     "Violation",
     "check",
     "drop_wording_problem",
+    "history_wording",
     "replay",
     "targeted",
 ]

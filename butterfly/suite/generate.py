@@ -18,18 +18,30 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from butterfly.suite.templates import DISTRACTOR_MENTIONS_VALUE, FAMILIES
+from pydantic import TypeAdapter
+
+from butterfly.suite.templates import DISTRACTOR_MENTIONS_VALUE, FAMILIES, HISTORY_PARAPHRASES
 from oracle import (
     BY_KEY,
     CATEGORIES,
+    COUPLINGS,
     KEYS,
+    MAX_TURNS,
+    OPS,
+    UNSPECIFIED,
+    InvalidScenario,
+    Rules,
     Scenario,
+    Turn,
+    apply_couplings,
     canonical_initial,
     check,
     replay,
 )
+from oracle.catalogue import inapplicable
 
-GENERATOR_VERSION: Final = "1"
+GENERATOR_VERSION: Final = "2"
+_TURN: Final = TypeAdapter[Turn](Turn)
 
 DEFAULT_COUNTS: Final[dict[str, int]] = {
     "undo_ref": 6,
@@ -70,24 +82,12 @@ class _Builder:
         self.rng = rng
         self.initial = initial
         self.turns: list[dict[str, Any]] = []
+        self._records: list[Turn] = []
         self.specs: list[dict[str, str]] = [dict(initial)]
 
     @property
     def spec(self) -> dict[str, str]:
         return self.specs[-1]
-
-    def _scenario(self, turns: list[dict[str, Any]]) -> Scenario:
-        return Scenario.model_validate(
-            {
-                "id": "draft",
-                "category": "long_chain",
-                "source": "generated",
-                "seed": 0,
-                "initial": self.initial,
-                "turns": tuple(turns),
-            },
-            strict=False,
-        )
 
     def _try(self, turn: dict[str, Any]) -> bool:
         op = turn["op"]
@@ -95,16 +95,29 @@ class _Builder:
             "undo_last", "undo_ref", "undo_earliest", "redo"
         }:
             return False
-        candidate = [*self.turns, turn]
-        scenario = self._scenario(candidate)
-        if check(scenario) is not None:
+        record = _TURN.validate_python(turn, strict=False)
+        draft = Scenario.model_construct(
+            id="draft", category="long_chain", source="generated", seed=0,
+            initial=self.initial, turns=(*self._records, record),
+        )
+        try:
+            specs = replay(draft)  # every guard, on the whole partial scenario
+        except InvalidScenario:
             return False
-        specs = replay(scenario)
         if op != "distractor" and specs[-1] == specs[-2]:
             return False
-        self.turns = candidate
+        self.turns.append(turn)
+        self._records.append(record)
         self.specs = specs
         return True
+
+    def _stops_applying(self, key: str, value: str) -> bool:
+        """Would ``key := value`` make a declared setting inapplicable (the v2 guard)?
+
+        Checked before the wording is drawn, so that skipping such a value leaves the random
+        stream, and so every other turn of the scenario, as it was under generator v1."""
+        after = apply_couplings({**self.spec, key: value})
+        return not set(inapplicable(after)) <= set(inapplicable(self.spec))
 
     def _text(self, family: str, **fields: str) -> tuple[str, str]:
         templates = FAMILIES[family]
@@ -119,6 +132,8 @@ class _Builder:
             values = [v for v in s.domain if v != self.spec[key]] if value is None else [value]
             self.rng.shuffle(values)
             for v in values:
+                if self._stops_applying(key, v):
+                    continue  # rejected by the oracle anyway; skipped before any draw
                 text, para = self._text("set", phrase=s.phrase(v), name=s.name)
                 if self._try({"op": "set", "setting": key, "value": v, "text": text,
                               "paraphrase": para}):
@@ -129,6 +144,8 @@ class _Builder:
         order = list(settings)
         self.rng.shuffle(order)
         for key in order:
+            if self._stops_applying(key, UNSPECIFIED):
+                continue
             text, para = self._text("drop", name=BY_KEY[key].name)
             if self._try({"op": "drop", "setting": key, "text": text, "paraphrase": para}):
                 return True
@@ -136,7 +153,15 @@ class _Builder:
 
     def plain(self, op: str) -> bool:
         text, para = self._text(op)
-        return self._try({"op": op, "text": text, "paraphrase": para})
+        if self._try({"op": op, "text": text, "paraphrase": para}):
+            return True
+        if para not in HISTORY_PARAPHRASES:
+            return False
+        # v2: history wording after a redo of the target; the next paraphrase speaks of what
+        # is in effect (no new random draw, so every other scenario keeps its wording)
+        family, _, idx = para.rpartition(".")
+        i = (int(idx) + 1) % len(FAMILIES[family])
+        return self._try({"op": op, "text": FAMILIES[family][i], "paraphrase": f"{family}.{i}"})
 
     def undo_ref(self, prefer_not_last: bool = True) -> bool:
         assigned = [t["setting"] for t in self.turns if t["op"] in {"set", "drop"}]
@@ -312,7 +337,9 @@ def _drop_undo(b: _Builder) -> None:
 
 def _indirect_ref(b: _Builder) -> None:
     if b.rng.random() < 0.5:
-        _need(b.set(["input_format"], value=b.rng.choice(("json", "jsonl", "parquet"))))
+        # v2: an explicit output format, later matched to the input's (csv); moving the input
+        # to a format without a delimiter would make the delimiter inapplicable
+        _need(b.set(["output_format"], value=b.rng.choice(("jsonl", "html", "markdown"))))
     else:
         _need(b.set(["max_rows"], value=b.rng.choice(("1000", "10000"))))
     _need(b.set(_PLAIN))
@@ -334,6 +361,20 @@ _RECIPES: Final[dict[str, Callable[[_Builder], None]]] = {
 assert tuple(_RECIPES) == CATEGORIES
 
 
+def _finish(b: _Builder, category: str, seed: int, scenario_id: str) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "id": scenario_id,
+            "category": category,
+            "source": "generated",
+            "seed": seed,
+            "initial": b.initial,
+            "turns": tuple(b.turns),
+        },
+        strict=False,
+    )
+
+
 def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:
     """One valid scenario of ``category`` from ``seed`` (deterministic)."""
     if category not in _RECIPES:
@@ -345,18 +386,316 @@ def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:
             _RECIPES[category](b)
         except _Retry:
             continue
-        return Scenario.model_validate(
-            {
-                "id": scenario_id,
-                "category": category,
-                "source": "generated",
-                "seed": seed,
-                "initial": b.initial,
-                "turns": tuple(b.turns),
-            },
-            strict=False,
-        )
+        return _finish(b, category, seed, scenario_id)
     raise GenerationError(f"could not build a valid {category} scenario from seed {seed}")
+
+
+# ---------------------------------------------------------------------------- chains by length
+
+DEFAULT_MIX: Final[dict[str, int]] = {
+    "set": 4,
+    "drop": 1,
+    "undo_last": 1,
+    "undo_ref": 2,
+    "undo_earliest": 1,
+    "redo": 2,
+    "distractor": 1,
+    "indirect": 1,
+    "coupling": 1,
+}
+"""Op weights of a chain built by length: the seven ops, plus ``indirect`` (a set by indirect
+reference) and ``coupling`` (a rule's trigger switched on, or off when it is on)."""
+
+MIX_OPS: Final = (*OPS, "indirect", "coupling")
+
+
+def parse_mix(text: str) -> dict[str, int]:
+    """``set=3,undo_last=1,...`` -> op weights (unnamed ops get 0). Raises GenerationError."""
+    mix: dict[str, int] = {}
+    for part in text.split(","):
+        op, _, weight = part.strip().partition("=")
+        if op not in MIX_OPS:
+            raise GenerationError(f"--ops: unknown op {op!r} (known: {', '.join(MIX_OPS)})")
+        if not weight.isdigit():
+            raise GenerationError(f"--ops: write {op}=W with a whole number W >= 0")
+        mix[op] = int(weight)
+    if not mix.get("set"):
+        raise GenerationError("--ops: a chain needs set turns (set=W with W >= 1)")
+    return mix
+
+
+def _far_back_undo_ref(b: _Builder) -> bool:
+    """Undo by description, most often the oldest change still in effect (far back)."""
+    if b.rng.random() < 0.3:
+        return b.undo_ref()
+    order = list(dict.fromkeys(t["setting"] for t in b.turns if t["op"] in {"set", "drop"}))
+    for key in order:
+        text, para = b._text("undo_ref", description=BY_KEY[key].description)
+        if b._try({"op": "undo_ref", "setting": key, "text": text, "paraphrase": para}):
+            return True
+    return False
+
+
+def _toggle_coupling(b: _Builder) -> bool:
+    """Switch a rule on (its trigger to the forcing value), or off when it is on."""
+    plays = list(_COUPLING_PLAYS)
+    b.rng.shuffle(plays)
+    for trigger, when, _forced in plays:
+        if b.spec[trigger] != when:
+            if b.set([trigger], value=when):
+                return True
+        elif (b.undo_ref(prefer_not_last=False) if b.rng.random() < 0.5 else False) or b.set(
+            [trigger]
+        ):
+            return True
+    return False
+
+
+def _chain_op(b: _Builder, op: str) -> bool:
+    if op == "set":
+        return b.set()
+    if op == "drop":
+        return b.drop()
+    if op == "undo_ref":
+        return _far_back_undo_ref(b)
+    if op == "distractor":
+        return b.distractor()
+    if op == "indirect":
+        return b.indirect()
+    if op == "coupling":
+        return _toggle_coupling(b)
+    return b.plain(op)
+
+
+def _chain_turn(b: _Builder, mix: dict[str, int]) -> None:
+    ops = [op for op in MIX_OPS if mix.get(op, 0) > 0]
+    weights = [mix[op] for op in ops]
+    for _ in range(12):
+        if _chain_op(b, b.rng.choices(ops, weights)[0]):
+            return
+    _need(b.set() or b.distractor())
+
+
+def _chain(b: _Builder, length: int, mix: dict[str, int]) -> None:
+    """Exactly ``length`` turns drawn from ``mix`` (the draw is retried unless: some undo or redo
+    when the mix has them; from 10 turns, five different ops and a rule switched on; from 20
+    turns, every op of the mix and a rule switched on and later off again)."""
+    _need(b.set())
+    while len(b.turns) < length:
+        _chain_turn(b, mix)
+    ops = {t["op"] for t in b.turns}
+    if not ops & {"undo_last", "undo_ref", "undo_earliest", "redo"} and any(
+        mix.get(op) for op in ("undo_last", "undo_ref", "undo_earliest", "redo")
+    ):
+        raise _Retry
+    wanted = {op for op in OPS if mix.get(op)} | ({"set"} if mix.get("indirect") else set())
+    if length >= 10 and len(ops) < min(5, len(wanted)):
+        raise _Retry
+    if length >= 10 and mix.get("coupling") and not _switched_on(b.specs, length >= 20):
+        raise _Retry
+    if length >= 20 and not wanted <= ops:
+        raise _Retry
+
+
+def _switched_on(specs: list[dict[str, str]], and_off: bool) -> bool:
+    """Some rule's trigger holds after some turn (and, with ``and_off``, no longer later)."""
+    for trigger, when, _ in _COUPLING_PLAYS:
+        on = [s[trigger] == when for s in specs]
+        if True in on and (not and_off or False in on[on.index(True):]):
+            return True
+    return False
+
+
+def generate_chain(length: int, seed: int, scenario_id: str,
+                   mix: dict[str, int] | None = None) -> Scenario:
+    """One valid chain of exactly ``length`` turns from ``seed`` (category long_chain)."""
+    if not 1 <= length <= MAX_TURNS:
+        raise GenerationError(f"a chain has 1 to {MAX_TURNS} turns, not {length}")
+    mix = dict(DEFAULT_MIX if mix is None else mix)
+    rng = random.Random(seed)
+    for _ in range(50):
+        b = _Builder(rng, canonical_initial())
+        try:
+            _chain(b, length, mix)
+        except _Retry:
+            continue
+        return _finish(b, "long_chain", seed, scenario_id)
+    raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
+
+
+def generate_chains(lengths: Sequence[int], per_length: int, seed: int, prefix: str = "long",
+                    mix: dict[str, int] | None = None) -> list[Scenario]:
+    """``per_length`` chains of each length; ids ``{prefix}-{length:03d}-{nn}``."""
+    if per_length < 1:
+        raise GenerationError("a suite needs at least one chain per length")
+    out = []
+    for length in lengths:
+        for i in range(1, per_length + 1):
+            sseed = scenario_seed(seed, f"chain-{length}", i)
+            out.append(generate_chain(length, sseed, f"{prefix}-{length:03d}-{i:02d}", mix))
+    return out
+
+
+# ---------------------------------------------------------------------------- the hard tier
+
+HARD_CONSTRUCTIONS: Final = (
+    "earliest-after-redo",
+    "trigger-undone-later",
+    "shadow-exposed",
+    "redo-three-deep",
+    "far-reference",
+)
+"""The contract's hardest constructions, one recipe each (``butterfly-hard``: 8 of each)."""
+
+FLAWED_AGENTS: Final[dict[str, Rules]] = {
+    "last-edit": Rules(undo=False, guards=False),
+    "lifo": Rules(earliest_as_last=True, guards=False),
+    "no-coupling": Rules(couplings=False, guards=False),
+}
+"""The scripted flaws a hard scenario must defeat (the same rules as ``butterfly.agents``)."""
+
+
+def defeated(scenario: Scenario) -> tuple[str, ...]:
+    """The flawed agents whose final spec differs from the oracle's on ``scenario``."""
+    final = replay(scenario)[-1]
+    return tuple(a for a, rules in FLAWED_AGENTS.items() if replay(scenario, rules)[-1] != final)
+
+
+def _fresh(b: _Builder) -> list[str]:
+    used = {t.get("setting") for t in b.turns}
+    return [k for k in _PLAIN if k not in used]
+
+
+def _rule_on(b: _Builder) -> bool:
+    """Switch on a rule whose forced value is not already in force (so ignoring it shows)."""
+    plays = list(_COUPLING_PLAYS)
+    b.rng.shuffle(plays)
+    for trigger, when, forced in plays:
+        then = next(c.then for c in COUPLINGS if c.forced == forced)
+        if b.spec[trigger] != when and b.spec[forced] != then and b.set([trigger], value=when):
+            return True
+    return False
+
+
+def _filler(b: _Builder, k: int) -> None:
+    for _ in range(k):
+        r = b.rng.random()
+        _need((r < 0.2 and b.distractor()) or (r < 0.3 and b.drop(_fresh(b))) or b.set(_fresh(b)))
+
+
+def _earliest_after_redo(b: _Builder) -> None:
+    n = b.rng.randint(3, 4)
+    rule_at = b.rng.randrange(1, n + 1)
+    for i in range(n + 1):
+        _need(_rule_on(b) if i == rule_at else b.set(_fresh(b)))
+    first, second = b.turns[0]["setting"], b.turns[1]["setting"]
+    for key in ((first, second) if b.rng.random() < 0.5 else (second, first)):
+        text, para = b._text("undo_ref", description=BY_KEY[key].description)
+        _need(b._try({"op": "undo_ref", "setting": key, "text": text, "paraphrase": para}))
+    _need(b.plain("redo"))
+    _need(b.plain("redo"))
+    _filler(b, b.rng.randint(0, 2))
+    _need(b.plain("undo_earliest"))
+
+
+def _trigger_undone_later(b: _Builder) -> None:
+    trigger, when, forced = b.rng.choice(_COUPLING_PLAYS)
+    _need(b.set([forced]))
+    _filler(b, b.rng.randint(0, 1))
+    _need(b.set([trigger], value=when))
+    _filler(b, b.rng.randint(2, 4))
+    _need(b.undo_ref(prefer_not_last=False) if b.turns[-1]["op"] != "set" or
+          b.turns[-1]["setting"] != trigger else False)
+    _filler(b, b.rng.randint(0, 1))
+    _need(b.plain("undo_earliest"))
+    _need(_rule_on(b))
+    _filler(b, b.rng.randint(0, 1))
+
+
+def _shadow_exposed(b: _Builder) -> None:
+    key = b.rng.choice(_PLAIN)
+    _need(b.set([key]))
+    _filler(b, b.rng.randint(1, 2))
+    if b.rng.random() < 0.5:
+        _need(_rule_on(b))
+    _need(b.set([key]))  # shadows the first assignment
+    _need(b.plain("undo_last"))  # ... which is exposed again
+    _filler(b, b.rng.randint(1, 2))
+    if not any(s[t] == w for s in b.specs[-1:] for t, w, _ in _COUPLING_PLAYS):
+        _need(_rule_on(b))
+    _need(b.plain("undo_earliest"))  # the exposed assignment, the earliest still in effect
+    _filler(b, b.rng.randint(0, 1))
+
+
+def _redo_three_deep(b: _Builder) -> None:
+    _need(b.set(_fresh(b)))
+    _need(_rule_on(b))
+    for _ in range(b.rng.randint(2, 3)):
+        _need(b.set(_fresh(b)))
+    _need(b.plain("undo_last"))
+    _need(_far_back_undo_ref(b))
+    _need(b.plain("undo_earliest"))  # three undone changes on the redo stack
+    for _ in range(b.rng.randint(2, 3)):
+        _need(b.plain("redo"))
+    _filler(b, b.rng.randint(0, 1))
+    _need(b.plain("undo_earliest"))
+
+
+def _far_reference(b: _Builder) -> None:
+    _need(b.set(_fresh(b)))
+    target = b.turns[0]["setting"]
+    _need(b.set(_fresh(b)))
+    k = b.rng.randint(5, 8)
+    rule_at = b.rng.randrange(k)
+    for i in range(k):
+        _need(_rule_on(b)) if i == rule_at else _filler(b, 1)
+    text, para = b._text("undo_ref", description=BY_KEY[target].description)
+    _need(b._try({"op": "undo_ref", "setting": target, "text": text, "paraphrase": para}))
+    _filler(b, b.rng.randint(0, 1))
+    _need(b.plain("undo_earliest"))
+
+
+_HARD: Final[dict[str, Callable[[_Builder], None]]] = {
+    "earliest-after-redo": _earliest_after_redo,
+    "trigger-undone-later": _trigger_undone_later,
+    "shadow-exposed": _shadow_exposed,
+    "redo-three-deep": _redo_three_deep,
+    "far-reference": _far_reference,
+}
+assert tuple(_HARD) == HARD_CONSTRUCTIONS
+
+_HARD_CATEGORY: Final = {
+    "earliest-after-redo": "undo_earliest",
+    "trigger-undone-later": "coupling",
+    "shadow-exposed": "undo_last",
+    "redo-three-deep": "redo",
+    "far-reference": "undo_ref",
+}
+
+
+def generate_hard_one(construction: str, seed: int, scenario_id: str) -> Scenario:
+    """One scenario of a hard construction that defeats every flawed agent (its final spec
+    differs from each one's); candidates that do not are drawn again."""
+    rng = random.Random(seed)
+    for _ in range(300):
+        b = _Builder(rng, canonical_initial())
+        try:
+            _HARD[construction](b)
+        except _Retry:
+            continue
+        s = _finish(b, _HARD_CATEGORY[construction], seed, scenario_id)
+        if len(defeated(s)) == len(FLAWED_AGENTS):
+            return s
+    raise GenerationError(f"could not build a hard {construction} scenario from seed {seed}")
+
+
+def generate_hard(per_construction: int, seed: int, prefix: str = "hard") -> list[Scenario]:
+    """``per_construction`` scenarios of each hard construction; ids ``{prefix}-{name}-{nn}``."""
+    return [
+        generate_hard_one(c, scenario_seed(seed, f"hard-{c}", i), f"{prefix}-{c}-{i:02d}")
+        for c in HARD_CONSTRUCTIONS
+        for i in range(1, per_construction + 1)
+    ]
 
 
 def proportional_counts(n: int, base: dict[str, int] = DEFAULT_COUNTS) -> dict[str, int]:
@@ -409,6 +748,22 @@ def _render(turn: dict[str, Any], family: str, index: int, rng: random.Random,
     return template.format(**fields)
 
 
+def _history_refused(scenario: Scenario) -> set[int]:
+    """Indices of undo_earliest turns where a history-wording paraphrase would be invalid."""
+    history = next(iter(sorted(HISTORY_PARAPHRASES)))
+    family, _, idx = history.rpartition(".")
+    out = set()
+    for t, turn in enumerate(scenario.turns):
+        if turn.op != "undo_earliest":
+            continue
+        probe = list(scenario.turns)
+        probe[t] = turn.model_copy(update={"text": FAMILIES[family][int(idx)]})
+        v = check(scenario.model_copy(update={"turns": tuple(probe)}))
+        if v is not None and v.turn == t + 1:
+            out.add(t)
+    return out
+
+
 def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     """``k`` versions of a generated scenario: variant v re-words every turn with paraphrase
     ``(original index + v) mod family size`` of the same family. Ops, arguments and so the
@@ -416,6 +771,8 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     if scenario.source != "generated" or scenario.seed is None:
         raise GenerationError(f"{scenario.id}: only generated scenarios have paraphrase ids")
     specs = replay(scenario)
+    in_effect_only = _history_refused(scenario)
+    used: dict[int, set[int]] = {}
     out = []
     for v in range(k):
         rng = random.Random(scenario.seed * 1009 + v)
@@ -425,6 +782,12 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
             family, _, idx = (turn.paraphrase or "").rpartition(".")
             size = len(FAMILIES[family])
             new = (int(idx) + v) % size
+            if t in in_effect_only:
+                # v2: this turn's target was undone and redone, so history wording ("hasn't
+                # been undone yet") would read two ways; take the next in-effect paraphrase
+                while f"{family}.{new}" in HISTORY_PARAPHRASES or new in used.get(t, ()):
+                    new = (new + 1) % size
+                used.setdefault(t, set()).add(new)
             if v:  # variant 0 keeps the original wording
                 d["text"] = _render(d, family, new, rng, specs[t])
             d["paraphrase"] = f"{family}.{new}"

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from pydantic import ValidationError
 
 from butterfly.errors import UserError
-from oracle import OPS, Scenario, SuiteManifest, check
+from oracle import OPS, Scenario, SuiteManifest, check, turn_limit
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS_DIR: Final = ROOT / "scenarios"
@@ -112,6 +114,12 @@ def load_suite(path: Path | str) -> list[Scenario]:
         scenarios.append(scenario)
     if not scenarios:
         raise SuiteError(f"{path}: the suite is empty")
+    manifest = load_manifest(path)
+    limit = turn_limit(path.stem) if manifest is None else manifest.max_turns
+    for n, s in enumerate(scenarios, 1):
+        if len(s.turns) > limit:
+            raise SuiteError(f"{path}:{n}: scenario {s.id}: {len(s.turns)} turns, but the suite's "
+                             f"turn limit is {limit}")
     return scenarios
 
 
@@ -138,36 +146,76 @@ def load_manifest(suite_path: Path) -> SuiteManifest | None:
         raise SuiteError(f"{mpath}: {_where(e)}") from None
 
 
-BUILTIN_SEEDS: Final = {"butterfly-40": 40}
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A frozen suite the generator rebuilds byte for byte."""
+
+    seed: int
+    version: int
+    """The suite's own version; docs/suite-changelog.md lists what changed and why."""
+
+
+BUILTINS: Final = {
+    "butterfly-40": Builtin(seed=40, version=2),
+    "butterfly-long": Builtin(seed=4080, version=1),
+    "butterfly-hard": Builtin(seed=1315, version=1),
+}
+BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
+
+LONG_LENGTHS: Final = (5, 10, 20, 40, 80)
+LONG_PER_LENGTH: Final = 12
+HARD_PER_CONSTRUCTION: Final = 8
 
 
 def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
-    """Rebuild a frozen suite: its handwritten scenarios plus generated ones, by category."""
-    from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
+    """Rebuild a frozen suite and its manifest from its seed."""
+    from butterfly.suite.generate import (
+        DEFAULT_COUNTS,
+        GENERATOR_VERSION,
+        generate,
+        generate_chains,
+        generate_hard,
+    )
     from oracle import CATEGORIES
 
-    if name not in BUILTIN_SEEDS:
-        raise SuiteError(f"no built-in suite named {name!r} (known: {', '.join(BUILTIN_SEEDS)})")
-    seed = BUILTIN_SEEDS[name]
-    handwritten_path = SCENARIOS_DIR / "handwritten.jsonl"
-    handwritten = load_suite(handwritten_path)
-    counts = dict(DEFAULT_COUNTS)
-    for s in handwritten:
-        counts[s.category] -= 1
-    generated = generate(counts, seed)
-    ordered = [
-        s for c in CATEGORIES for s in (*handwritten, *generated) if s.category == c
-    ]
+    if name not in BUILTINS:
+        raise SuiteError(f"no built-in suite named {name!r} (known: {', '.join(BUILTINS)})")
+    seed, version = BUILTINS[name].seed, BUILTINS[name].version
+    handwritten_file: str | None = None
+    lengths: dict[str, int] | None = None
+    if name == "butterfly-40":
+        handwritten_file = "scenarios/handwritten.jsonl"
+        handwritten = load_suite(ROOT / handwritten_file)
+        counts = dict(DEFAULT_COUNTS)
+        for s in handwritten:
+            counts[s.category] -= 1
+        generated = generate(counts, seed)
+        ordered = [
+            s for c in CATEGORIES for s in (*handwritten, *generated) if s.category == c
+        ]
+    elif name == "butterfly-long":
+        ordered = generate_chains(LONG_LENGTHS, LONG_PER_LENGTH, seed)
+        lengths = {str(n): LONG_PER_LENGTH for n in LONG_LENGTHS}
+    else:
+        ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
+    limit = turn_limit(name)
+    too_long = next((s for s in ordered if len(s.turns) > limit), None)
+    if too_long is not None:  # pragma: no cover - the builders respect the limit
+        raise SuiteError(f"{name}: {too_long.id} has {len(too_long.turns)} turns (limit {limit})")
     text = dumps_suite(ordered)
     manifest = SuiteManifest(
         name=name,
+        version=version,
         file=f"scenarios/{name}.jsonl",
         generator_version=GENERATOR_VERSION,
         seed=seed,
-        handwritten="scenarios/handwritten.jsonl",
+        handwritten=handwritten_file,
         n_scenarios=len(ordered),
-        counts=dict(DEFAULT_COUNTS),
+        max_turns=limit,
+        counts=dict(Counter(s.category for s in ordered)) if name != "butterfly-40"
+        else dict(DEFAULT_COUNTS),
+        lengths=lengths,
         sha256=sha256_text(text),
     )
     return ordered, manifest
