@@ -104,3 +104,43 @@ def test_score_reparse_modes_agree_for_clean_json(scores: dict[str, dict], tmp_p
     for mode in ("strict", "structured", "lenient"):
         r = run_cli("score", str(run), "--json", "--parse", mode)
         assert json.loads(r.stdout)["final_match"] == 1.0
+
+
+# ---------------------------------------------------------------------------- the ladder (v2)
+
+HARD = ROOT / "scenarios" / "butterfly-hard.jsonl"
+LONG = ROOT / "scenarios" / "butterfly-long.jsonl"
+DEFEATS = ROOT / "tests" / "butterfly" / "golden" / "butterfly-hard.defeats.json"
+FLAWS = ("last-edit", "lifo", "no-coupling")
+
+
+def _final_match(agent: str, path: Path) -> float:
+    scenarios = load_suite(path)
+    hits = sum(agent_specs(agent, s)[-1] == replay(s)[-1] for s in scenarios)
+    return hits / len(scenarios)
+
+
+def test_every_hard_scenario_defeats_scripted_flaws_and_the_golden_file_says_which() -> None:
+    """Which flaws each hard scenario defeats (final spec differs from the oracle's), kept in a
+    golden file so that a change of the suite or an agent shows up as a diff."""
+    table = {
+        s.id: [a for a in FLAWS if agent_specs(a, s)[-1] != replay(s)[-1]]
+        for s in load_suite(HARD)
+    }
+    assert all(table.values())  # at least one each (in fact all three, by construction)
+    assert json.loads(DEFEATS.read_text()) == table
+
+
+@pytest.mark.parametrize("agent", FLAWS)
+def test_flawed_agents_score_at_most_15_percent_on_hard(agent: str) -> None:
+    assert _final_match(agent, HARD) <= 0.15
+
+
+def test_oracle_agent_is_perfect_on_hard_and_long(tmp_path: Path) -> None:
+    for path in (HARD, LONG):
+        run = tmp_path / path.stem
+        r = run_cli("run", "--model", "script/oracle", "--suite", str(path), "--out", str(run),
+                    "--no-cache")
+        assert r.returncode == 0, r.stderr
+        score = json.loads(run_cli("score", str(run), "--json").stdout)
+        assert score["final_match"] == 1.0 and score["turn_match"] == 1.0, path.stem
