@@ -3,7 +3,7 @@
 Runs ``butterfly run --model script/drift:p=P --suite butterfly-long --repeats R --no-cache``
 into a temporary directory (or, with --direct, calls the agent's pure function), reads the run's
 calls, and prints, per chain length, the observed final match beside the drift agent's exact
-expectation (butterfly.agents.drift_expected_final_match), then the horizon with its bootstrap
+expectation (butterfly.core.agents.drift_expected_final_match), then the horizon with its bootstrap
 interval beside the horizon of the expected curve (the same logistic fit on the exact expected
 rates: the value the estimate converges to) and whether the interval covers it.
 

@@ -552,7 +552,7 @@ FLAWED_AGENTS: Final[dict[str, Rules]] = {
     "lifo": Rules(earliest_as_last=True, guards=False),
     "no-coupling": Rules(couplings=False, guards=False),
 }
-"""The scripted flaws a hard scenario must defeat (the same rules as ``butterfly.agents``)."""
+"""The scripted flaws a hard scenario must defeat (the same rules as ``butterfly.core.agents``)."""
 
 
 def defeated(scenario: Scenario) -> tuple[str, ...]:

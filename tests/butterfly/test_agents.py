@@ -205,3 +205,11 @@ def test_drift_through_the_runner_answers_by_the_request_seed(tmp_path: Path) ->
     bad = run_cli("run", "--model", "script/drift:p=2", "--limit", "1", "--out",
                   str(tmp_path / "x"), "--no-cache")
     assert bad.returncode == 1 and "script/drift:p=P with P between 0 and 1" in bad.stderr
+
+
+def test_the_generators_flaws_are_the_agents() -> None:
+    """butterfly-hard is built against generate.FLAWED_AGENTS; they must be the agents' rules."""
+    from butterfly.core.agents import _RULES
+    from butterfly.suite.generate import FLAWED_AGENTS
+
+    assert all(_RULES[name] == rules for name, rules in FLAWED_AGENTS.items())

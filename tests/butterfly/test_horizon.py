@@ -1,5 +1,5 @@
-"""The horizon (butterfly/horizon.py): its JSON shape, the fit at the edges, the survival curve,
-and recovery of the drift agent's known horizon on butterfly-long."""
+"""The horizon (butterfly/core/horizon.py): its JSON shape, the fit at the edges, the survival
+curve, and recovery of the drift agent's known horizon on butterfly-long."""
 
 from __future__ import annotations
 
