@@ -13,9 +13,10 @@ the scripted agents of the harness use it. ``replay`` and ``check`` always use t
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from oracle.catalogue import (
@@ -98,6 +99,8 @@ class Violation:
     scenario: str
     turn: int
     reason: str
+    since: int = 1
+    """The contract version that added the guard (2: inapplicable settings, history wording)."""
 
     def __str__(self) -> str:
         return f"scenario {self.scenario}, turn {self.turn}: {self.reason}"
@@ -121,6 +124,8 @@ class Rules:
     """False: the coupling rules are not applied."""
     guards: bool = True
     """False: no validity guard is checked (for agents replaying a scenario their own way)."""
+    v2: bool = True
+    """False: the guards of contract v1 only (for records played before v2)."""
 
 
 ORACLE: Final = Rules()
@@ -143,9 +148,29 @@ class _Change:
 
 
 class _Invalid(Exception):
-    def __init__(self, turn: int, reason: str) -> None:
+    def __init__(self, turn: int, reason: str, since: int = 1) -> None:
         self.turn = turn
         self.reason = reason
+        self.since = since
+
+
+PLAYED_BEFORE_V2: Final = frozenset({
+    # hw-undo-earliest-after-undo
+    "4d10ce93e9dbaee19c7d8d0cb85005a7263dee8c69ac71812419c632d3de6678",
+    "7eaa94f14688ef63ef654d00e1d735813c405bc8eb7c12264696220a9497d356",  # gen-long-chain-03
+    "920bddf16e9b777573a2fae990d725d0893414a791f386026bfa5ea22258e78a",  # hw-indirect-same-format
+})
+"""SHA-256 of the records (``Scenario.to_json()``) of butterfly-40 v1 that the v2 guards reject.
+
+Runs played on v1 hold them. The v2 guards only remove readings; they never change a spec, so
+:func:`replay` still answers these exact records (and nothing else) as v1 did, and committed
+runs stay readable. :func:`check` still reports their violation: a suite holding them is not
+valid under contract v2 (``butterfly validate`` says so)."""
+
+
+def played_before_v2(scenario: Scenario) -> bool:
+    """Is ``scenario`` one of the v1 records kept replayable (:data:`PLAYED_BEFORE_V2`)?"""
+    return hashlib.sha256(scenario.to_json().encode("utf-8")).hexdigest() in PLAYED_BEFORE_V2
 
 
 def replay(scenario: Scenario, rules: Rules = ORACLE) -> list[dict[str, str]]:
@@ -156,7 +181,9 @@ def replay(scenario: Scenario, rules: Rules = ORACLE) -> list[dict[str, str]]:
     try:
         return _replay(scenario.initial, scenario.turns, rules)
     except _Invalid as e:
-        raise InvalidScenario(Violation(scenario.id, e.turn, e.reason)) from None
+        if e.since == 2 and rules.v2 and played_before_v2(scenario):
+            return _replay(scenario.initial, scenario.turns, replace(rules, v2=False))
+        raise InvalidScenario(Violation(scenario.id, e.turn, e.reason, e.since)) from None
 
 
 def check(scenario: Scenario) -> Violation | None:
@@ -164,7 +191,7 @@ def check(scenario: Scenario) -> Violation | None:
     try:
         _replay(scenario.initial, scenario.turns, ORACLE)
     except _Invalid as e:
-        return Violation(scenario.id, e.turn, e.reason)
+        return Violation(scenario.id, e.turn, e.reason, e.since)
     return None
 
 
@@ -251,7 +278,8 @@ def _replay(
             apply_couplings(spec)
         if guards:
             _coupling_guard(changes, base, t)
-            _applicability_guard(specs[-1], spec, turn, t)
+            if rules.v2:
+                _applicability_guard(specs[-1], spec, turn, t)
         specs.append(spec)
     return specs
 
@@ -288,12 +316,13 @@ def _undo_target(
                     raise _Invalid(
                         t, f"undo_earliest: {target} is shadowed by the rule '{cp.text}'"
                     )
-            phrase = history_wording(turn.text) if target.redone else None
+            phrase = history_wording(turn.text) if target.redone and rules.v2 else None
             if phrase is not None:
                 raise _Invalid(
                     t,
                     f"undo_earliest: the wording {phrase!r} speaks of undo history, but {target} "
                     "has been undone and redone, so the turn reads two ways",
+                    since=2,
                 )
         return target
     # undo_ref
@@ -350,6 +379,7 @@ def _applicability_guard(
                 t,
                 f"{turn.op} makes {key} inapplicable ({why.on} becomes {after[why.on]}; "
                 f"{why.text}), an undeclared coupling a reader may apply",
+                since=2,
             )
 
 
@@ -378,6 +408,7 @@ __all__ = [
     "HISTORY_WORDING",
     "HISTORY_WORDING_EXAMPLES",
     "ORACLE",
+    "PLAYED_BEFORE_V2",
     "TRIGGERS",
     "InvalidScenario",
     "Rules",
@@ -385,6 +416,7 @@ __all__ = [
     "check",
     "drop_wording_problem",
     "history_wording",
+    "played_before_v2",
     "replay",
     "targeted",
 ]

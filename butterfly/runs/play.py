@@ -484,7 +484,7 @@ def load_run_records(out: Path) -> tuple[RunManifest, list[Scenario], dict[Key, 
     except ValidationError as e:
         raise UserError(f"{mpath}: not a butterfly run manifest: "
                         f"{str(e).splitlines()[0]}") from None
-    scenarios = load_suite(out / SUITE_COPY)
+    scenarios = load_suite(out / SUITE_COPY, played=True)
     records: dict[Key, CallRecord] = {}
     for rec in read_calls(out / CALLS):
         key = key_of(rec)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from butterfly.errors import UserError
 from oracle import OPS, Scenario, SuiteManifest, check, turn_limit
+from oracle.replay import played_before_v2
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS_DIR: Final = ROOT / "scenarios"
@@ -62,14 +63,20 @@ def _where(e: ValidationError) -> str:
 
 
 
-def parse_line(line: str, where: str) -> Scenario:
-    """One scenario from one JSON line; ``where`` is ``file:line`` for messages."""
+def parse_line(line: str, where: str, played: bool = False) -> Scenario:
+    """One scenario from one JSON line; ``where`` is ``file:line`` for messages.
+
+    ``played``: the line comes from a run's copy of the suite it played; a butterfly-40 v1
+    record that only a v2 guard rejects is then accepted (``oracle.replay.PLAYED_BEFORE_V2``).
+    """
     try:
         scenario = Scenario.model_validate_json(line)
     except ValidationError as e:
         raise SuiteError(_describe(line, where, e)) from None
     violation = check(scenario)
-    if violation is not None:
+    if violation is not None and not (
+        played and violation.since == 2 and played_before_v2(scenario)
+    ):
         raise SuiteError(f"{where}: {violation}")
     return scenario
 
@@ -87,8 +94,10 @@ def _describe(line: str, where: str, e: ValidationError) -> str:
     return f"{label}: {_where(e)}"
 
 
-def load_suite(path: Path | str) -> list[Scenario]:
-    """Load and fully validate a suite; raise :class:`SuiteError` at the first problem."""
+def load_suite(path: Path | str, played: bool = False) -> list[Scenario]:
+    """Load and fully validate a suite; raise :class:`SuiteError` at the first problem.
+
+    ``played``: a run's copy of its suite (see :func:`parse_line`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -105,7 +114,7 @@ def load_suite(path: Path | str) -> list[Scenario]:
         where = f"{path}:{n}"
         if not line.strip():
             raise SuiteError(f"{where}: blank line (a suite has one scenario per line)")
-        scenario = parse_line(line, where)
+        scenario = parse_line(line, where, played)
         if scenario.id in seen:
             raise SuiteError(
                 f"{where}: scenario {scenario.id}: duplicate id (first on line {seen[scenario.id]})"

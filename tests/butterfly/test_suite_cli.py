@@ -164,3 +164,13 @@ def test_generate_count_validates(tmp_path: Path) -> None:
     assert run_cli("validate", str(out)).returncode == 0
     ids = [json.loads(x)["id"] for x in out.read_text().splitlines()]
     assert len(ids) == 25 == len(set(ids))
+
+
+def test_runs_played_on_v1_still_score_but_the_v1_suite_is_invalid(tmp_path: Path) -> None:
+    run = ROOT / "runs" / "script-oracle-butterfly-40"
+    r = run_cli("score", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["final_match"] == 1.0
+    v = run_cli("validate", str(run / "suite.jsonl"))
+    assert v.returncode == 1 and "inapplicable" in v.stderr
+    assert len(v.stderr.strip().splitlines()) == 1

@@ -7,6 +7,7 @@ a law over valid scenarios: no accepted turn makes a declared setting stop apply
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import naive
 import pytest
@@ -16,7 +17,7 @@ from strategies import HISTORY_EARLIEST, drop_turn, make, set_turn, simple_turn,
 
 import oracle
 from oracle.catalogue import APPLICABILITY, canonical_initial, inapplicable
-from oracle.replay import HISTORY_WORDING_EXAMPLES, history_wording
+from oracle.replay import HISTORY_WORDING_EXAMPLES, Rules, history_wording, played_before_v2
 
 CI = settings(
     derandomize=True,
@@ -162,3 +163,29 @@ def test_history_wording_with_a_typographic_apostrophe() -> None:
     debug = set_turn("log_level", "debug")
     assert kind(make(t60, debug, undo_ref_turn("timeout_seconds"), REDO, hist)) == (
         5, "undo_earliest_history")
+
+
+# ============================================================================ records played on v1
+
+V1_SUITE = Path(__file__).resolve().parents[2] / "runs/script-oracle-butterfly-40/suite.jsonl"
+"""A committed run's copy of the suite it played: butterfly-40 v1."""
+
+
+def test_butterfly40_v1_records_stay_replayable_but_invalid() -> None:
+    """Committed runs hold butterfly-40 v1: its three records that v2 rejects still replay (the
+    v2 guards never change a spec), check() still reports them, and only those exact records."""
+    v1 = [oracle.Scenario.model_validate_json(x) for x in V1_SUITE.read_text().splitlines()]
+    rejected = [s for s in v1 if oracle.check(s) is not None]
+    assert {s.id for s in rejected} == {
+        "hw-indirect-same-format", "hw-undo-earliest-after-undo", "gen-long-chain-03"}
+    for s in rejected:
+        v = oracle.check(s)
+        assert v is not None and v.since == 2 and naive.oracle_kind(v.reason) == "inapplicable"
+        assert played_before_v2(s)
+        specs = oracle.replay(s)
+        assert specs == oracle.replay(s, Rules(v2=False))
+        other = s.model_copy(update={"id": s.id + "-copy"})
+        assert not played_before_v2(other)
+        with pytest.raises(oracle.InvalidScenario):
+            oracle.replay(other)
+    assert all(oracle.check(s) is None or played_before_v2(s) for s in v1)
