@@ -31,7 +31,7 @@ browser:
 	  "sudo apt-get install chromium chromium-driver"; exit 1; fi
 
 test: venv browser
-	# kaggle-benchmarks and nbclient, for the notebook's end-to-end test (tests/butterfly/test_notebook.py)
+	# kaggle-benchmarks and nbclient, for the notebook's end-to-end test (tests/butterfly/kaggle/test_notebook.py)
 	$(PIP) install -e '.[dev,kaggle]' --config-settings editable_mode=compat
 	$(BIN)/ruff check .
 	$(BIN)/mypy

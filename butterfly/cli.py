@@ -36,12 +36,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     g = sub.add_parser("generate", help="write a suite: a frozen one, or a new seeded mix")
-    g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40)")
+    g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40, "
+                   "butterfly-long, butterfly-hard)")
     g.add_argument("--count", type=int, help="number of scenarios of a new mixed suite")
     g.add_argument("--seed", type=int, help="seed of a new mixed suite (default 0)")
     g.add_argument("--paraphrase-variants", type=int, metavar="K",
                    help="with --count: pose each scenario K times, each turn re-worded with "
                    "another paraphrase of its family (ids ID.p0 .. ID.pK-1)")
+    g.add_argument("--lengths", metavar="L[,L..]", help="chains of exactly these numbers of "
+                   "turns (1 to 200) instead of the category mix, e.g. 5,10,20 or 40")
+    g.add_argument("--per-length", type=int, metavar="K",
+                   help="with --lengths: chains per length (default 12)")
+    g.add_argument("--ops", metavar="OP=W,..", help="with --lengths: op weights, e.g. "
+                   "set=4,drop=1,undo_last=1,undo_ref=2,undo_earliest=1,redo=2,distractor=1,"
+                   "indirect=1,coupling=1 (the default; unnamed ops get 0)")
     g.add_argument("--out", help="output file (default: stdout)")
     g.add_argument("--manifest", help="with --suite: also write its manifest here")
     g.set_defaults(func=commands.cmd_generate)

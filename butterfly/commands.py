@@ -28,28 +28,68 @@ def _dump(obj: Any) -> str:
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
-    from butterfly.suite.generate import GenerationError, generate_mixed
+    from butterfly.suite.builder import GenerationError
+    from butterfly.suite.chains import generate_chains, parse_mix
+    from butterfly.suite.generate import generate_mixed
     from butterfly.suite.load import build_builtin, dumps_suite
 
     if a.suite is not None:
-        if a.count is not None or a.seed is not None:
-            raise UserError("generate: --suite rebuilds a frozen suite; it takes no --count/--seed")
+        if any(x is not None for x in (a.count, a.seed, a.lengths, a.ops, a.per_length)):
+            raise UserError("generate: --suite rebuilds a frozen suite; it takes no "
+                            "--count/--seed/--lengths/--per-length/--ops")
         scenarios, manifest = build_builtin(a.suite)
         _write(a.out, dumps_suite(scenarios))
         if a.manifest:
             _write(a.manifest, manifest.model_dump_json(indent=2) + "\n")
     else:
-        if a.count is None:
-            raise UserError("generate: give --suite NAME, or --count N (with --seed S)")
+        seed = 0 if a.seed is None else a.seed
         try:
-            scenarios = generate_mixed(a.count, 0 if a.seed is None else a.seed,
-                                       a.paraphrase_variants)
+            if a.lengths is not None:
+                if a.count is not None:
+                    raise UserError("generate: --lengths builds chains by length; give "
+                                    "--per-length K instead of --count")
+                mix = None if a.ops is None else parse_mix(a.ops)
+                per = 12 if a.per_length is None else a.per_length
+                scenarios = generate_chains(_lengths(a.lengths), per, seed, prefix=f"s{seed}",
+                                            mix=mix)
+            else:
+                if a.count is None:
+                    raise UserError("generate: give --suite NAME, --count N or --lengths L,.. "
+                                    "(with --seed S)")
+                if a.ops is not None or a.per_length is not None:
+                    raise UserError("generate: --ops and --per-length go with --lengths")
+                scenarios = generate_mixed(a.count, seed)
+            scenarios = _variants(scenarios, a.paraphrase_variants)
         except GenerationError as e:
             raise UserError(f"generate: {e}") from None
         _write(a.out, dumps_suite(scenarios))
     if a.out not in (None, "-"):
         print(f"wrote {len(scenarios)} scenarios to {a.out}", file=sys.stderr)
     return 0
+
+
+def _variants(scenarios: list[Any], k: int | None) -> list[Any]:
+    from butterfly.suite.generate import paraphrase_variants
+
+    if k is None:
+        return scenarios
+    if not 1 <= k <= 3:
+        raise UserError("--paraphrase-variants takes 1 to 3 (the smallest family has "
+                              "three paraphrases)")
+    return [v for s in scenarios for v in paraphrase_variants(s, k)]
+
+
+def _lengths(text: str) -> list[int]:
+    from oracle import MAX_TURNS
+
+    try:
+        lengths = [int(x) for x in text.split(",")]
+    except ValueError:
+        lengths = []
+    if not lengths or not all(1 <= n <= MAX_TURNS for n in lengths):
+        raise UserError(f"generate: --lengths takes whole numbers 1 to {MAX_TURNS}, "
+                        "comma-separated (e.g. 5,10,20)")
+    return lengths
 
 
 def cmd_validate(a: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from oracle.catalogue import (
 )
 from oracle.records import (
     CATEGORIES,
+    MAX_TURNS,
     OPS,
     SCHEMA_VERSION,
     UNDO_OPS,
@@ -26,6 +27,7 @@ from oracle.records import (
     Turn,
     check_spec,
     spec_json_schema,
+    turn_limit,
 )
 from oracle.replay import ORACLE, InvalidScenario, Rules, Violation, check, replay, targeted
 
@@ -35,6 +37,7 @@ __all__ = [
     "COUPLINGS",
     "DOMAINS",
     "KEYS",
+    "MAX_TURNS",
     "OPS",
     "ORACLE",
     "SCHEMA_VERSION",
@@ -57,4 +60,5 @@ __all__ = [
     "replay",
     "spec_json_schema",
     "targeted",
+    "turn_limit",
 ]

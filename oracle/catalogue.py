@@ -350,6 +350,42 @@ def apply_couplings(spec: dict[str, str]) -> dict[str, str]:
     return spec
 
 
+@dataclass(frozen=True, slots=True)
+class Applicability:
+    """An undeclared dependency (contract v2): ``settings`` apply only while ``on`` holds one of
+    ``values`` (``applies_in``) or none of them (``not_in``)."""
+
+    settings: tuple[str, ...]
+    on: str
+    values: tuple[str, ...]
+    applies_in: bool
+
+    def applies(self, spec: dict[str, str]) -> bool:
+        return (spec[self.on] in self.values) == self.applies_in
+
+    @property
+    def text(self) -> str:
+        which = " or ".join(self.values)
+        verb = "apply only while" if self.applies_in else "do not apply while"
+        return f"{' and '.join(self.settings)} {verb} {self.on} is {which}"
+
+
+APPLICABILITY: Final[tuple[Applicability, ...]] = (
+    Applicability(("delimiter", "header_row"), "input_format", ("csv", "tsv"), True),
+    Applicability(("encoding", "line_endings", "quote_style"), "output_format", ("parquet",),
+                  False),
+)
+"""The declared list of settings that stop applying with a format (contract section 2, v2).
+
+Not coupling rules: the oracle never changes a value because of them. They are a guard: no turn
+may make one of these settings inapplicable that was applicable before it."""
+
+
+def inapplicable(spec: dict[str, str]) -> dict[str, Applicability]:
+    """Setting -> the declaration that makes it inapplicable in ``spec``."""
+    return {k: a for a in APPLICABILITY if not a.applies(spec) for k in a.settings}
+
+
 def forcing(spec: dict[str, str]) -> dict[str, Coupling]:
     """Forced setting -> the coupling that forces it, for every rule whose trigger holds."""
     return {c.forced: c for c in COUPLINGS if spec[c.trigger] == c.when}

@@ -22,7 +22,16 @@ from pydantic import (
 from oracle.catalogue import DOMAINS, KEYS, SETTINGS, SPEC_VALUES
 
 SCHEMA_VERSION: Final = 1
-MAX_TURNS: Final = 10
+MAX_TURNS: Final = 200
+"""The most turns a scenario record may have (contract v2: 1 to 200 in any suite of the ladder)."""
+TURN_LIMITS: Final = {"butterfly-40": 10}
+"""Suites with a stricter turn limit than :data:`MAX_TURNS`: the default suite keeps 1 to 10."""
+
+
+def turn_limit(suite: str) -> int:
+    """The most turns a scenario of the suite named ``suite`` may have."""
+    return TURN_LIMITS.get(suite, MAX_TURNS)
+
 
 CATEGORIES: Final[tuple[str, ...]] = (
     "undo_ref",
@@ -179,7 +188,7 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
 class Scenario(BaseModel):
-    """One scenario: an initial spec and 1 to 10 user turns."""
+    """One scenario: an initial spec and 1 to 200 user turns (1 to 10 in ``butterfly-40``)."""
 
     model_config = _STRICT
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -209,10 +218,18 @@ class SuiteManifest(BaseModel):
     model_config = _STRICT
     schema_version: Literal[1] = SCHEMA_VERSION
     name: str
+    version: int = Field(ge=1, description="The suite's own version (docs/suite-changelog.md).")
     file: str
     generator_version: str
     seed: int
-    handwritten: str = Field(description="The handwritten scenarios file merged into the suite.")
+    handwritten: str | None = Field(
+        description="The handwritten scenarios file merged into the suite (null: none)."
+    )
     n_scenarios: int
-    counts: dict[str, int]
+    max_turns: int = Field(ge=1, le=MAX_TURNS, description="The suite's turn limit (enforced "
+                           "when the suite is loaded with this manifest beside it).")
+    counts: dict[str, int] = Field(description="Scenarios per category.")
+    lengths: dict[str, int] | None = Field(
+        default=None, description="Scenarios per number of turns, for suites built by length."
+    )
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")

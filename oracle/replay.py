@@ -13,12 +13,20 @@ the scripted agents of the harness use it. ``replay`` and ``check`` always use t
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
-from oracle.catalogue import COUPLINGS, FORCED, TRIGGERS, UNSPECIFIED, apply_couplings
+from oracle.catalogue import (
+    COUPLINGS,
+    FORCED,
+    TRIGGERS,
+    UNSPECIFIED,
+    apply_couplings,
+    inapplicable,
+)
 from oracle.records import Scenario, Turn
 
 DROP_REMOVAL: Final = re.compile(
@@ -46,6 +54,27 @@ DROP_AMBIGUOUS_EXAMPLES: Final = (
 """Phrases the ambiguity pattern must catch (tested); documentation as much as data."""
 
 
+HISTORY_WORDING: Final = re.compile(
+    r"\b(?:undone|undid|un-done|reverted|rolled back|taken back|backed out|retracted"
+    r"|withdrawn|cancell?ed)\b"
+)
+"""Undo-earliest wording that speaks of undo history ("not undone yet", "never undone",
+"hasn't been undone") rather than of what is in effect: a past form of an undo verb. After its
+target was undone and redone such a turn has a second reading, so it is then invalid."""
+
+HISTORY_WORDING_EXAMPLES: Final = (
+    "not undone yet", "never undone", "hasn't been undone", "that I haven't reverted",
+    "not rolled back", "never taken back", "I undid",
+)
+"""Phrases the history pattern must catch (tested)."""
+
+
+def history_wording(text: str) -> str | None:
+    """The phrase of ``text`` that speaks of undo history, or None."""
+    m = HISTORY_WORDING.search(normalise_text(text))
+    return None if m is None else m.group(0)
+
+
 def normalise_text(text: str) -> str:
     """Lower case, typographic apostrophes and quotes made plain, for the wording guards."""
     return text.lower().replace("\u2019", "'").replace("\u2018", "'").replace("\u02bc", "'")
@@ -70,6 +99,8 @@ class Violation:
     scenario: str
     turn: int
     reason: str
+    since: int = 1
+    """The contract version that added the guard (2: inapplicable settings, history wording)."""
 
     def __str__(self) -> str:
         return f"scenario {self.scenario}, turn {self.turn}: {self.reason}"
@@ -93,13 +124,15 @@ class Rules:
     """False: the coupling rules are not applied."""
     guards: bool = True
     """False: no validity guard is checked (for agents replaying a scenario their own way)."""
+    v2: bool = True
+    """False: the guards of contract v1 only (for records played before v2)."""
 
 
 ORACLE: Final = Rules()
 
 
 class _Change:
-    __slots__ = ("activated", "active", "index", "setting", "turn", "value")
+    __slots__ = ("activated", "active", "index", "redone", "setting", "turn", "value")
 
     def __init__(self, index: int, turn: int, setting: str, value: str, activated: int) -> None:
         self.index = index
@@ -108,15 +141,36 @@ class _Change:
         self.value = value
         self.active = True
         self.activated = activated
+        self.redone = False
 
     def __str__(self) -> str:
         return f"the change of turn {self.turn} ({self.setting} := {self.value})"
 
 
 class _Invalid(Exception):
-    def __init__(self, turn: int, reason: str) -> None:
+    def __init__(self, turn: int, reason: str, since: int = 1) -> None:
         self.turn = turn
         self.reason = reason
+        self.since = since
+
+
+PLAYED_BEFORE_V2: Final = frozenset({
+    # hw-undo-earliest-after-undo
+    "4d10ce93e9dbaee19c7d8d0cb85005a7263dee8c69ac71812419c632d3de6678",
+    "7eaa94f14688ef63ef654d00e1d735813c405bc8eb7c12264696220a9497d356",  # gen-long-chain-03
+    "920bddf16e9b777573a2fae990d725d0893414a791f386026bfa5ea22258e78a",  # hw-indirect-same-format
+})
+"""SHA-256 of the records (``Scenario.to_json()``) of butterfly-40 v1 that the v2 guards reject.
+
+Runs played on v1 hold them. The v2 guards only remove readings; they never change a spec, so
+:func:`replay` still answers these exact records (and nothing else) as v1 did, and committed
+runs stay readable. :func:`check` still reports their violation: a suite holding them is not
+valid under contract v2 (``butterfly validate`` says so)."""
+
+
+def played_before_v2(scenario: Scenario) -> bool:
+    """Is ``scenario`` one of the v1 records kept replayable (:data:`PLAYED_BEFORE_V2`)?"""
+    return hashlib.sha256(scenario.to_json().encode("utf-8")).hexdigest() in PLAYED_BEFORE_V2
 
 
 def replay(scenario: Scenario, rules: Rules = ORACLE) -> list[dict[str, str]]:
@@ -127,7 +181,9 @@ def replay(scenario: Scenario, rules: Rules = ORACLE) -> list[dict[str, str]]:
     try:
         return _replay(scenario.initial, scenario.turns, rules)
     except _Invalid as e:
-        raise InvalidScenario(Violation(scenario.id, e.turn, e.reason)) from None
+        if e.since == 2 and rules.v2 and played_before_v2(scenario):
+            return _replay(scenario.initial, scenario.turns, replace(rules, v2=False))
+        raise InvalidScenario(Violation(scenario.id, e.turn, e.reason, e.since)) from None
 
 
 def check(scenario: Scenario) -> Violation | None:
@@ -135,7 +191,7 @@ def check(scenario: Scenario) -> Violation | None:
     try:
         _replay(scenario.initial, scenario.turns, ORACLE)
     except _Invalid as e:
-        return Violation(scenario.id, e.turn, e.reason)
+        return Violation(scenario.id, e.turn, e.reason, e.since)
     return None
 
 
@@ -204,6 +260,7 @@ def _replay(
                 c = redo.pop()
                 c.active = True
                 c.activated = seq
+                c.redone = True
                 seq += 1
                 restore(c.setting)
                 if guards:
@@ -221,6 +278,8 @@ def _replay(
             apply_couplings(spec)
         if guards:
             _coupling_guard(changes, base, t)
+            if rules.v2:
+                _applicability_guard(specs[-1], spec, turn, t)
         specs.append(spec)
     return specs
 
@@ -257,6 +316,14 @@ def _undo_target(
                     raise _Invalid(
                         t, f"undo_earliest: {target} is shadowed by the rule '{cp.text}'"
                     )
+            phrase = history_wording(turn.text) if target.redone and rules.v2 else None
+            if phrase is not None:
+                raise _Invalid(
+                    t,
+                    f"undo_earliest: the wording {phrase!r} speaks of undo history, but {target} "
+                    "has been undone and redone, so the turn reads two ways",
+                    since=2,
+                )
         return target
     # undo_ref
     setting = turn.setting  # type: ignore[union-attr]
@@ -301,6 +368,21 @@ def _order_guard(changes: list[_Change], setting: str, base: dict[str, str], t: 
         )
 
 
+def _applicability_guard(
+    before: dict[str, str], after: dict[str, str], turn: Turn, t: int
+) -> None:
+    """No turn may make a setting of the declared list inapplicable that applied before it."""
+    was = inapplicable(before)
+    for key, why in inapplicable(after).items():
+        if key not in was:
+            raise _Invalid(
+                t,
+                f"{turn.op} makes {key} inapplicable ({why.on} becomes {after[why.on]}; "
+                f"{why.text}), an undeclared coupling a reader may apply",
+                since=2,
+            )
+
+
 def _coupling_guard(changes: list[_Change], base: dict[str, str], t: int) -> None:
     """No explicit assignment may be overridden by a rule whose trigger was made before it."""
     for cp in COUPLINGS:
@@ -323,13 +405,18 @@ __all__ = [
     "DROP_AMBIGUOUS",
     "DROP_AMBIGUOUS_EXAMPLES",
     "DROP_REMOVAL",
+    "HISTORY_WORDING",
+    "HISTORY_WORDING_EXAMPLES",
     "ORACLE",
+    "PLAYED_BEFORE_V2",
     "TRIGGERS",
     "InvalidScenario",
     "Rules",
     "Violation",
     "check",
     "drop_wording_problem",
+    "history_wording",
+    "played_before_v2",
     "replay",
     "targeted",
 ]

@@ -12,6 +12,7 @@ answers the spec as JSON. They double as checks of the metrics: each has a known
 | ``script/lifo`` | treats undo-earliest as undo-last |
 | ``script/no-coupling`` | ignores the coupling rules |
 | ``script/noisy:p=P`` | the oracle's answer, wrong with a per-scenario probability (below) |
+| ``script/drift:p=P`` | the oracle's answer until it stops tracking for good (below) |
 
 ``script/noisy:p=P`` (default P = 0.2) gives each scenario its own error rate q, drawn once from
 Beta(2P, 2(1-P)) (mean P; most scenarios rarely wrong, a few often) with a generator seeded by
@@ -20,6 +21,14 @@ with one setting moved to another value of its domain; the draw is seeded by the
 turn and the request's seed, so repeats and self-consistency samples (other seeds) differ and
 every answer is reproducible. It is the raw material of the statistics calibration and the
 self-consistency tests.
+
+``script/drift:p=P`` (default P = 0.05; contract section 4) validates the horizon metric: before
+each turn t >= 1, with probability P, it stops tracking for good and from then on repeats its
+previous answer unchanged (so it answers o_(s-1) from its stopping turn s on). The draw for turn
+t is seeded by the request's seed, the scenario and t, so a conversation stops at the same turn
+whenever it is replayed with the same seed, and repeats (other seeds) stop elsewhere. Its exact
+expected final match on a scenario of n turns is (1-P)^n + sum over t of (1-P)^(t-1) P
+[o_(t-1) == o_n] (:func:`drift_expected_final_match`).
 """
 
 from __future__ import annotations
@@ -45,24 +54,37 @@ _RULES: Final[dict[str, Rules | None]] = {
     "no-coupling": Rules(couplings=False, guards=False),
 }
 AGENTS: Final = tuple(_RULES)
-"""The deterministic agents; ``noisy:p=P`` answers by the request's seed."""
+"""The deterministic agents; ``noisy:p=P`` and ``drift:p=P`` answer by the request's seed."""
 
 
-def noisy_p(name: str) -> float | None:
-    """P of ``noisy`` / ``noisy:p=P``, None for any other agent name."""
+_DEFAULT_P: Final = {"noisy": 0.2, "drift": 0.05}
+
+
+def _agent_p(name: str, agent: str) -> float | None:
+    """P of ``agent`` / ``agent:p=P``, None when ``name`` is another agent."""
     base, _, arg = name.partition(":")
-    if base != "noisy":
+    if base != agent:
         return None
     if not arg:
-        return 0.2
+        return _DEFAULT_P[agent]
     key, _, value = arg.partition("=")
     try:
         p = float(value)
     except ValueError:
         p = -1.0
     if key != "p" or not 0 <= p <= 1:
-        raise AgentError(f"script/{name}: write script/noisy:p=P with P between 0 and 1")
+        raise AgentError(f"script/{name}: write script/{agent}:p=P with P between 0 and 1")
     return p
+
+
+def noisy_p(name: str) -> float | None:
+    """P of ``noisy`` / ``noisy:p=P``, None for any other agent name."""
+    return _agent_p(name, "noisy")
+
+
+def drift_p(name: str) -> float | None:
+    """P of ``drift`` / ``drift:p=P``, None for any other agent name."""
+    return _agent_p(name, "drift")
 
 
 def _seeded(*parts: object) -> random.Random:
@@ -90,13 +112,41 @@ def noisy_spec(scenario: Scenario, turn: int, seed: int | None, p: float,
     return wrong
 
 
+def drift_stop(scenario_id: str, n_turns: int, seed: int | None, p: float) -> int | None:
+    """The turn before which the drift agent stops tracking (1..n), or None if it never does."""
+    for t in range(1, n_turns + 1):
+        if _seeded("drift-stop", p, scenario_id, t, seed).random() < p:
+            return t
+    return None
+
+
+def drift_spec(scenario: Scenario, turn: int, seed: int | None, p: float,
+               oracle: list[dict[str, str]] | None = None) -> dict[str, str]:
+    """The drift agent's answer to ``turn`` when asked with ``seed``: the oracle's spec, or,
+    from the turn it stopped tracking on, the answer it gave just before."""
+    o = oracle or replay(scenario)
+    stop = drift_stop(scenario.id, turn, seed, p)
+    return dict(o[turn if stop is None else stop - 1])
+
+
+def drift_expected_final_match(scenario: Scenario, p: float,
+                               oracle: list[dict[str, str]] | None = None) -> float:
+    """Exact expected final match: (1-p)^n + sum_t (1-p)^(t-1) p [o_(t-1) == o_n]."""
+    o = oracle or replay(scenario)
+    n = len(o) - 1
+    return (1 - p) ** n + sum(
+        (1 - p) ** (t - 1) * p for t in range(1, n + 1) if o[t - 1] == o[n]
+    )
+
+
 def agent_specs(name: str, scenario: Scenario) -> list[dict[str, str]]:
     """The specs agent ``name`` answers after every turn (index 0 = initial)."""
-    if noisy_p(name) is not None:
-        raise ValueError("the noisy agent's answers depend on the seed: use noisy_spec")
+    if noisy_p(name) is not None or drift_p(name) is not None:
+        raise ValueError("this agent's answers depend on the seed: use noisy_spec / drift_spec")
     if name not in _RULES:
         raise AgentError(f"unknown scripted agent script/{name} (known: "
-                        f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P)")
+                        f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P, "
+                        "script/drift:p=P)")
     rules = _RULES[name]
     if rules is None:
         return [dict(scenario.initial) for _ in range(len(scenario.turns) + 1)]

@@ -46,18 +46,21 @@ COT: Final = (
     "this message makes, undoes or redoes, and which coupling rules apply."
 )
 
-_EXAMPLE_TURNS: Final = (
-    ("set", "log_level", "warning", "Only log warnings and errors from now on."),
-    ("set", "input_format", "tsv", "The files will come in as TSV."),
-    ("undo_last", None, None, "Actually, forget that last edit."),
+FEW_SHOT_TURNS: Final = (
+    ("set", "log_level", "warning", "Quieter logs, please: nothing below the warning level."),
+    ("set", "input_format", "tsv", "Our supplier is moving to TSV exports; read those."),
+    ("undo_last", None, None, "Hmm, cancel that request of mine."),
 )
+"""The few-shot conversation (op, setting, value, text). Contract v2: its wording stays apart
+from every turn of every shipped suite (a test bounds the similarity); v1's "Only log warnings
+and errors from now on." nearly repeated a turn of gen-undo-ref-04."""
 
 
 def _few_shot_block() -> str:
     """Worked examples from a fixed conversation that is in no suite (the oracle answers it)."""
     turns = [
         {"op": op, "text": text, **({"setting": k, "value": v} if k else {})}
-        for op, k, v, text in _EXAMPLE_TURNS
+        for op, k, v, text in FEW_SHOT_TURNS
     ]
     example = Scenario.model_validate(
         {"id": "few-shot-example", "category": "long_chain", "source": "handwritten",

@@ -30,7 +30,8 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "scenario.schema.json": lambda: _titled(
         Scenario.model_json_schema(),
         "ButterflyBench scenario",
-        "One line of a suite file (JSON Lines): an initial spec and 1 to 10 user turns.",
+        "One line of a suite file (JSON Lines): an initial spec and 1 to 200 user turns "
+        "(1 to 10 in butterfly-40).",
     ),
     "suite-manifest.schema.json": lambda: _titled(
         SuiteManifest.model_json_schema(),

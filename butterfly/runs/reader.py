@@ -90,7 +90,7 @@ def load_run(path: Path | str) -> Run:
     if not (out / MANIFEST).is_file():
         raise UserError(f"{out}: not a run directory (no {MANIFEST})")
     manifest = read_manifest(out)
-    suite = tuple(load_suite(out / SUITE_COPY))
+    suite = tuple(load_suite(out / SUITE_COPY, played=True))
     records: dict[CallKey, CallRecord] = {}
     for rec in read_calls(out / CALLS):
         key = key_of(rec)

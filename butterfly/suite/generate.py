@@ -13,12 +13,21 @@ puts undo_last right after an undo or redo (where "undo that" could read as "red
 
 from __future__ import annotations
 
-import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final
 
-from butterfly.suite.templates import DISTRACTOR_MENTIONS_VALUE, FAMILIES
+from butterfly.suite.builder import (
+    _COUPLING_PLAYS,
+    _PLAIN,
+    GenerationError,
+    _Builder,
+    _finish,
+    _need,
+    _Retry,
+    scenario_seed,
+)
+from butterfly.suite.templates import FAMILIES, HISTORY_PARAPHRASES
 from oracle import (
     BY_KEY,
     CATEGORIES,
@@ -29,7 +38,7 @@ from oracle import (
     replay,
 )
 
-GENERATOR_VERSION: Final = "1"
+GENERATOR_VERSION: Final = "2"
 
 DEFAULT_COUNTS: Final[dict[str, int]] = {
     "undo_ref": 6,
@@ -44,175 +53,6 @@ DEFAULT_COUNTS: Final[dict[str, int]] = {
     "indirect_ref": 1,
 }
 """The category counts of ``butterfly-40`` (contract section 2)."""
-
-_COUPLING_PLAYS: Final = (
-    ("input_format", "tsv", "delimiter"),
-    ("parallel", "on", "progress_bar"),
-    ("output_format", "html", "encoding"),
-)
-_PLAIN: Final = tuple(k for k in KEYS if k not in {"input_format", "parallel", "output_format",
-                                                   "delimiter", "progress_bar", "encoding"})
-
-
-class GenerationError(RuntimeError):
-    pass
-
-
-def scenario_seed(suite_seed: int, category: str, index: int) -> int:
-    digest = hashlib.sha256(f"butterfly:{suite_seed}:{category}:{index}".encode()).digest()
-    return int.from_bytes(digest[:6], "big")
-
-
-class _Builder:
-    """A scenario under construction; every turn is accepted only if the oracle agrees."""
-
-    def __init__(self, rng: random.Random, initial: dict[str, str]) -> None:
-        self.rng = rng
-        self.initial = initial
-        self.turns: list[dict[str, Any]] = []
-        self.specs: list[dict[str, str]] = [dict(initial)]
-
-    @property
-    def spec(self) -> dict[str, str]:
-        return self.specs[-1]
-
-    def _scenario(self, turns: list[dict[str, Any]]) -> Scenario:
-        return Scenario.model_validate(
-            {
-                "id": "draft",
-                "category": "long_chain",
-                "source": "generated",
-                "seed": 0,
-                "initial": self.initial,
-                "turns": tuple(turns),
-            },
-            strict=False,
-        )
-
-    def _try(self, turn: dict[str, Any]) -> bool:
-        op = turn["op"]
-        if op == "undo_last" and self.turns and self.turns[-1]["op"] in {
-            "undo_last", "undo_ref", "undo_earliest", "redo"
-        }:
-            return False
-        candidate = [*self.turns, turn]
-        scenario = self._scenario(candidate)
-        if check(scenario) is not None:
-            return False
-        specs = replay(scenario)
-        if op != "distractor" and specs[-1] == specs[-2]:
-            return False
-        self.turns = candidate
-        self.specs = specs
-        return True
-
-    def _text(self, family: str, **fields: str) -> tuple[str, str]:
-        templates = FAMILIES[family]
-        i = self.rng.randrange(len(templates))
-        return templates[i].format(**fields), f"{family}.{i}"
-
-    def set(self, settings: Sequence[str] = KEYS, value: str | None = None) -> bool:
-        order = list(settings)
-        self.rng.shuffle(order)
-        for key in order:
-            s = BY_KEY[key]
-            values = [v for v in s.domain if v != self.spec[key]] if value is None else [value]
-            self.rng.shuffle(values)
-            for v in values:
-                text, para = self._text("set", phrase=s.phrase(v), name=s.name)
-                if self._try({"op": "set", "setting": key, "value": v, "text": text,
-                              "paraphrase": para}):
-                    return True
-        return False
-
-    def drop(self, settings: Sequence[str] = KEYS) -> bool:
-        order = list(settings)
-        self.rng.shuffle(order)
-        for key in order:
-            text, para = self._text("drop", name=BY_KEY[key].name)
-            if self._try({"op": "drop", "setting": key, "text": text, "paraphrase": para}):
-                return True
-        return False
-
-    def plain(self, op: str) -> bool:
-        text, para = self._text(op)
-        return self._try({"op": op, "text": text, "paraphrase": para})
-
-    def undo_ref(self, prefer_not_last: bool = True) -> bool:
-        assigned = [t["setting"] for t in self.turns if t["op"] in {"set", "drop"}]
-        order = list(dict.fromkeys(assigned))
-        self.rng.shuffle(order)
-        if prefer_not_last and assigned:
-            order.sort(key=lambda k: k == assigned[-1])  # stable: the last change goes last
-        for key in order:
-            text, para = self._text("undo_ref", description=BY_KEY[key].description)
-            if self._try({"op": "undo_ref", "setting": key, "text": text, "paraphrase": para}):
-                return True
-        return False
-
-    def distractor(self) -> bool:
-        keys = list(KEYS)
-        self.rng.shuffle(keys)
-        for key in keys[:6]:
-            s = BY_KEY[key]
-            templates = FAMILIES["distractor"]
-            i = self.rng.randrange(len(templates))
-            if i in DISTRACTOR_MENTIONS_VALUE:
-                values = [v for v in s.domain if v != self.spec[key]]
-                phrase = s.phrase(self.rng.choice(values))
-            else:
-                phrase = ""
-            text = templates[i].format(phrase=phrase, name=s.name)
-            if self._try({"op": "distractor", "text": text, "paraphrase": f"distractor.{i}"}):
-                return True
-        return False
-
-    def indirect(self) -> bool:
-        spec = self.spec
-        options: list[tuple[str, str, str]] = []
-        out_domain = BY_KEY["output_format"].domain
-        if spec["input_format"] in out_domain and spec["output_format"] != spec["input_format"]:
-            options.append(("indirect.same_format", "output_format", spec["input_format"]))
-        doubled = {"30": "60", "60": "120"}.get(spec["timeout_seconds"])
-        if doubled:
-            options.append(("indirect.double_timeout", "timeout_seconds", doubled))
-        tenfold = {"1000": "10000", "10000": "100000"}.get(spec["max_rows"])
-        if tenfold:
-            options.append(("indirect.tenfold_rows", "max_rows", tenfold))
-        self.rng.shuffle(options)
-        for family, key, value in options:
-            text, para = self._text(family)
-            if self._try({"op": "set", "setting": key, "value": value, "text": text,
-                          "paraphrase": para}):
-                return True
-        return False
-
-    def any_op(self) -> bool:
-        """One turn of a random op, weighted towards sets, for long chains."""
-        ops = ["set"] * 4 + ["drop", "undo_last", "undo_ref", "undo_earliest", "redo",
-                             "distractor", "indirect"]
-        self.rng.shuffle(ops)
-        for op in ops:
-            ok = {
-                "set": lambda: self.set(),
-                "drop": lambda: self.drop(),
-                "undo_ref": lambda: self.undo_ref(),
-                "distractor": self.distractor,
-                "indirect": self.indirect,
-            }.get(op, lambda op=op: self.plain(op))()
-            if ok:
-                return True
-        return False
-
-
-def _need(ok: bool) -> None:
-    if not ok:
-        raise _Retry
-
-
-class _Retry(Exception):
-    pass
-
 
 def _undo_ref(b: _Builder) -> None:
     for _ in range(b.rng.randint(2, 4)):
@@ -312,7 +152,9 @@ def _drop_undo(b: _Builder) -> None:
 
 def _indirect_ref(b: _Builder) -> None:
     if b.rng.random() < 0.5:
-        _need(b.set(["input_format"], value=b.rng.choice(("json", "jsonl", "parquet"))))
+        # v2: an explicit output format, later matched to the input's (csv); moving the input
+        # to a format without a delimiter would make the delimiter inapplicable
+        _need(b.set(["output_format"], value=b.rng.choice(("jsonl", "html", "markdown"))))
     else:
         _need(b.set(["max_rows"], value=b.rng.choice(("1000", "10000"))))
     _need(b.set(_PLAIN))
@@ -345,17 +187,7 @@ def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:
             _RECIPES[category](b)
         except _Retry:
             continue
-        return Scenario.model_validate(
-            {
-                "id": scenario_id,
-                "category": category,
-                "source": "generated",
-                "seed": seed,
-                "initial": b.initial,
-                "turns": tuple(b.turns),
-            },
-            strict=False,
-        )
+        return _finish(b, category, seed, scenario_id)
     raise GenerationError(f"could not build a valid {category} scenario from seed {seed}")
 
 
@@ -409,6 +241,22 @@ def _render(turn: dict[str, Any], family: str, index: int, rng: random.Random,
     return template.format(**fields)
 
 
+def _history_refused(scenario: Scenario) -> set[int]:
+    """Indices of undo_earliest turns where a history-wording paraphrase would be invalid."""
+    history = next(iter(sorted(HISTORY_PARAPHRASES)))
+    family, _, idx = history.rpartition(".")
+    out = set()
+    for t, turn in enumerate(scenario.turns):
+        if turn.op != "undo_earliest":
+            continue
+        probe = list(scenario.turns)
+        probe[t] = turn.model_copy(update={"text": FAMILIES[family][int(idx)]})
+        v = check(scenario.model_copy(update={"turns": tuple(probe)}))
+        if v is not None and v.turn == t + 1:
+            out.add(t)
+    return out
+
+
 def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     """``k`` versions of a generated scenario: variant v re-words every turn with paraphrase
     ``(original index + v) mod family size`` of the same family. Ops, arguments and so the
@@ -416,6 +264,8 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     if scenario.source != "generated" or scenario.seed is None:
         raise GenerationError(f"{scenario.id}: only generated scenarios have paraphrase ids")
     specs = replay(scenario)
+    in_effect_only = _history_refused(scenario)
+    used: dict[int, set[int]] = {}
     out = []
     for v in range(k):
         rng = random.Random(scenario.seed * 1009 + v)
@@ -425,6 +275,12 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
             family, _, idx = (turn.paraphrase or "").rpartition(".")
             size = len(FAMILIES[family])
             new = (int(idx) + v) % size
+            if t in in_effect_only:
+                # v2: this turn's target was undone and redone, so history wording ("hasn't
+                # been undone yet") would read two ways; take the next in-effect paraphrase
+                while f"{family}.{new}" in HISTORY_PARAPHRASES or new in used.get(t, ()):
+                    new = (new + 1) % size
+                used.setdefault(t, set()).add(new)
             if v:  # variant 0 keeps the original wording
                 d["text"] = _render(d, family, new, rng, specs[t])
             d["paraphrase"] = f"{family}.{new}"
@@ -437,13 +293,7 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     return out
 
 
-def generate_mixed(count: int, seed: int, variants: int | None = None) -> list[Scenario]:
+def generate_mixed(count: int, seed: int) -> list[Scenario]:
     """``butterfly generate --count N --seed S``: ``count`` scenarios in butterfly-40's
-    proportions (ids ``sS-...``), each posed ``variants`` times with other paraphrases."""
-    scenarios = generate(proportional_counts(count), seed, prefix=f"s{seed}")
-    if variants is None:
-        return scenarios
-    if not 1 <= variants <= 3:
-        raise GenerationError("--paraphrase-variants takes 1 to 3 (the smallest family has "
-                              "three paraphrases)")
-    return [v for s in scenarios for v in paraphrase_variants(s, variants)]
+    proportions (ids ``sS-...``)."""
+    return generate(proportional_counts(count), seed, prefix=f"s{seed}")

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from pydantic import ValidationError
 
 from butterfly.errors import UserError
+from butterfly.suite.chains import generate_chains
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
-from oracle import CATEGORIES, OPS, Scenario, SuiteManifest, check
+from butterfly.suite.hard import generate_hard
+from oracle import CATEGORIES, OPS, Scenario, SuiteManifest, check, turn_limit
+from oracle.replay import played_before_v2
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS_DIR: Final = ROOT / "scenarios"
@@ -61,14 +66,20 @@ def _where(e: ValidationError) -> str:
 
 
 
-def parse_line(line: str, where: str) -> Scenario:
-    """One scenario from one JSON line; ``where`` is ``file:line`` for messages."""
+def parse_line(line: str, where: str, played: bool = False) -> Scenario:
+    """One scenario from one JSON line; ``where`` is ``file:line`` for messages.
+
+    ``played``: the line comes from a run's copy of the suite it played; a butterfly-40 v1
+    record that only a v2 guard rejects is then accepted (``oracle.replay.PLAYED_BEFORE_V2``).
+    """
     try:
         scenario = Scenario.model_validate_json(line)
     except ValidationError as e:
         raise SuiteError(_describe(line, where, e)) from None
     violation = check(scenario)
-    if violation is not None:
+    if violation is not None and not (
+        played and violation.since == 2 and played_before_v2(scenario)
+    ):
         raise SuiteError(f"{where}: {violation}")
     return scenario
 
@@ -86,8 +97,10 @@ def _describe(line: str, where: str, e: ValidationError) -> str:
     return f"{label}: {_where(e)}"
 
 
-def load_suite(path: Path | str) -> list[Scenario]:
-    """Load and fully validate a suite; raise :class:`SuiteError` at the first problem."""
+def load_suite(path: Path | str, played: bool = False) -> list[Scenario]:
+    """Load and fully validate a suite; raise :class:`SuiteError` at the first problem.
+
+    ``played``: a run's copy of its suite (see :func:`parse_line`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -104,7 +117,7 @@ def load_suite(path: Path | str) -> list[Scenario]:
         where = f"{path}:{n}"
         if not line.strip():
             raise SuiteError(f"{where}: blank line (a suite has one scenario per line)")
-        scenario = parse_line(line, where)
+        scenario = parse_line(line, where, played)
         if scenario.id in seen:
             raise SuiteError(
                 f"{where}: scenario {scenario.id}: duplicate id (first on line {seen[scenario.id]})"
@@ -113,6 +126,12 @@ def load_suite(path: Path | str) -> list[Scenario]:
         scenarios.append(scenario)
     if not scenarios:
         raise SuiteError(f"{path}: the suite is empty")
+    manifest = load_manifest(path)
+    limit = turn_limit(path.stem) if manifest is None else manifest.max_turns
+    for n, s in enumerate(scenarios, 1):
+        if len(s.turns) > limit:
+            raise SuiteError(f"{path}:{n}: scenario {s.id}: {len(s.turns)} turns, but the suite's "
+                             f"turn limit is {limit}")
     return scenarios
 
 
@@ -139,33 +158,67 @@ def load_manifest(suite_path: Path) -> SuiteManifest | None:
         raise SuiteError(f"{mpath}: {_where(e)}") from None
 
 
-BUILTIN_SEEDS: Final = {"butterfly-40": 40}
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A frozen suite the generator rebuilds byte for byte."""
+
+    seed: int
+    version: int
+    """The suite's own version; docs/suite-changelog.md lists what changed and why."""
+
+
+BUILTINS: Final = {
+    "butterfly-40": Builtin(seed=40, version=2),
+    "butterfly-long": Builtin(seed=4080, version=1),
+    "butterfly-hard": Builtin(seed=1315, version=1),
+}
+BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
+
+LONG_LENGTHS: Final = (5, 10, 20, 40, 80)
+LONG_PER_LENGTH: Final = 12
+HARD_PER_CONSTRUCTION: Final = 8
 
 
 def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
-    """Rebuild a frozen suite: its handwritten scenarios plus generated ones, by category."""
-    if name not in BUILTIN_SEEDS:
-        raise SuiteError(f"no built-in suite named {name!r} (known: {', '.join(BUILTIN_SEEDS)})")
-    seed = BUILTIN_SEEDS[name]
-    handwritten_path = SCENARIOS_DIR / "handwritten.jsonl"
-    handwritten = load_suite(handwritten_path)
-    counts = dict(DEFAULT_COUNTS)
-    for s in handwritten:
-        counts[s.category] -= 1
-    generated = generate(counts, seed)
-    ordered = [
-        s for c in CATEGORIES for s in (*handwritten, *generated) if s.category == c
-    ]
+    """Rebuild a frozen suite and its manifest from its seed."""
+    if name not in BUILTINS:
+        raise SuiteError(f"no built-in suite named {name!r} (known: {', '.join(BUILTINS)})")
+    seed, version = BUILTINS[name].seed, BUILTINS[name].version
+    handwritten_file: str | None = None
+    lengths: dict[str, int] | None = None
+    if name == "butterfly-40":
+        handwritten_file = "scenarios/handwritten.jsonl"
+        handwritten = load_suite(ROOT / handwritten_file)
+        counts = dict(DEFAULT_COUNTS)
+        for s in handwritten:
+            counts[s.category] -= 1
+        generated = generate(counts, seed)
+        ordered = [
+            s for c in CATEGORIES for s in (*handwritten, *generated) if s.category == c
+        ]
+    elif name == "butterfly-long":
+        ordered = generate_chains(LONG_LENGTHS, LONG_PER_LENGTH, seed)
+        lengths = {str(n): LONG_PER_LENGTH for n in LONG_LENGTHS}
+    else:
+        ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
+    limit = turn_limit(name)
+    too_long = next((s for s in ordered if len(s.turns) > limit), None)
+    if too_long is not None:  # pragma: no cover - the builders respect the limit
+        raise SuiteError(f"{name}: {too_long.id} has {len(too_long.turns)} turns (limit {limit})")
     text = dumps_suite(ordered)
     manifest = SuiteManifest(
         name=name,
+        version=version,
         file=f"scenarios/{name}.jsonl",
         generator_version=GENERATOR_VERSION,
         seed=seed,
-        handwritten="scenarios/handwritten.jsonl",
+        handwritten=handwritten_file,
         n_scenarios=len(ordered),
-        counts=dict(DEFAULT_COUNTS),
+        max_turns=limit,
+        counts=dict(Counter(s.category for s in ordered)) if name != "butterfly-40"
+        else dict(DEFAULT_COUNTS),
+        lengths=lengths,
         sha256=sha256_text(text),
     )
     return ordered, manifest

@@ -79,5 +79,11 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 
+HISTORY_PARAPHRASES: Final = frozenset({"undo_earliest.2"})
+"""Undo-earliest paraphrases that speak of undo history ("hasn't been undone yet") rather than of
+what is in effect. The oracle recognises them by its own text pattern (``HISTORY_WORDING``; a
+test keeps the two in step) and rejects them once their target has been undone and redone; the
+generator then uses the next paraphrase of the family."""
+
 DISTRACTOR_MENTIONS_VALUE: Final = frozenset({0, 2, 3})
 """Distractor paraphrases whose text names a value (the generator picks one not in force)."""

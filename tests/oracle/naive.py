@@ -6,8 +6,10 @@ setting, value, active flag and the time of its latest (re)activation) and the r
 after every turn the spec and every guard are recomputed from that full list.
 
 The only things borrowed from the oracle are plain data: the catalogue (domains, couplings) and
-the drop-wording patterns (``DROP_REMOVAL`` / ``DROP_AMBIGUOUS``), which the contract leaves to
-the implementation. (``oracle_outcome`` at the end calls the oracle, for the comparison tests.)
+the wording patterns (``DROP_REMOVAL`` / ``DROP_AMBIGUOUS`` for drops, ``HISTORY_WORDING`` for
+undo-earliest), which the contract leaves to the implementation. The v2 list of settings that
+stop applying is written out here again from the contract, not imported. (``oracle_outcome`` at
+the end calls the oracle, for the comparison tests.)
 
 ``naive_replay`` returns the list of specs (index 0 = the initial spec) or the first violation as
 ``(turn, kind)``; ``kind`` is one of :data:`KINDS`. :func:`oracle_kind` maps the oracle's
@@ -20,7 +22,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from oracle.catalogue import COUPLINGS, KEYS, SPEC_VALUES, UNSPECIFIED
-from oracle.replay import DROP_AMBIGUOUS, DROP_REMOVAL, check, normalise_text, replay
+from oracle.replay import (
+    DROP_AMBIGUOUS,
+    DROP_REMOVAL,
+    HISTORY_WORDING,
+    check,
+    normalise_text,
+    replay,
+)
 
 KINDS = (
     "initial_coupling",
@@ -33,7 +42,20 @@ KINDS = (
     "undo_earliest_shadowed",
     "order_mismatch",
     "coupling_override",
+    "undo_earliest_history",
+    "inapplicable",
 )
+
+NOT_APPLICABLE = (
+    # (setting, format setting, the format values under which it does NOT apply)
+    ("delimiter", "input_format", ("json", "jsonl", "parquet", UNSPECIFIED)),
+    ("header_row", "input_format", ("json", "jsonl", "parquet", UNSPECIFIED)),
+    ("encoding", "output_format", ("parquet",)),
+    ("line_endings", "output_format", ("parquet",)),
+    ("quote_style", "output_format", ("parquet",)),
+)
+"""Contract v2: delimiter and header_row apply only while input_format is csv or tsv (so not
+while it is unspecified either); encoding, line endings and quoting not while output is Parquet."""
 
 INITIAL = -1
 """The made-order index of the initial spec: before every change."""
@@ -44,6 +66,7 @@ class Change(NamedTuple):
     value: str
     active: bool
     activated: int  # the clock tick of its latest (re)activation
+    redone: bool = False  # reactivated by a redo at least once
 
 
 class State(NamedTuple):
@@ -127,6 +150,10 @@ def forced_by_a_change(state: State, setting: str) -> bool:
     )
 
 
+def not_applying(spec: Mapping[str, str]) -> set[str]:
+    return {k for k, fmt, values in NOT_APPLICABLE if spec[fmt] in values}
+
+
 def coupling_overrides(state: State) -> bool:
     """An explicit assignment in effect is overridden by a rule whose trigger was made before it."""
     base = uncoupled(state)
@@ -159,6 +186,7 @@ def _deactivate(state: State, i: int) -> State:
 
 def step(state: State, turn: Mapping[str, Any]) -> State | Bad:
     """The state after one turn, or the guard it violates. ``turn`` is a plain dict."""
+    before = state
     op = turn["op"]
     if op == "drop" and not drop_wording_ok(turn["text"]):
         return Bad("drop_wording")
@@ -173,7 +201,7 @@ def step(state: State, turn: Mapping[str, Any]) -> State | Bad:
         if not state.redo:
             return Bad("nothing_to_redo")
         i = state.redo[-1]
-        c = state.changes[i]._replace(active=True, activated=state.clock)
+        c = state.changes[i]._replace(active=True, activated=state.clock, redone=True)
         changes = (*state.changes[:i], c, *state.changes[i + 1 :])
         state = State(state.initial, changes, state.redo[:-1], state.clock + 1)
     elif op in ("undo_last", "undo_earliest", "undo_ref"):
@@ -189,6 +217,9 @@ def step(state: State, turn: Mapping[str, Any]) -> State | Bad:
             target = min(active)
             if shadowed(state, target):
                 return Bad("undo_earliest_shadowed")
+            history = HISTORY_WORDING.search(normalise_text(turn["text"])) is not None
+            if state.changes[target].redone and history:
+                return Bad("undo_earliest_history")
         else:
             hits = [i for i in active if state.changes[i].setting == turn["setting"]]
             if len(hits) != 1:
@@ -204,6 +235,8 @@ def step(state: State, turn: Mapping[str, Any]) -> State | Bad:
         return Bad("order_mismatch")
     if coupling_overrides(state):
         return Bad("coupling_override")
+    if not_applying(spec_of(state)) - not_applying(spec_of(before)):
+        return Bad("inapplicable")
     return state
 
 
@@ -253,6 +286,8 @@ _REASONS = (
     ("is shadowed by", "undo_earliest_shadowed"),
     ("replayed in the order made", "order_mismatch"),
     ("contradicts the rule", "coupling_override"),
+    ("speaks of undo history", "undo_earliest_history"),
+    ("inapplicable", "inapplicable"),
 )
 
 

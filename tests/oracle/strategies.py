@@ -109,6 +109,16 @@ SIMPLE_TEXT = {
     "redo": "Actually, put that back.",
     "distractor": "By the way, my teammate runs this on Windows.",
 }
+HISTORY_EARLIEST = (
+    "Roll back my oldest change that hasn't been undone yet.",
+    "Undo the first change I never undid.",
+    "Revert the earliest edit that was not reverted.",
+)
+"""Undo-earliest wordings that speak of undo history (v2 guard)."""
+
+
+def history_turn(i: int = 0) -> dict[str, Any]:
+    return {"op": "undo_earliest", "text": HISTORY_EARLIEST[i % len(HISTORY_EARLIEST)]}
 
 
 def set_turn(setting: str, value: str) -> dict[str, Any]:
@@ -153,6 +163,7 @@ def _weighted_pool() -> tuple[dict[str, Any], ...]:
     by_op["undo_ref"] = [undo_ref_turn(k) for k in KEYS for _ in range(4 if k in POOL else 1)]
     for op in SIMPLE_TEXT:
         by_op[op] = [simple_turn(op)]
+    by_op["undo_earliest"] += [history_turn(i) for i in range(len(HISTORY_EARLIEST))]
     share = {
         "set": 35,
         "drop": 12,
@@ -267,6 +278,8 @@ def draw_valid_turn(
         turn = simple_turn(op)
         if _fits(state, turn):
             options[op] = [turn]
+    if "undo_earliest" in options and _fits(state, history_turn()):
+        options["undo_earliest"].append(history_turn())
     refs = [undo_ref_turn(s) for s in dict.fromkeys(c.setting for c in state.changes)]
     refs = [t for t in refs if _fits(state, t)]
     if refs:
@@ -324,6 +337,7 @@ def valid_scenarios(draw: st.DrawFn, min_turns: int = 1, max_turns: int = 10) ->
 
 SHARP_CANDIDATES = (
     *(simple_turn(op) for op in SIMPLE_TEXT),
+    history_turn(),
     *(undo_ref_turn(k) for k in POOL),
     *(set_turn(k, v) for k in POOL for v in BY_KEY[k].domain),
     *(drop_turn(k) for k in POOL),
@@ -331,7 +345,8 @@ SHARP_CANDIDATES = (
 )
 
 
-RARE = ("undo_last_ambiguous", "undo_ref_forced", "undo_earliest_shadowed", "coupling_override")
+RARE = ("undo_last_ambiguous", "undo_ref_forced", "undo_earliest_shadowed", "coupling_override",
+        "undo_earliest_history")
 """Guards that need a particular history to fire, rarest first."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,111 @@ def test_score_reparse_modes_agree_for_clean_json(scores: dict[str, dict], tmp_p
     for mode in ("strict", "structured", "lenient"):
         r = run_cli("score", str(run), "--json", "--parse", mode)
         assert json.loads(r.stdout)["final_match"] == 1.0
+
+
+# ---------------------------------------------------------------------------- the ladder (v2)
+
+HARD = ROOT / "scenarios" / "butterfly-hard.jsonl"
+LONG = ROOT / "scenarios" / "butterfly-long.jsonl"
+DEFEATS = ROOT / "tests" / "butterfly" / "core" / "golden" / "butterfly-hard.defeats.json"
+FLAWS = ("last-edit", "lifo", "no-coupling")
+
+
+def _final_match(agent: str, path: Path) -> float:
+    scenarios = load_suite(path)
+    hits = sum(agent_specs(agent, s)[-1] == replay(s)[-1] for s in scenarios)
+    return hits / len(scenarios)
+
+
+def test_every_hard_scenario_defeats_scripted_flaws_and_the_golden_file_says_which() -> None:
+    """Which flaws each hard scenario defeats (final spec differs from the oracle's), kept in a
+    golden file so that a change of the suite or an agent shows up as a diff."""
+    table = {
+        s.id: [a for a in FLAWS if agent_specs(a, s)[-1] != replay(s)[-1]]
+        for s in load_suite(HARD)
+    }
+    assert all(table.values())  # at least one each (in fact all three, by construction)
+    assert json.loads(DEFEATS.read_text()) == table
+
+
+@pytest.mark.parametrize("agent", FLAWS)
+def test_flawed_agents_score_at_most_15_percent_on_hard(agent: str) -> None:
+    assert _final_match(agent, HARD) <= 0.15
+
+
+def test_oracle_agent_is_perfect_on_hard_and_long(tmp_path: Path) -> None:
+    for path in (HARD, LONG):
+        run = tmp_path / path.stem
+        r = run_cli("run", "--model", "script/oracle", "--suite", str(path), "--out", str(run),
+                    "--no-cache")
+        assert r.returncode == 0, r.stderr
+        score = json.loads(run_cli("score", str(run), "--json").stdout)
+        assert score["final_match"] == 1.0 and score["turn_match"] == 1.0, path.stem
+
+
+# ---------------------------------------------------------------------------- script/drift:p=P
+
+
+def test_drift_answers_like_the_oracle_until_it_stops_then_repeats_itself() -> None:
+    from butterfly.core.agents import drift_spec, drift_stop
+
+    s = next(x for x in load_suite(LONG) if len(x.turns) == 20)
+    o = replay(s)
+    assert [drift_spec(s, t, 0, 0.0) for t in range(21)] == o
+    assert all(drift_spec(s, t, 7, 1.0) == o[0] for t in range(1, 21))  # stops before turn 1
+    stops = 0
+    for seed in range(30):
+        stop = drift_stop(s.id, 20, seed, 0.1)
+        answers = [drift_spec(s, t, seed, 0.1, o) for t in range(1, 21)]
+        if stop is None:
+            assert answers == o[1:]
+        else:
+            stops += 1
+            assert answers[: stop - 1] == o[1:stop]
+            assert all(a == o[stop - 1] for a in answers[stop - 1:])
+    assert 0 < stops < 30
+
+
+def test_drift_expected_final_match_is_exact() -> None:
+    """The closed form against 4,000 simulated conversations (other seeds) per scenario."""
+    from butterfly.core.agents import drift_expected_final_match, drift_spec
+
+    p = 0.08
+    for s in [x for x in load_suite(LONG) if len(x.turns) in (10, 20)][::6]:
+        o = replay(s)
+        n = len(s.turns)
+        hits = sum(drift_spec(s, n, seed, p, o) == o[n] for seed in range(4000))
+        e = drift_expected_final_match(s, p, o)
+        assert abs(hits / 4000 - e) <= 4 * math.sqrt(e * (1 - e) / 4000) + 1e-9, (s.id, e)
+        # and by hand: P(no stop) + P(stop at t) over the turns whose previous answer is final
+        by_hand = (1 - p) ** n + sum((1 - p) ** (t - 1) * p for t in range(1, n + 1)
+                                     if o[t - 1] == o[n])
+        assert e == pytest.approx(by_hand)
+
+
+def test_drift_through_the_runner_answers_by_the_request_seed(tmp_path: Path) -> None:
+    from butterfly.core.agents import drift_spec
+
+    run = tmp_path / "d"
+    r = run_cli("run", "--model", "script/drift:p=0.2", "--suite", str(LONG), "--limit", "4",
+                "--repeats", "2", "--out", str(run), "--no-cache")
+    assert r.returncode == 0, r.stderr
+    by_id = {s.id: s for s in load_suite(LONG)}
+    n = 0
+    for line in (run / "calls.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        s = by_id[rec["scenario"]]
+        assert rec["spec"] == drift_spec(s, rec["turn"], rec["repeat"], 0.2), rec["scenario"]
+        n += 1
+    assert n == 2 * sum(len(s.turns) for s in list(by_id.values())[:4])
+    bad = run_cli("run", "--model", "script/drift:p=2", "--limit", "1", "--out",
+                  str(tmp_path / "x"), "--no-cache")
+    assert bad.returncode == 1 and "script/drift:p=P with P between 0 and 1" in bad.stderr
+
+
+def test_the_generators_flaws_are_the_agents() -> None:
+    """butterfly-hard is built against suite.hard.FLAWED_AGENTS; they must be the agents' rules."""
+    from butterfly.core.agents import _RULES
+    from butterfly.suite.hard import FLAWED_AGENTS
+
+    assert all(_RULES[name] == rules for name, rules in FLAWED_AGENTS.items())

@@ -48,7 +48,7 @@ def _mutations(rec: dict) -> list[dict]:  # type: ignore[type-arg]
     mut(lambda r: r["initial"].__setitem__("encoding", "ascii"))
     mut(lambda r: r["initial"].__setitem__("speed", "fast"))
     mut(lambda r: r.__setitem__("turns", []))
-    mut(lambda r: r.__setitem__("turns", r["turns"] * 11))
+    mut(lambda r: r.__setitem__("turns", r["turns"] * 51))  # over 200 turns
     mut(lambda r: r["turns"][0].__setitem__("op", "undo_all"))
     mut(lambda r: r["turns"][0].__setitem__("colour", "red"))
     mut(lambda r: r["turns"][0].pop("text"))

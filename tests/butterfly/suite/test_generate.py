@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import string
 from collections import Counter
@@ -11,35 +12,66 @@ from collections import Counter
 import pytest
 from conftest import ROOT, run_cli
 
+from butterfly.suite.builder import scenario_seed
 from butterfly.suite.generate import (
     DEFAULT_COUNTS,
     generate,
     generate_one,
     proportional_counts,
-    scenario_seed,
 )
 from butterfly.suite.load import build_builtin, dumps_suite, load_manifest, load_suite
 from butterfly.suite.templates import FAMILIES
-from oracle import BY_KEY, CATEGORIES, check, replay
+from oracle import BY_KEY, CATEGORIES, OPS, check, replay, turn_limit
 
 SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
 
 
-def test_builtin_rebuild_is_byte_identical_to_committed_file() -> None:
-    scenarios, manifest = build_builtin("butterfly-40")
+BUILTINS = ("butterfly-40", "butterfly-long", "butterfly-hard")
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+def test_builtin_rebuild_is_byte_identical_to_committed_file(name: str) -> None:
+    path = ROOT / "scenarios" / f"{name}.jsonl"
+    scenarios, manifest = build_builtin(name)
     text = dumps_suite(scenarios)
-    assert text.encode() == SUITE.read_bytes()
-    committed = load_manifest(SUITE)
+    assert text.encode() == path.read_bytes()
+    committed = load_manifest(path)
     assert committed is not None
     assert committed == manifest
-    assert hashlib.sha256(SUITE.read_bytes()).hexdigest() == committed.sha256
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == committed.sha256
+    assert committed.max_turns == turn_limit(name)
+    assert max(len(s.turns) for s in scenarios) <= committed.max_turns
 
 
-def test_cli_generate_suite_reproduces_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    out = tmp_path / "b40.jsonl"
-    r = run_cli("generate", "--suite", "butterfly-40", "--out", str(out))
+def test_butterfly40_is_v2_and_keeps_1_to_10_turns() -> None:
+    m = load_manifest(SUITE)
+    assert m is not None and m.version == 2 and m.max_turns == 10
+    assert turn_limit("butterfly-40") == 10 and turn_limit("butterfly-long") == 200
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+def test_cli_generate_suite_reproduces_file(tmp_path, name: str) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "suite.jsonl"
+    man = tmp_path / "suite.manifest.json"
+    r = run_cli("generate", "--suite", name, "--out", str(out), "--manifest", str(man))
     assert r.returncode == 0, r.stderr
-    assert out.read_bytes() == SUITE.read_bytes()
+    assert out.read_bytes() == (ROOT / "scenarios" / f"{name}.jsonl").read_bytes()
+    assert man.read_bytes() == (ROOT / "scenarios" / f"{name}.manifest.json").read_bytes()
+
+
+def test_butterfly40_v2_rewrites_only_what_the_v2_guards_reject() -> None:
+    """The three scenarios of the changelog changed; their ops are those of v1."""
+    by_id = {s.id: s for s in load_suite(SUITE)}
+    v1_ops = {
+        "hw-indirect-same-format": ["set", "set", "set"],
+        "hw-undo-earliest-after-undo": ["set", "set", "set", "undo_ref", "undo_earliest"],
+        "gen-long-chain-03": ["set", "set", "undo_earliest", "undo_ref", "set", "set", "set",
+                              "set", "set"],
+    }
+    for sid, ops in v1_ops.items():
+        assert [t.op for t in by_id[sid].turns] == ops, sid
+    for sid in v1_ops:
+        assert sid in (ROOT / "docs" / "suite-changelog.md").read_text()
 
 
 def test_butterfly40_has_the_contract_counts() -> None:
@@ -141,3 +173,100 @@ def test_suite_lines_are_canonical_json() -> None:
         assert list(obj)[:5] == ["schema_version", "id", "category", "source", "seed"] or (
             obj["source"] == "handwritten" and "seed" not in obj
         )
+
+
+# ---------------------------------------------------------------------------- v2: the ladder
+
+LONG = ROOT / "scenarios" / "butterfly-long.jsonl"
+HARD = ROOT / "scenarios" / "butterfly-hard.jsonl"
+
+
+def test_butterfly_long_has_12_chains_at_each_exact_length() -> None:
+    scenarios = load_suite(LONG)
+    assert Counter(len(s.turns) for s in scenarios) == {5: 12, 10: 12, 20: 12, 40: 12, 80: 12}
+    for s in scenarios:
+        ops = {t.op for t in s.turns}
+        assert ops & {"undo_last", "undo_ref", "undo_earliest", "redo"}, s.id
+        if len(s.turns) >= 20:
+            assert ops == set(OPS), s.id  # every op mixed
+    for length in (20, 40, 80):
+        chains = [s for s in scenarios if len(s.turns) == length]
+        assert all(_rule_switched_on_and_off(s) for s in chains), length
+        # references reaching far back: an undo_ref of a change made at least length/4 turns ago
+        assert max(_farthest_reference(s) for s in chains) >= length // 4, length
+
+
+def _rule_switched_on_and_off(s) -> bool:  # type: ignore[no-untyped-def]
+    from oracle import COUPLINGS
+
+    specs = replay(s)
+    for c in COUPLINGS:
+        on = [sp[c.trigger] == c.when for sp in specs]
+        if True in on and False in on[on.index(True):]:
+            return True
+    return False
+
+
+def _farthest_reference(s) -> int:  # type: ignore[no-untyped-def]
+    """How many turns back the oldest change an undo_ref undoes was made."""
+    far = 0
+    for t, turn in enumerate(s.turns):
+        if turn.op == "undo_ref":
+            made = max(i for i in range(t) if s.turns[i].op in ("set", "drop")
+                       and s.turns[i].setting == turn.setting)
+            far = max(far, t - made)
+    return far
+
+
+def test_cli_generate_by_length_and_op_mix(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "chains.jsonl"
+    r = run_cli("generate", "--lengths", "6,30", "--per-length", "3", "--seed", "5",
+                "--ops", "set=3,undo_last=1,redo=1,undo_earliest=1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    scenarios = load_suite(out)
+    assert Counter(len(s.turns) for s in scenarios) == {6: 3, 30: 3}
+    assert {t.op for s in scenarios for t in s.turns} <= {"set", "undo_last", "redo",
+                                                          "undo_earliest"}
+    again = run_cli("generate", "--lengths", "6,30", "--per-length", "3", "--seed", "5",
+                    "--ops", "set=3,undo_last=1,redo=1,undo_earliest=1")
+    assert again.stdout == out.read_text()
+    for args, needle in (
+        (("--lengths", "201"), "1 to 200"),
+        (("--lengths", "5", "--ops", "jump=1"), "unknown op 'jump'"),
+        (("--lengths", "5", "--ops", "drop=1"), "needs set turns"),
+        (("--lengths", "5", "--count", "3"), "--per-length"),
+        (("--count", "3", "--ops", "set=1"), "go with --lengths"),
+        (("--suite", "butterfly-long", "--lengths", "5"), "takes no"),
+    ):
+        r = run_cli("generate", *args)
+        assert r.returncode == 1 and needle in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_butterfly_hard_has_8_of_each_construction() -> None:
+    from butterfly.suite.hard import HARD_CONSTRUCTIONS
+
+    scenarios = load_suite(HARD)
+    assert len(scenarios) == 40
+    assert Counter(s.id.rsplit("-", 1)[0].removeprefix("hard-") for s in scenarios) == {
+        c: 8 for c in HARD_CONSTRUCTIONS}
+
+
+V2_SIZE = int(os.environ.get("BUTTERFLY_V2_SIZE", "1"))
+"""Multiplier of the v2 Done-when check (1: 2,000 scenarios and 3,000 x 3 variants)."""
+
+
+def test_v2_done_when_generated_scenarios_and_variants_pass_every_guard() -> None:
+    """Issue 13's Done-when: 2,000 generated scenarios and 3,000 x 3 paraphrase variants."""
+    from butterfly.suite.chains import generate_chains
+    from butterfly.suite.generate import paraphrase_variants
+
+    scenarios = generate(proportional_counts(2000 * V2_SIZE), seed=13)
+    assert len(scenarios) == 2000 * V2_SIZE
+    assert all(check(s) is None for s in scenarios)
+    base = generate(proportional_counts(3000 * V2_SIZE), seed=1313)
+    variants = [v for s in base for v in paraphrase_variants(s, 3)]
+    assert len(variants) == 9000 * V2_SIZE
+    assert all(check(v) is None for v in variants)
+    chains = generate_chains((5, 20, 60), 20, seed=99)
+    assert all(check(v) is None for s in chains for v in paraphrase_variants(s, 3))

@@ -48,3 +48,34 @@ def test_pass_rate_by_paraphrase_separates_history_from_wording(tmp_path: Path) 
 def test_variant_count_is_bounded() -> None:
     r = run_cli("generate", "--count", "5", "--paraphrase-variants", "4")
     assert r.returncode == 1 and "1 to 3" in r.stderr
+
+
+def test_history_wording_is_never_used_after_a_redo_of_its_target() -> None:
+    """v2: "hasn't been undone yet" after its target was undone and redone reads two ways; such
+    turns get the next in-effect paraphrase, still three distinct ones over three variants."""
+    from butterfly.suite.load import load_suite
+    from butterfly.suite.templates import HISTORY_PARAPHRASES
+    from oracle.replay import history_wording
+
+    hard = load_suite(Path(__file__).parents[3] / "scenarios" / "butterfly-hard.jsonl")
+    refused = 0
+    for s in hard:
+        for v in paraphrase_variants(s, 3):
+            assert check(v) is None, v.id
+        for t, turn in enumerate(s.turns):
+            if turn.op != "undo_earliest":
+                continue
+            ids = {v.turns[t].paraphrase for v in paraphrase_variants(s, 3)}
+            assert len(ids) == 3
+            probe = s.model_copy(update={"turns": (*s.turns[:t], turn.model_copy(
+                update={"text": "Undo my oldest change that hasn't been undone yet."}),
+                *s.turns[t + 1:])})
+            if check(probe) is not None:
+                refused += 1
+                assert not ids & HISTORY_PARAPHRASES
+    assert refused >= 5  # the hard suite does exercise the guard
+    assert all(history_wording(FAMILIES[p.rpartition(".")[0]][int(p.rpartition(".")[2])])
+               for p in HISTORY_PARAPHRASES)
+    flagged = {f"undo_earliest.{i}" for i, t in enumerate(FAMILIES["undo_earliest"])
+               if history_wording(t)}
+    assert flagged == HISTORY_PARAPHRASES  # the templates' flags and the oracle's pattern agree

@@ -78,9 +78,31 @@ CASES: list[tuple[str, str | None, tuple[str, ...]]] = [
      (":1:", "bad-1", "initial", "'45'")),
     ("missing-setting", json.dumps(_missing_setting()), (":1:", "bad-1", "missing", "encoding")),
     ("zero-turns", json.dumps(_record(turns=[])), (":1:", "bad-1", "turns", "at least 1")),
-    ("eleven-turns",
+    ("201-turns",
+     json.dumps(_record(turns=[{"op": "distractor", "text": "hi"}] * 201)),
+     (":1:", "bad-1", "turns", "at most 200")),
+    # the default suite keeps 1 to 10 turns (a file of that name, or its manifest's max_turns)
+    ("butterfly-40",
      json.dumps(_record(turns=[{"op": "distractor", "text": "hi"}] * 11)),
-     (":1:", "bad-1", "turns", "at most 10")),
+     (":1:", "bad-1", "11 turns", "turn limit is 10")),
+    ("guard-inapplicable",
+     json.dumps(_record(turns=[{"op": "set", "setting": "input_format", "value": "json",
+                                "text": "Read JSON files instead of CSV."}])),
+     (":1:", "bad-1", "turn 1", "makes delimiter inapplicable", "input_format becomes json")),
+    ("guard-parquet-output",
+     json.dumps(_record(turns=[{"op": "set", "setting": "retries", "value": "3", "text": "x"},
+                               {"op": "set", "setting": "output_format", "value": "parquet",
+                                "text": "Write Parquet."}])),
+     (":1:", "bad-1", "turn 2", "makes encoding inapplicable")),
+    ("guard-history-wording",
+     json.dumps(_record(turns=[
+         {"op": "set", "setting": "retries", "value": "3", "text": "x"},
+         {"op": "set", "setting": "log_level", "value": "debug", "text": "y"},
+         {"op": "undo_ref", "setting": "retries", "text": "Undo the retry change."},
+         {"op": "redo", "text": "Redo."},
+         {"op": "undo_earliest", "text": "Roll back my oldest change that hasn't been undone yet."},
+     ])),
+     (":1:", "bad-1", "turn 5", "speaks of undo history", "undone and redone")),
     ("guard-undo-nothing",
      json.dumps(_record(turns=[{"op": "undo_last", "text": "Undo."}])),
      (":1:", "bad-1", "turn 1", "no change is in effect")),
@@ -142,3 +164,13 @@ def test_generate_count_validates(tmp_path: Path) -> None:
     assert run_cli("validate", str(out)).returncode == 0
     ids = [json.loads(x)["id"] for x in out.read_text().splitlines()]
     assert len(ids) == 25 == len(set(ids))
+
+
+def test_runs_played_on_v1_still_score_but_the_v1_suite_is_invalid(tmp_path: Path) -> None:
+    run = ROOT / "runs" / "script-oracle-butterfly-40"
+    r = run_cli("score", str(run), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["final_match"] == 1.0
+    v = run_cli("validate", str(run / "suite.jsonl"))
+    assert v.returncode == 1 and "inapplicable" in v.stderr
+    assert len(v.stderr.strip().splitlines()) == 1

@@ -1,0 +1,170 @@
+"""Chains of exact lengths for the ladder (butterfly-long, ``generate --lengths``): every op
+mixed by weight, undo and references reaching far back, couplings switched on and off."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Final
+
+from butterfly.suite.builder import (
+    _COUPLING_PLAYS,
+    GenerationError,
+    _Builder,
+    _finish,
+    _need,
+    _Retry,
+    scenario_seed,
+)
+from oracle import (
+    BY_KEY,
+    MAX_TURNS,
+    OPS,
+    Scenario,
+    canonical_initial,
+)
+
+DEFAULT_MIX: Final[dict[str, int]] = {
+    "set": 4,
+    "drop": 1,
+    "undo_last": 1,
+    "undo_ref": 2,
+    "undo_earliest": 1,
+    "redo": 2,
+    "distractor": 1,
+    "indirect": 1,
+    "coupling": 1,
+}
+"""Op weights of a chain built by length: the seven ops, plus ``indirect`` (a set by indirect
+reference) and ``coupling`` (a rule's trigger switched on, or off when it is on)."""
+
+MIX_OPS: Final = (*OPS, "indirect", "coupling")
+
+
+def parse_mix(text: str) -> dict[str, int]:
+    """``set=3,undo_last=1,...`` -> op weights (unnamed ops get 0). Raises GenerationError."""
+    mix: dict[str, int] = {}
+    for part in text.split(","):
+        op, _, weight = part.strip().partition("=")
+        if op not in MIX_OPS:
+            raise GenerationError(f"--ops: unknown op {op!r} (known: {', '.join(MIX_OPS)})")
+        if not weight.isdigit():
+            raise GenerationError(f"--ops: write {op}=W with a whole number W >= 0")
+        mix[op] = int(weight)
+    if not mix.get("set"):
+        raise GenerationError("--ops: a chain needs set turns (set=W with W >= 1)")
+    return mix
+
+
+def _far_back_undo_ref(b: _Builder) -> bool:
+    """Undo by description, most often the oldest change still in effect (far back)."""
+    if b.rng.random() < 0.3:
+        return b.undo_ref()
+    order = list(dict.fromkeys(t["setting"] for t in b.turns if t["op"] in {"set", "drop"}))
+    for key in order:
+        text, para = b._text("undo_ref", description=BY_KEY[key].description)
+        if b._try({"op": "undo_ref", "setting": key, "text": text, "paraphrase": para}):
+            return True
+    return False
+
+
+def _toggle_coupling(b: _Builder) -> bool:
+    """Switch a rule on (its trigger to the forcing value), or off when it is on."""
+    plays = list(_COUPLING_PLAYS)
+    b.rng.shuffle(plays)
+    for trigger, when, _forced in plays:
+        if b.spec[trigger] != when:
+            if b.set([trigger], value=when):
+                return True
+        elif (b.undo_ref(prefer_not_last=False) if b.rng.random() < 0.5 else False) or b.set(
+            [trigger]
+        ):
+            return True
+    return False
+
+
+def _chain_op(b: _Builder, op: str) -> bool:
+    if op == "set":
+        return b.set()
+    if op == "drop":
+        return b.drop()
+    if op == "undo_ref":
+        return _far_back_undo_ref(b)
+    if op == "distractor":
+        return b.distractor()
+    if op == "indirect":
+        return b.indirect()
+    if op == "coupling":
+        return _toggle_coupling(b)
+    return b.plain(op)
+
+
+def _chain_turn(b: _Builder, mix: dict[str, int]) -> None:
+    ops = [op for op in MIX_OPS if mix.get(op, 0) > 0]
+    weights = [mix[op] for op in ops]
+    for _ in range(12):
+        if _chain_op(b, b.rng.choices(ops, weights)[0]):
+            return
+    _need(b.set() or b.distractor())
+
+
+def _chain(b: _Builder, length: int, mix: dict[str, int]) -> None:
+    """Exactly ``length`` turns drawn from ``mix`` (the draw is retried unless: some undo or redo
+    when the mix has them; from 10 turns, five different ops and a rule switched on; from 20
+    turns, every op of the mix and a rule switched on and later off again)."""
+    _need(b.set())
+    while len(b.turns) < length:
+        _chain_turn(b, mix)
+    ops = {t["op"] for t in b.turns}
+    if not ops & {"undo_last", "undo_ref", "undo_earliest", "redo"} and any(
+        mix.get(op) for op in ("undo_last", "undo_ref", "undo_earliest", "redo")
+    ):
+        raise _Retry
+    wanted = {op for op in OPS if mix.get(op)} | ({"set"} if mix.get("indirect") else set())
+    if length >= 10 and len(ops) < min(5, len(wanted)):
+        raise _Retry
+    if length >= 10 and mix.get("coupling") and not _switched_on(b.specs, length >= 20):
+        raise _Retry
+    if length >= 20 and not wanted <= ops:
+        raise _Retry
+
+
+def _switched_on(specs: list[dict[str, str]], and_off: bool) -> bool:
+    """Some rule's trigger holds after some turn (and, with ``and_off``, no longer later)."""
+    for trigger, when, _ in _COUPLING_PLAYS:
+        on = [s[trigger] == when for s in specs]
+        if True in on and (not and_off or False in on[on.index(True):]):
+            return True
+    return False
+
+
+def generate_chain(length: int, seed: int, scenario_id: str,
+                   mix: dict[str, int] | None = None) -> Scenario:
+    """One valid chain of exactly ``length`` turns from ``seed`` (category long_chain)."""
+    if not 1 <= length <= MAX_TURNS:
+        raise GenerationError(f"a chain has 1 to {MAX_TURNS} turns, not {length}")
+    mix = dict(DEFAULT_MIX if mix is None else mix)
+    rng = random.Random(seed)
+    for _ in range(50):
+        b = _Builder(rng, canonical_initial())
+        try:
+            _chain(b, length, mix)
+        except _Retry:
+            continue
+        return _finish(b, "long_chain", seed, scenario_id)
+    raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
+
+
+def generate_chains(lengths: Sequence[int], per_length: int, seed: int, prefix: str = "long",
+                    mix: dict[str, int] | None = None) -> list[Scenario]:
+    """``per_length`` chains of each length; ids ``{prefix}-{length:03d}-{nn}``."""
+    if per_length < 1:
+        raise GenerationError("a suite needs at least one chain per length")
+    out = []
+    for length in lengths:
+        for i in range(1, per_length + 1):
+            sseed = scenario_seed(seed, f"chain-{length}", i)
+            out.append(generate_chain(length, sseed, f"{prefix}-{length:03d}-{i:02d}", mix))
+    return out
+
+

@@ -1,0 +1,64 @@
+"""Contract v2: few-shot examples share no wording with any turn of a shipped suite.
+
+Equality is not enough: v1's example "Only log warnings and errors from now on." was no turn of
+butterfly-40, yet nearly repeated "From now on I'd like logging of warnings and errors only."
+(gen-undo-ref-04 has its sibling). Two measures, both bounded, on lower-cased text: the difflib
+ratio (shared character runs) and the Jaccard index of word sets (shared vocabulary).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from functools import cache
+
+import pytest
+from conftest import ROOT
+
+from butterfly.core.prompts import FEW_SHOT_TURNS
+from butterfly.suite.load import load_suite
+from butterfly.suite.templates import FAMILIES
+
+MAX_RATIO = 0.55
+MAX_JACCARD = 0.35
+SUITES = sorted((ROOT / "scenarios").glob("*.jsonl"))
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def similarity(a: str, b: str) -> tuple[float, float]:
+    """(difflib ratio, word Jaccard) of two texts, case-folded."""
+    ratio = difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+    wa, wb = _words(a), _words(b)
+    return ratio, len(wa & wb) / len(wa | wb)
+
+
+@cache
+def shipped_texts() -> tuple[str, ...]:
+    texts = {t.text for path in SUITES for s in load_suite(path) for t in s.turns}
+    # the templates themselves, placeholders blanked: future generated suites use them too
+    texts |= {re.sub(r"\{\w+\}", "", t) for family in FAMILIES.values() for t in family}
+    return tuple(sorted(texts))
+
+
+def test_the_shipped_suites_are_all_checked() -> None:
+    names = {p.stem for p in SUITES}
+    assert {"butterfly-40", "butterfly-long", "butterfly-hard", "handwritten"} <= names
+
+
+@pytest.mark.parametrize("example", [t[3] for t in FEW_SHOT_TURNS])
+def test_few_shot_example_is_far_from_every_shipped_turn(example: str) -> None:
+    worst_ratio = max(shipped_texts(), key=lambda t: similarity(example, t)[0])
+    worst_words = max(shipped_texts(), key=lambda t: similarity(example, t)[1])
+    assert similarity(example, worst_ratio)[0] < MAX_RATIO, (example, worst_ratio)
+    assert similarity(example, worst_words)[1] < MAX_JACCARD, (example, worst_words)
+
+
+def test_the_measure_catches_the_v1_near_repeat() -> None:
+    v1 = "Only log warnings and errors from now on."
+    texts = shipped_texts()
+    assert v1 not in texts  # not equal to any turn ...
+    assert any(similarity(v1, t)[0] >= MAX_RATIO or similarity(v1, t)[1] >= MAX_JACCARD
+               for t in texts)  # ... but too close
