@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from butterfly.analysis import regress
-from butterfly.analysis.results import CompareResult
+from butterfly.analysis.results import Bootstrap, CompareResult, PairedDifference
 from butterfly.core.stats import cluster_bootstrap, mean_interval
 from butterfly.core.turns import TurnKey
 from butterfly.errors import UserError
@@ -76,22 +75,22 @@ def paired_matrix(a: RunAnswers, b: RunAnswers) -> tuple[list[str], np.ndarray, 
 
 
 def paired_difference(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], *,
-                      seed: int = 0, reps: int = 2000) -> dict[str, Any]:
+                      seed: int = 0, reps: int = 2000) -> PairedDifference:
     """B's final match minus A's, scenario by scenario: d_i = pass rate of B - pass rate of A on
     scenario i (every answer each run has), averaged over scenarios, with a 95% interval from
     the clustered standard error (one cluster per scenario) and a seeded cluster bootstrap."""
     d = [float(np.mean(y)) - float(np.mean(x)) for x, y in zip(a, b, strict=True)]
     ci = mean_interval([[v] for v in d])
     boot = cluster_bootstrap([[v] for v in d], reps=reps, seed=seed)
-    return {
-        "a": float(np.mean([np.mean(x) for x in a])),
-        "b": float(np.mean([np.mean(y) for y in b])),
-        "diff": float(np.mean(d)),
-        "ci": None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
-        "ci_bootstrap": None if boot is None else [round(boot[0], 6), round(boot[1], 6)],
-        "bootstrap": {"reps": reps, "seed": seed},
-        "n_scenarios": len(d),
-    }
+    return PairedDifference(
+        a=float(np.mean([np.mean(x) for x in a])),
+        b=float(np.mean([np.mean(y) for y in b])),
+        diff=float(np.mean(d)),
+        ci=None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
+        ci_bootstrap=None if boot is None else [round(boot[0], 6), round(boot[1], 6)],
+        bootstrap=Bootstrap(reps=reps, seed=seed),
+        n_scenarios=len(d),
+    )
 
 
 def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | None = None,

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
@@ -89,9 +89,42 @@ def classify(cells: dict[str, str]) -> str:
     return "stable-pass" if joined[0] == "P" else "stable-fail"
 
 
-def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> dict[str, Any]:
+FlipRow = TypedDict("FlipRow", {"id": str, "category": str, "cells": dict[str, str],
+                                 "class": str})
+"""One scenario: a verdict string per column (one character per repeat), and its class."""
+
+
+class FlipGrid(TypedDict):
+    """``butterfly flips --json``."""
+
+    columns: list[str]
+    repeats: dict[str, int]
+    scenarios: list[FlipRow]
+    counts: dict[str, int]
+    pass_rate_by_column: dict[str, float | None]
+
+
+class AuditAnswer(TypedDict):
+    answer: str
+    repeats: int
+
+
+class AuditItem(TypedDict):
+    """A scenario whose verdict flips across repeats of one column, and where answers split."""
+
+    id: str
+    category: str
+    column: str
+    verdicts: str
+    split_turn: int
+    op: str
+    text: str
+    answers: list[AuditAnswer]
+
+
+def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> FlipGrid:
     """The flip table as a JSON-able dict: per scenario its cells and class, counts, pass rates."""
-    rows: list[dict[str, Any]] = []
+    rows: list[FlipRow] = []
     for s in scenarios:
         final = replay(s)[-1]
         cells = {
@@ -99,23 +132,23 @@ def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> dict[
                               for r in col.repeats_of(s.id))
             for col in columns
         }
-        rows.append({"id": s.id, "category": s.category, "cells": cells,
-                     "class": classify(cells)})
+        rows.append(FlipRow({"id": s.id, "category": s.category, "cells": cells,
+                             "class": classify(cells)}))
     counts = Counter(r["class"] for r in rows)
     pass_rate: dict[str, float | None] = {}
     for col in columns:
         got = "".join(r["cells"][col.name] for r in rows).replace("-", "")
         pass_rate[col.name] = None if not got else got.count("P") / len(got)
-    return {
-        "columns": [c.name for c in columns],
-        "repeats": {c.name: c.repeats for c in columns},
-        "scenarios": rows,
-        "counts": {c: counts.get(c, 0) for c in CLASSES},
-        "pass_rate_by_column": pass_rate,
-    }
+    return FlipGrid(
+        columns=[c.name for c in columns],
+        repeats={c.name: c.repeats for c in columns},
+        scenarios=rows,
+        counts={c: counts.get(c, 0) for c in CLASSES},
+        pass_rate_by_column=pass_rate,
+    )
 
 
-def render_flips(grid: dict[str, Any]) -> str:
+def render_flips(grid: FlipGrid) -> str:
     cols = grid["columns"]
     width = max([len("scenario"), *(len(r["id"]) for r in grid["scenarios"])])
     cw = {c: max(len(c), grid["repeats"][c]) for c in cols}
@@ -141,9 +174,9 @@ def _diff(spec: Spec | None, oracle: Spec, rec: Turn) -> str:
     return "matches the oracle" if not wrong else "; ".join(wrong)
 
 
-def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[dict[str, Any]]:
+def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[AuditItem]:
     """Scenarios whose verdict flips between pass and fail across repeats of one column."""
-    items = []
+    items: list[AuditItem] = []
     for s in scenarios:
         oracle = replay(s)
         for col in columns:
@@ -158,20 +191,20 @@ def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[dict
                          if len({repr(c[t - 1].spec) for c in done}) > 1)
             answers = Counter(_diff(c[split - 1].spec, oracle[split], c[split - 1])
                               for c in done)
-            items.append({
-                "id": s.id,
-                "category": s.category,
-                "column": col.name,
-                "verdicts": "".join(verdict(s, c, oracle[-1]) for c in done),
-                "split_turn": split,
-                "op": s.turns[split - 1].op,
-                "text": s.turns[split - 1].text,
-                "answers": [{"answer": a, "repeats": n} for a, n in answers.most_common()],
-            })
+            items.append(AuditItem(
+                id=s.id,
+                category=s.category,
+                column=col.name,
+                verdicts="".join(verdict(s, c, oracle[-1]) for c in done),
+                split_turn=split,
+                op=s.turns[split - 1].op,
+                text=s.turns[split - 1].text,
+                answers=[AuditAnswer(answer=a, repeats=n) for a, n in answers.most_common()],
+            ))
     return items
 
 
-def render_audit(items: list[dict[str, Any]]) -> str:
+def render_audit(items: list[AuditItem]) -> str:
     if not items:
         return "no scenario flips between pass and fail across repeats of the same layout"
     lines = []

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from butterfly.analysis.flips import Column, flip_grid
 from butterfly.core.metrics import Spec, report
-from butterfly.core.results import FlipCounts, ScoreReport
+from butterfly.core.results import FlipCounts, ScoreReport, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode
 from butterfly.runs.reader import Run, load_run
+from butterfly.suite.load import frozen_version
 
 
 def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None) -> ScoreReport:
@@ -43,9 +44,19 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None) -> Sco
             specs.append(turn.spec)
         else:
             answers[key] = specs
-    overall, totals = report(in_run, answers, incomplete, params.layouts)
+    overall, totals, horizon = report(in_run, answers, incomplete, params.layouts)
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted)
                               for lay in params.layouts])
     return ScoreReport(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
                        flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
-                       parse=parse_mode or params.parse)
+                       parse=parse_mode or params.parse, suite=suite_label(run),
+                       horizon=horizon)
+
+
+def suite_label(run: Run) -> SuiteLabel:
+    """The suite the run played: a frozen suite's name and version, or its file's name."""
+    sha = run.manifest.suite.sha256
+    known = frozen_version(sha)
+    if known is not None:
+        return SuiteLabel(name=known[0], version=known[1], sha256=sha)
+    return SuiteLabel(name=Path(run.manifest.suite.path).stem, version=None, sha256=sha)

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from butterfly.core.agents import agent_specs
+from butterfly.core.horizon import Conversation, horizon
 from butterfly.core.results import (
     Aggregate,
     BaselineScore,
     ConversationScore,
+    HorizonResult,
     OpHeld,
     ParaphraseShare,
     Share,
@@ -228,8 +230,9 @@ def report(
     answers: dict[ConversationKey, list[Spec | None]],
     incomplete: Sequence[ConversationKey],
     layouts: Sequence[str] = ("E",),
-) -> tuple[Aggregate, Totals]:
-    """The score of a run's complete conversations: the pooled aggregate and the totals.
+) -> tuple[Aggregate, Totals, HorizonResult | None]:
+    """The score of a run's complete conversations: the pooled aggregate, the totals, and the
+    horizon (None when no conversation is complete).
 
     Top-level figures pool every complete conversation (all layouts and repeats); ``by_layout``
     pools the repeats of each layout. Baselines are scored on exactly the same conversations.
@@ -254,7 +257,16 @@ def report(
         baselines=_baselines(by_id, oracle, keys),
         scenarios=[_verdict(k, v) for k, v in scores.items()],
     )
-    return aggregate(all_scores), totals
+    return aggregate(all_scores), totals, horizon_of(scores)
+
+
+def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | None:
+    """The horizon over complete conversations, clustered by scenario (core/horizon.py)."""
+    if not scores:
+        return None
+    convs = [Conversation(k.scenario, v.turns, v.final_match, v.turn_match)
+             for k, v in scores.items()]
+    return HorizonResult.model_validate(horizon(convs).to_json())
 
 
 def _baselines(by_id: dict[str, Scenario], oracle: dict[str, list[Spec]],

@@ -114,6 +114,64 @@ class Totals(BaseModel):
     scenarios: list[ConversationScore]
 
 
+class LengthRate(BaseModel):
+    model_config = _RESULT
+    n: int
+    final_match: float
+
+
+class HorizonFit(BaseModel):
+    """p(L) = 1 / (1 + exp(-(intercept + slope * log L)))."""
+
+    model_config = _RESULT
+    intercept: float
+    slope: float
+    method: str
+
+
+class SurvivalPoint(BaseModel):
+    model_config = _RESULT
+    turn: int
+    n: int
+    still_matched: float
+
+
+class HorizonBootstrap(BaseModel):
+    model_config = _RESULT
+    resamples: int
+    seed: int
+    not_crossing: int
+    sane_max: float
+
+
+class HorizonResult(BaseModel):
+    """The horizon (contract section 4, docs/ladder.md): the chain length at which final match
+    crosses 50%, its seeded cluster-bootstrap 95% interval, final match by chain length, and the
+    survival curve of turn match by turn index. ``turns`` is None with a ``note`` when there is
+    no crossing to report (one length only, or no crossing in the sane range)."""
+
+    model_config = _RESULT
+    turns: float | None
+    ci: list[float | None]
+    by_length: dict[str, LengthRate]
+    fit: HorizonFit | None
+    survival: list[SurvivalPoint]
+    n_conversations: int
+    n_scenarios: int
+    bootstrap: HorizonBootstrap
+    note: str | None
+
+
+class SuiteLabel(BaseModel):
+    """Which suite a run played: a frozen suite's name and version when its sha256 is one we
+    shipped (``butterfly-40`` v1 runs stay readable and say so), else the file it was run on."""
+
+    model_config = _RESULT
+    name: str
+    version: int | None
+    sha256: str
+
+
 class _Named(BaseModel):
     model_config = _RESULT
     model: str
@@ -128,6 +186,9 @@ class ScoreReport(Totals, Aggregate, _Named):
     flips: FlipCounts
     run: str
     parse: str
+    suite: SuiteLabel
+    horizon: HorizonResult | None = Field(
+        description="None when the run has no complete conversation.")
 
     @property
     def overall(self) -> Aggregate:

@@ -17,7 +17,7 @@ model failed to make (or an old mistake carried forward).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from butterfly.core.metrics import collateral_keys
 from butterfly.core.turns import Turn, TurnKey
@@ -26,8 +26,43 @@ from oracle import KEYS, Scenario, replay
 Spec = dict[str, str]
 
 
+class TranscriptTurn(TypedDict):
+    """One turn of a transcript (``status``: match, wrong, abstained, or missing: no answer)."""
+
+    turn: int
+    op: str
+    user: str
+    oracle: Spec
+    oracle_changed: list[str]
+    status: str
+    spec: Spec | None
+    raw: str | None
+    samples: list[str]
+    abstention: str | None
+    detail: str
+    wrong: list[str]
+    collateral: list[str]
+    missed: list[str]
+    finish_reason: NotRequired[str | None]
+
+
+class Transcript(TypedDict):
+    """One conversation's transcript: its verdict (P, F, A, or - when incomplete) and turns."""
+
+    id: str
+    category: str
+    initial: Spec
+    complete: bool
+    final_match: bool
+    verdict: str
+    first_divergent: int | None
+    turns: list[TranscriptTurn]
+    layout: NotRequired[str]
+    repeat: NotRequired[int]
+
+
 def conversation(scenario: Scenario, answered: Sequence[Turn | None],
-                 oracle: Sequence[Spec] | None = None) -> dict[str, Any]:
+                 oracle: Sequence[Spec] | None = None) -> Transcript:
     """The transcript of one conversation as JSON-able data.
 
     ``answered[t-1]`` is turn t's answer, or None when the turn has no successful answer yet
@@ -35,20 +70,15 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
     o = list(oracle) if oracle is not None else replay(scenario)
     prev: Spec | None = o[0]
     first: int | None = None
-    turns: list[dict[str, Any]] = []
+    turns: list[TranscriptTurn] = []
     for t, turn in enumerate(scenario.turns, 1):
         ans = answered[t - 1] if t - 1 < len(answered) else None
-        row: dict[str, Any] = {
-            "turn": t,
-            "op": turn.op,
-            "user": turn.text,
-            "oracle": o[t],
-            "oracle_changed": [k for k in KEYS if o[t][k] != o[t - 1][k]],
-        }
+        changed = [k for k in KEYS if o[t][k] != o[t - 1][k]]
         if ans is None:
-            row.update(status="missing", spec=None, raw=None, samples=[], abstention=None,
-                       detail="", wrong=[], collateral=[], missed=[])
-            turns.append(row)
+            turns.append(TranscriptTurn(
+                turn=t, op=turn.op, user=turn.text, oracle=o[t], oracle_changed=changed,
+                status="missing", spec=None, raw=None, samples=[], abstention=None, detail="",
+                wrong=[], collateral=[], missed=[]))
             prev = None
             continue
         spec = ans.spec
@@ -64,7 +94,8 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
         match = spec is not None and not wrong
         if not match and first is None:
             first = t
-        row.update(
+        turns.append(TranscriptTurn(
+            turn=t, op=turn.op, user=turn.text, oracle=o[t], oracle_changed=changed,
             status="match" if match else ("abstained" if spec is None else "wrong"),
             spec=spec,
             raw=ans.raw,
@@ -75,26 +106,25 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
             collateral=collateral,
             missed=missed,
             finish_reason=ans.samples[0].finish_reason,
-        )
-        turns.append(row)
+        ))
         prev = spec
     complete = all(r["status"] != "missing" for r in turns)
     final = turns[-1]["status"] if turns else "missing"
-    return {
-        "id": scenario.id,
-        "category": scenario.category,
-        "initial": o[0],
-        "complete": complete,
-        "final_match": complete and final == "match",
-        "verdict": "-" if not complete else ("P" if final == "match" else
-                                             ("A" if final == "abstained" else "F")),
-        "first_divergent": first,
-        "turns": turns,
-    }
+    return Transcript(
+        id=scenario.id,
+        category=scenario.category,
+        initial=o[0],
+        complete=complete,
+        final_match=complete and final == "match",
+        verdict="-" if not complete else ("P" if final == "match" else
+                                          ("A" if final == "abstained" else "F")),
+        first_divergent=first,
+        turns=turns,
+    )
 
 
 def conversation_of(scenario: Scenario, answered: Mapping[TurnKey, Turn],
-                    layout: str, repeat: int) -> dict[str, Any]:
+                    layout: str, repeat: int) -> Transcript:
     """The transcript of ``scenario`` under ``layout`` and ``repeat`` from a run's turns."""
     row = conversation(scenario, [answered.get(TurnKey(scenario.id, t, layout, repeat))
                                   for t in range(1, len(scenario.turns) + 1)])

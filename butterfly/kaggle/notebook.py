@@ -29,6 +29,8 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 NOTEBOOK: Final = "notebooks/butterflybench.ipynb"
 SUITE: Final = "scenarios/butterfly-40.jsonl"
 SUITE_MANIFEST: Final = "scenarios/butterfly-40.manifest.json"
+LONG: Final = "scenarios/butterfly-long.jsonl"
+LONG_MANIFEST: Final = "scenarios/butterfly-long.manifest.json"
 
 MODULES: Final = (
     "oracle/catalogue.py",
@@ -45,6 +47,7 @@ MODULES: Final = (
     "butterfly/core/vote.py",
     "butterfly/core/turns.py",
     "butterfly/core/agents.py",
+    "butterfly/core/horizon.py",
     "butterfly/core/results.py",
     "butterfly/core/metrics.py",
     "butterfly/core/prompts.py",
@@ -199,9 +202,13 @@ conversation loop, the retries and the verdicts this notebook uses).
 """
 
 DATA_NOTE: Final = """\
-## The frozen suite `butterfly-40`
+## The frozen suites
 
-6 handwritten and 34 generated scenarios (seed 40), checked against the manifest's sha256.
+`butterfly-40` (the default: 6 handwritten and 34 generated scenarios, seed 40) and
+`butterfly-long` (12 chains at each of 5, 10, 20, 40 and 80 turns, seed 4080), each checked
+against its manifest's sha256. Set `SUITE_NAME = "butterfly-long"` in the configuration cell to
+run a slice of the long suite instead: the first `LONG_PER_LENGTH` chains of each length
+(2 by default: 10 conversations, 310 calls; docs/kaggle.md sizes it to the daily quota).
 """
 
 CONFIG: Final = '''\
@@ -211,14 +218,20 @@ import hashlib
 
 from butterfly.kaggle import runner as bb
 
-SUITE = DATA["{suite}"]
-SUITE_SHA256 = "{sha256}"
-if hashlib.sha256(SUITE.encode("utf-8")).hexdigest() != SUITE_SHA256:
+SUITE_NAME = os.environ.get("BUTTERFLY_SUITE", "butterfly-40")  # or "butterfly-long"
+LONG_PER_LENGTH = int(os.environ.get("BUTTERFLY_LONG_PER_LENGTH", "2"))
+SHA256 = {{"butterfly-40": "{sha256}", "butterfly-long": "{long_sha256}"}}
+SUITE = DATA[f"scenarios/{{SUITE_NAME}}.jsonl"]
+if hashlib.sha256(SUITE.encode("utf-8")).hexdigest() != SHA256[SUITE_NAME]:
     raise RuntimeError("the suite cell differs from the frozen suite: rebuild the notebook")
 SCENARIOS = bb.load_scenarios(SUITE)
 BY_ID = {{s.id: s for s in SCENARIOS}}
 RUN_IDS = [i.strip() for i in os.environ.get("BUTTERFLY_SCENARIOS", "").split(",") if i.strip()]
+if not RUN_IDS and SUITE_NAME == "butterfly-long":
+    RUN_IDS = [s.id for s in bb.long_slice(SCENARIOS, LONG_PER_LENGTH)]
 RUN_IDS = RUN_IDS or [s.id for s in SCENARIOS]
+print(f"{{SUITE_NAME}}: {{len(RUN_IDS)}} conversations, "
+      f"{{sum(len(BY_ID[i].turns) for i in RUN_IDS)}} calls")
 MAX_TOKENS = int(os.environ.get("BUTTERFLY_MAX_TOKENS", bb.MAX_TOKENS))
 N_JOBS = int(os.environ.get("BUTTERFLY_N_JOBS", "4"))  # scenarios played at once
 # What llm.prompt(..., extra_api_params=...) would pass on: bounds the output, and with it the
@@ -332,6 +345,10 @@ def build(root: Path = ROOT) -> str:
     if sha != manifest.get("sha256"):
         raise NotebookBuildError(f"{SUITE}: sha256 {sha[:12]} differs from its manifest's "
                                  f"({str(manifest.get('sha256'))[:12]})")
+    long = _read(LONG, root)
+    long_sha = hashlib.sha256(long.encode("utf-8")).hexdigest()
+    if long_sha != json.loads(_read(LONG_MANIFEST, root)).get("sha256"):
+        raise NotebookBuildError(f"{LONG}: sha256 {long_sha[:12]} differs from its manifest's")
     n = sum(1 for line in suite.splitlines() if line.strip())
     texts: list[tuple[str, str]] = [
         ("markdown", INTRO.format(task=TASK_NAME, n=n, version=__version__)),
@@ -340,8 +357,9 @@ def build(root: Path = ROOT) -> str:
         *(("code", f"%%butterfly_module {path}\n{sources[path]}") for path in MODULES),
         ("markdown", DATA_NOTE),
         ("code", f"%%butterfly_data {SUITE}\n{suite}"),
+        ("code", f"%%butterfly_data {LONG}\n{long}"),
         ("markdown", "## The run\n"),
-        ("code", CONFIG.format(suite=SUITE, sha256=sha)),
+        ("code", CONFIG.format(sha256=sha, long_sha256=long_sha)),
         ("code", MODEL),
         ("code", TASKS.format(task=TASK_NAME, description=DESCRIPTION)),
         ("code", RUN),

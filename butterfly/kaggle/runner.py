@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypedDict, TypeVar
 
 from butterfly.core.metrics import score_scenario
 from butterfly.core.parse import parse_answer
@@ -130,6 +130,19 @@ def load_scenarios(text: str) -> list[Scenario]:
     return [Scenario.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
 
+def long_slice(scenarios: Sequence[Scenario], per_length: int) -> list[Scenario]:
+    """The first ``per_length`` scenarios of each chain length, in suite order (a slice of
+    butterfly-long sized to a daily quota: calls = the sum of their lengths)."""
+    seen: dict[int, int] = {}
+    out = []
+    for s in scenarios:
+        n = len(s.turns)
+        seen[n] = seen.get(n, 0) + 1
+        if seen[n] <= per_length:
+            out.append(s)
+    return out
+
+
 def system_text(scenario: Scenario) -> str:
     """The system message, exactly as the CLI sends it (the same for every scenario)."""
     return messages_for(scenario, 1, [])[0]["content"]
@@ -178,27 +191,56 @@ def truncated(answer: Answer, max_tokens: int) -> bool:
     return answer.output_tokens is not None and answer.output_tokens >= max_tokens
 
 
-def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int) -> dict[str, Any]:
+class AnswerRow(TypedDict):
+    turn: int
+    raw: str
+    output_tokens: int | None
+    spec: dict[str, str] | None
+    abstention: str | None
+
+
+class Verdict(TypedDict):
+    """One scenario's verdict, as the notebook's per-scenario task records it."""
+
+    id: str
+    category: str
+    final_match: bool
+    turn_match: list[bool]
+    first_divergent_turn: int | None
+    change_radius: int | None
+    abstentions: int
+    answers: list[AnswerRow]
+
+
+class Headline(TypedDict):
+    final_match: float
+    final_matches: int
+    n_scenarios: int
+    interval: list[float]
+    ci: float
+
+
+def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int) -> Verdict:
     """Parse and score one complete conversation with the CLI's parser and scorer."""
     parsed = [parse_answer(a.text, PARSE, truncated=truncated(a, max_tokens)) for a in answers]
     score = score_scenario(scenario, [p.spec for p in parsed], replay(scenario))
-    return {
-        "id": scenario.id,
-        "category": scenario.category,
-        "final_match": score.final_match,
-        "turn_match": list(score.turn_match),
-        "first_divergent_turn": score.first_divergent,
-        "change_radius": score.change_radius,
-        "abstentions": score.abstentions,
-        "answers": [
-            {"turn": t, "raw": a.text, "output_tokens": a.output_tokens, "spec": p.spec,
-             "abstention": p.reason}
+    return Verdict(
+        id=scenario.id,
+        category=scenario.category,
+        final_match=score.final_match,
+        turn_match=list(score.turn_match),
+        first_divergent_turn=score.first_divergent,
+        change_radius=score.change_radius,
+        abstentions=score.abstentions,
+        answers=[
+            AnswerRow(turn=t, raw=a.text, output_tokens=a.output_tokens, spec=p.spec,
+                      abstention=p.reason)
             for t, (a, p) in enumerate(zip(answers, parsed, strict=True), 1)
         ],
-    }
+    )
 
 
-def headline(final_matches: Sequence[bool]) -> dict[str, Any]:
+def headline(final_matches: Sequence[bool]) -> Headline:
     """The leaderboard number: the share of scenarios whose final spec matches, with its 95%
     interval (Wilson, as ``butterfly score``). Kaggle stores one number beside the value
     (value ± ci), so ``ci`` is the larger distance from the share to an end of the interval:
@@ -211,8 +253,8 @@ def headline(final_matches: Sequence[bool]) -> dict[str, Any]:
     interval = proportion_interval([[bool(m)] for m in final_matches])
     assert interval is not None
     lo, hi = interval
-    return {"final_match": share, "final_matches": k, "n_scenarios": n,
-            "interval": [lo, hi], "ci": max(share - lo, hi - share)}
+    return Headline(final_match=share, final_matches=k, n_scenarios=n, interval=[lo, hi],
+                    ci=max(share - lo, hi - share))
 
 
 def dumps(obj: Any) -> str:

@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from butterfly.core.results import Aggregate, ScoreReport
+from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteLabel
 from butterfly.runs.play import Progress as RunProgress
 
 
@@ -85,7 +85,8 @@ def score_tables(result: ScoreReport) -> list[Table]:
     """The model beside the two trivial baselines, then final match per category."""
     convs = result.n_conversations
     extra = "" if convs == result.n_scenarios else f", {convs} conversations"
-    title = f"ButterflyBench: {result.model} ({result.n_scenarios} scenarios{extra})"
+    title = (f"ButterflyBench: {result.model} ({result.n_scenarios} scenarios{extra} of "
+             f"{suite_name(result.suite)})")
     main = Table(title=title)
     for col in ("agent", "final match", "95% CI", "turn match", "abstention", "change radius",
                 "undo recovery", "wobble"):
@@ -120,6 +121,24 @@ def score_tables(result: ScoreReport) -> list[Table]:
     return [main, cat]
 
 
+def suite_name(suite: SuiteLabel) -> str:
+    """``butterfly-40 v2``, or the suite file's name when it is not a frozen suite."""
+    return suite.name if suite.version is None else f"{suite.name} v{suite.version}"
+
+
+def horizon_line(h: HorizonResult | None) -> str | None:
+    """The horizon and final match by chain length, on one line."""
+    if h is None:
+        return None
+    rates = ", ".join(f"{n}: {_pct(r.final_match)} (n={r.n})" for n, r in h.by_length.items())
+    if h.turns is None:
+        head = f"horizon: none ({h.note})"
+    else:
+        lo, hi = ("-" if x is None else f"{x:.1f}" for x in h.ci)
+        head = f"horizon: {h.turns:.1f} turns (95% CI {lo} to {hi})"
+    return f"{head}; final match by chain length: {rates}"
+
+
 def print_score(result: ScoreReport, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
@@ -146,3 +165,6 @@ def print_score(result: ScoreReport, console: Console | None = None) -> None:
              if v.n]
     if parts:
         console.print("undo recovery by op: " + ", ".join(parts))
+    line = horizon_line(result.horizon)
+    if line is not None:
+        console.print(line, markup=False, highlight=False)

@@ -19,16 +19,17 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from butterfly import __version__
-from butterfly.analysis.flips import flip_grid, load_columns
+from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.scoring import score_run
-from butterfly.core.transcript import conversation_of
+from butterfly.core.transcript import TranscriptTurn, conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
+from butterfly.present.display import suite_name
 from butterfly.runs.reader import load_run
-from oracle import CATEGORIES, KEYS, OPS, Scenario, replay
+from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
 REPORT_SCHEMA_VERSION: Final = 1
@@ -47,6 +48,78 @@ def _label(manifest: Any, path: Path) -> str:
     return str(manifest.model) + (f" [{', '.join(extras)}]" if extras else "")
 
 
+class ScenarioData(TypedDict):
+    """A scenario as the page shows it: the initial spec and, per turn, [op, user text, the
+    settings the oracle changed and their new values]."""
+
+    category: str
+    initial: dict[str, str]
+    turns: list[list[Any]]
+
+
+class ConversationData(TypedDict):
+    """A conversation on the page: run index, scenario, layout, repeat, verdict, first
+    divergent turn, and its turns compacted by :func:`_compact_turn`."""
+
+    r: int
+    id: str
+    l: str  # noqa: E741
+    k: int
+    v: str
+    fd: int | None
+    t: list[list[Any]]
+
+
+class ReportModel(TypedDict):
+    """Everything the page shows (the report's data, JSON-able). A run's entry is open: its
+    metrics are the score's, picked by :func:`_metrics`."""
+
+    schema_version: int
+    butterfly_version: str
+    title: str
+    runs: list[dict[str, Any]]
+    baselines: list[dict[str, Any]]
+    baselines_on: str
+    categories: list[str]
+    flips: FlipGrid | None
+    scenarios: dict[str, ScenarioData]
+    conversations: list[ConversationData]
+    modes: list[ModePair]
+
+
+class ModePair(TypedDict):
+    """One model on one suite asked in chat mode (it sees its own answers) and in restate mode
+    (each turn afresh, with the initial spec and every edit): memory against history."""
+
+    model: str
+    suite: str
+    chat: str
+    restate: str
+    chat_final_match: float | None
+    restate_final_match: float | None
+    chat_turn_match: float | None
+    restate_turn_match: float | None
+
+
+def mode_pairs(entries: Sequence[dict[str, Any]]) -> list[ModePair]:
+    """Runs that differ only in ``--mode``, paired (the first of each mode per model and suite)."""
+    def key(e: dict[str, Any]) -> tuple[Any, ...]:
+        p = e["params"]
+        return (e["model"], e["suite_sha256"], tuple(p["layouts"]), p["strategy"],
+                p["protocol"], p["temperature"], p["seed"])
+
+    by: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for e in entries:
+        by.setdefault(key(e), {}).setdefault(e["params"]["mode"], e)
+    return [ModePair(model=m["chat"]["model"], suite=m["chat"]["suite"],
+                     chat=m["chat"]["label"], restate=m["restate"]["label"],
+                     chat_final_match=m["chat"]["final_match"],
+                     restate_final_match=m["restate"]["final_match"],
+                     chat_turn_match=m["chat"]["turn_match"],
+                     restate_turn_match=m["restate"]["turn_match"])
+            for m in by.values() if "chat" in m and "restate" in m]
+
+
 def _metrics(agg: dict[str, Any]) -> dict[str, Any]:
     keys = ("n_scenarios", "n_conversations", "final_match", "final_matches", "final_match_ci",
             "turn_match", "turn_match_ci", "abstention", "coverage", "change_radius",
@@ -55,7 +128,7 @@ def _metrics(agg: dict[str, Any]) -> dict[str, Any]:
     return {k: agg[k] for k in keys}
 
 
-def _compact_turn(row: dict[str, Any]) -> list[Any]:
+def _compact_turn(row: TranscriptTurn) -> list[Any]:
     """One turn for the page: [status, raw, {wrong key: model value}, collateral, missed,
     abstention, detail, samples]."""
     wrong = {k: row["spec"][k] for k in row["wrong"]} if row["spec"] is not None else {}
@@ -65,13 +138,13 @@ def _compact_turn(row: dict[str, Any]) -> list[Any]:
             {k: row["spec"][k] for k in moved_right} if row["spec"] is not None else {}]
 
 
-def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
+def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
     """The report model: every figure and transcript the page shows, JSON-able."""
     if not runs:
         raise UserError("report: give at least one run directory")
     entries: list[dict[str, Any]] = []
-    scen_data: dict[str, dict[str, Any]] = {}
-    convs_out: list[dict[str, Any]] = []
+    scen_data: dict[str, ScenarioData] = {}
+    convs_out: list[ConversationData] = []
     baselines: dict[str, dict[str, Any]] | None = None
     baseline_ids: list[str] | None = None
     suite_of: dict[Path, str] = {}
@@ -81,16 +154,17 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
         suite_of[path] = manifest.suite.sha256
         chosen = run.scenarios
         answered = run.turns()
-        score: dict[str, Any] = score_run(run).to_json()
+        run_score = score_run(run)
+        score: dict[str, Any] = run_score.to_json()
         convs = [conversation_of(s, answered, lay, r)
                  for s in chosen for lay in params.layouts for r in range(params.repeats)]
         for s in chosen:
             _add_scenario(scen_data, s)
         for c in convs:
-            convs_out.append({
-                "r": i, "id": c["id"], "l": c["layout"], "k": c["repeat"], "v": c["verdict"],
-                "fd": c["first_divergent"], "t": [_compact_turn(row) for row in c["turns"]],
-            })
+            convs_out.append(ConversationData(
+                r=i, id=c["id"], l=c["layout"], k=c["repeat"], v=c["verdict"],
+                fd=c["first_divergent"], t=[_compact_turn(row) for row in c["turns"]],
+            ))
         ids = sorted({s["id"] for s in score["scenarios"]})
         if baselines is None:
             baselines, baseline_ids = score["baselines"], ids
@@ -103,7 +177,9 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
                        "strategy": params.strategy, "samples": params.samples,
                        "protocol": params.protocol, "mode": params.mode,
                        "temperature": params.temperature, "seed": params.seed},
-            "suite": manifest.suite.path,
+            "suite": f"{suite_name(run_score.suite)} ({manifest.suite.path})",
+            "suite_sha256": manifest.suite.sha256,
+            "horizon": score["horizon"],
             "incomplete": score["incomplete"],
             "n_total": score["n_total"],
             **_metrics(score),
@@ -128,30 +204,31 @@ def build(runs: Sequence[Path], title: str | None = None) -> dict[str, Any]:
     if several and len({suite_of[p] for p in several}) == 1:  # the runs posed several ways
         scenarios, columns = load_columns(several)
         flips = flip_grid(scenarios, columns)
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "butterfly_version": __version__,
-        "title": title or "ButterflyBench report",
-        "runs": entries,
-        "baselines": base_rows,
-        "baselines_on": entries[0]["label"],
-        "categories": [c for c in CATEGORIES if any(c in e["by_category"] for e in entries)],
-        "flips": flips,
-        "scenarios": scen_data,
-        "conversations": convs_out,
-    }
+    return ReportModel(
+        modes=mode_pairs(entries),
+        schema_version=REPORT_SCHEMA_VERSION,
+        butterfly_version=__version__,
+        title=title or "ButterflyBench report",
+        runs=entries,
+        baselines=base_rows,
+        baselines_on=entries[0]["label"],
+        categories=[c for c in CATEGORIES if any(c in e["by_category"] for e in entries)],
+        flips=flips,
+        scenarios=scen_data,
+        conversations=convs_out,
+    )
 
 
-def _add_scenario(out: dict[str, dict[str, Any]], s: Scenario) -> None:
+def _add_scenario(out: dict[str, ScenarioData], s: Scenario) -> None:
     if s.id in out:
         return
     o = replay(s)
-    out[s.id] = {
-        "category": s.category,
-        "initial": o[0],
-        "turns": [[t.op, t.text, {k: o[i][k] for k in KEYS if o[i][k] != o[i - 1][k]}]
-                  for i, t in enumerate(s.turns, 1)],
-    }
+    out[s.id] = ScenarioData(
+        category=s.category,
+        initial=o[0],
+        turns=[[t.op, t.text, {k: o[i][k] for k in KEYS if o[i][k] != o[i - 1][k]}]
+               for i, t in enumerate(s.turns, 1)],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,7 +245,7 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg"):]
 
 
-def charts(model: dict[str, Any]) -> dict[str, str]:
+def charts(model: ReportModel) -> dict[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -223,7 +300,45 @@ def charts(model: dict[str, Any]) -> dict[str, str]:
     ax.set_xlabel("change radius: settings wrong at the end that no turn targeted (mean, 95% CI)")
     ax.set_title("Change radius")
     out["change_radius"] = _svg(fig)
+    laddered = [r for r in runs if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
+    if laddered:
+        out["horizon"] = _horizon_chart(laddered)
     return out
+
+
+def _horizon_chart(runs: Sequence[dict[str, Any]]) -> str:
+    """Final match by chain length with the fitted curve (log length), and the survival curve
+    of turn match by turn index, one line per run (docs/ladder.md)."""
+    import math
+
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
+    for r in runs:
+        h = r["horizon"]
+        xs = [int(n) for n in h["by_length"]]
+        ys = [100 * v["final_match"] for v in h["by_length"].values()]
+        (line,) = left.plot(xs, ys, "o", label=r["label"])
+        if h["fit"] is not None:
+            grid = [min(xs) * (max(xs) / min(xs)) ** (i / 60) for i in range(61)]
+            a, b = h["fit"]["intercept"], h["fit"]["slope"]
+            left.plot(grid, [100 / (1 + math.exp(-(a + b * math.log(x)))) for x in grid],
+                      "-", color=line.get_color(), linewidth=1)
+        surv = h["survival"]
+        right.plot([s["turn"] for s in surv], [100 * s["still_matched"] for s in surv],
+                   "-", label=r["label"])
+    left.axhline(50, color="#999", linewidth=0.8, linestyle=":")
+    left.set_xscale("log")
+    left.set_xlabel("chain length (turns, log scale)")
+    left.set_ylabel("final match (%)")
+    left.set_ylim(-2, 102)
+    left.set_title("Final match by chain length, logistic fit")
+    right.set_xlabel("turn")
+    right.set_ylabel("still matched at every turn (%)")
+    right.set_ylim(-2, 102)
+    right.set_title("Survival of turn match")
+    right.legend(fontsize=7)
+    return _svg(fig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,7 +351,7 @@ def pack(obj: Any) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
-def render_html(model: dict[str, Any]) -> str:
+def render_html(model: ReportModel) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined,
@@ -256,7 +371,7 @@ def render_html(model: dict[str, Any]) -> str:
         svgs=charts(model),
         data=pack(page_data),
         ops=[op for op in OPS if any(op in r["by_op"] for r in model["runs"])],
-        undo_ops=[op for op in ("undo_last", "undo_ref", "undo_earliest", "redo")],
+        undo_ops=list(UNDO_OPS),
     )
 
 

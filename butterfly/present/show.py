@@ -14,12 +14,12 @@ Model answers are untrusted text: they are printed as plain text, never as rich 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from rich.console import Console
 from rich.text import Text
 
-from butterfly.core.transcript import conversation_of
+from butterfly.core.transcript import Transcript, conversation_of
 from butterfly.errors import UserError
 from butterfly.runs.reader import load_run
 
@@ -29,8 +29,19 @@ MATCH = "green"
 ABSTAIN = "yellow"
 
 
+class ShowInfo(TypedDict):
+    """What the transcript's heading says about the run."""
+
+    run: str
+    model: str
+    layout: str
+    repeat: int
+    strategy: str
+    samples: int
+
+
 def load(run: Path, scenario: str | None, layout: str | None,
-         repeat: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+         repeat: int) -> tuple[ShowInfo, list[Transcript]]:
     """The run's manifest summary and the transcripts asked for (every scenario when
     ``scenario`` is None)."""
     loaded = load_run(run)
@@ -47,8 +58,8 @@ def load(run: Path, scenario: str | None, layout: str | None,
             raise UserError(f"{run}: no scenario {scenario!r} in this run{hint}")
         chosen = picked
     answered = loaded.turns()
-    info = {"run": str(run), "model": manifest.model, "layout": lay, "repeat": repeat,
-            "strategy": params.strategy, "samples": params.samples}
+    info = ShowInfo(run=str(run), model=manifest.model, layout=lay, repeat=repeat,
+                    strategy=params.strategy, samples=params.samples)
     return info, [conversation_of(s, answered, lay, repeat) for s in chosen]
 
 
@@ -59,7 +70,7 @@ def _clip(raw: str, lines: int | None) -> tuple[str, int]:
     return "\n".join(rows[:lines]), len(rows) - lines
 
 
-def render(info: dict[str, Any], conv: dict[str, Any], *, lines: int | None = 12) -> list[Text]:
+def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[Text]:
     """The transcript as rich Text lines (plain text when the console has no colour)."""
     out: list[Text] = []
     verdict = {"P": "final match", "F": "final answer wrong", "A": "abstained at the final turn",
@@ -103,22 +114,23 @@ def render(info: dict[str, Any], conv: dict[str, Any], *, lines: int | None = 12
         if row["status"] == "match":
             out.append(Text("  spec: matches the oracle", style=MATCH))
             continue
+        spec = row["spec"] or {}  # status "wrong": the answer parsed
         for k in row["wrong"]:
             sign, style, why = (("~", COLLATERAL, "changed, not asked") if k in row["collateral"]
                                 else ("!", WRONG, "edit not made" if k in row["missed"]
                                       else "wrong"))
             item = Text(f"  {sign} {k} = ", style=style)
-            item.append(Text(repr(row["spec"][k]), style=style))
+            item.append(Text(repr(spec[k]), style=style))
             item.append(Text(f"  oracle {row['oracle'][k]!r}  ({why})"))
             out.append(item)
         for k in row["collateral"]:
             if k not in row["wrong"]:  # moved off an earlier mistake without being asked
-                out.append(Text(f"  ~ {k} = {row['spec'][k]!r}  changed, not asked "
+                out.append(Text(f"  ~ {k} = {spec[k]!r}  changed, not asked "
                                 "(now equal to the oracle)", style=COLLATERAL))
     return out
 
 
-def listing(info: dict[str, Any], convs: list[dict[str, Any]]) -> list[Text]:
+def listing(info: ShowInfo, convs: list[Transcript]) -> list[Text]:
     """One line per scenario: verdict, first divergent turn, and how to show it."""
     out = [Text(f"{info['run']}: {info['model']}, layout {info['layout']}, repeat "
                 f"{info['repeat']} (P pass, F fail, A abstained, - incomplete)", style="bold")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from pydantic import TypeAdapter
 
@@ -51,7 +51,7 @@ class _Builder:
     def __init__(self, rng: random.Random, initial: dict[str, str]) -> None:
         self.rng = rng
         self.initial = initial
-        self.turns: list[dict[str, Any]] = []
+        self.turns: list[dict[str, str]] = []
         self._records: list[Turn] = []
         self.specs: list[dict[str, str]] = [dict(initial)]
 
@@ -59,7 +59,7 @@ class _Builder:
     def spec(self) -> dict[str, str]:
         return self.specs[-1]
 
-    def _try(self, turn: dict[str, Any]) -> bool:
+    def _try(self, turn: dict[str, str]) -> bool:
         op = turn["op"]
         if op == "undo_last" and self.turns and self.turns[-1]["op"] in {
             "undo_last", "undo_ref", "undo_earliest", "redo"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from butterfly.suite.builder import (
     _COUPLING_PLAYS,
@@ -222,7 +222,7 @@ def generate(counts: dict[str, int], seed: int, prefix: str = "gen") -> list[Sce
     return out
 
 
-def _render(turn: dict[str, Any], family: str, index: int, rng: random.Random,
+def _render(turn: dict[str, str], family: str, index: int, rng: random.Random,
             spec_before: dict[str, str]) -> str:
     """The text of ``turn`` in paraphrase ``family.index`` (same op, same arguments)."""
     template = FAMILIES[family][index]

@@ -175,6 +175,25 @@ BUILTINS: Final = {
 BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
 
+RETIRED: Final = {
+    "3a6c7a9abb6b92c8a9e8f408cdd51ac5b83b28ce3d9ac71a246e736de4e52ae9": ("butterfly-40", 1),
+}
+"""sha256 -> (name, version) of frozen suites replaced by a later version (runs on them stay
+readable and are labelled with their version; docs/suite-changelog.md)."""
+
+
+def frozen_version(sha256: str) -> tuple[str, int] | None:
+    """The frozen suite (name, version) whose content has this sha256, if it is one we ship or
+    shipped."""
+    if sha256 in RETIRED:
+        return RETIRED[sha256]
+    for name in BUILTINS:
+        manifest = load_manifest(SCENARIOS_DIR / f"{name}.jsonl")
+        if manifest is not None and manifest.sha256 == sha256:
+            return name, BUILTINS[name].version
+    return None
+
+
 LONG_LENGTHS: Final = (5, 10, 20, 40, 80)
 LONG_PER_LENGTH: Final = 12
 HARD_PER_CONSTRUCTION: Final = 8

@@ -60,7 +60,7 @@ def test_code_cells_are_the_package_sources_verbatim() -> None:
         if first.startswith(("%%butterfly_module ", "%%butterfly_data ")):
             bodies[first.split(" ", 1)[1]] = body
         assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-    assert list(bodies) == [*notebook.MODULES, notebook.SUITE]
+    assert list(bodies) == [*notebook.MODULES, notebook.SUITE, notebook.LONG]
     for rel, body in bodies.items():
         assert body == (ROOT / rel).read_text(encoding="utf-8"), rel
 
@@ -419,3 +419,15 @@ def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) ->
               "calls": len(cli_raw), "verdicts": nb_verdicts,
               "since_start_s": round(time.perf_counter() - t0, 1)}
     print(json.dumps(report))
+
+
+def test_the_long_slice_is_sized_by_its_calls() -> None:
+    """SUITE_NAME = "butterfly-long" plays the first LONG_PER_LENGTH chains of each length."""
+    long = bb.load_scenarios((ROOT / "scenarios" / "butterfly-long.jsonl").read_text())
+    two = bb.long_slice(long, 2)
+    assert [len(s.turns) for s in two] == [5, 5, 10, 10, 20, 20, 40, 40, 80, 80]
+    assert sum(len(s.turns) for s in two) == 310
+    assert len(bb.long_slice(long, 12)) == 60
+    text = (ROOT / notebook.NOTEBOOK).read_text()
+    assert "%%butterfly_data scenarios/butterfly-long.jsonl" in text
+    assert 'SUITE_NAME = os.environ.get(\\"BUTTERFLY_SUITE\\", \\"butterfly-40\\")' in text

@@ -196,3 +196,30 @@ def _noisy_passes(d: Any) -> int:
 
 def test_same_runs_same_bytes(runs: list[Path]) -> None:
     assert render_html(build(runs[:2])) == render_html(build(runs[:2]))
+
+
+def test_chat_and_restate_side_by_side_with_the_horizon(tmp_path: Path) -> None:
+    """Two runs of one model differing only in --mode get a memory-against-history table; a
+    run over several chain lengths gets the horizon table and chart; suites are named with
+    their version."""
+    import butterfly
+
+    suite = tmp_path / "ladder.jsonl"
+    assert run_cli("generate", "--lengths", "3,8", "--per-length", "3", "--out",
+                   str(suite)).returncode == 0
+    chat = butterfly.run(model="script/last-edit", suite=str(suite), out=tmp_path / "chat",
+                         cache=None)
+    restate = butterfly.run(model="script/last-edit", suite=str(suite), mode="restate",
+                            out=tmp_path / "restate", cache=None)
+    model = build([chat.path, restate.path])
+    assert len(model["modes"]) == 1
+    pair = model["modes"][0]
+    assert pair["model"] == "script/last-edit" and pair["restate"].endswith("[restate]")
+    assert pair["chat_final_match"] == butterfly.score_run(chat).final_match
+    html = render_html(model)
+    assert 'id="modes"' in html and 'id="horizon"' in html and 'id="chart-horizon"' in html
+    assert "ladder (" in html
+    alone = render_html(build([chat.path]))
+    assert 'id="modes"' not in alone and 'id="horizon"' in alone
+    v1 = render_html(build([ROOT / "runs" / "script-oracle-butterfly-40"]))
+    assert "butterfly-40 v1 (" in v1

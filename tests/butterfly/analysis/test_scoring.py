@@ -1,0 +1,75 @@
+"""score_run beyond the metrics: the horizon over chain lengths, and the suite's name and version
+(committed runs on butterfly-40 v1 stay readable and are labelled v1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+import butterfly
+from butterfly.core.agents import drift_expected_final_match
+from butterfly.suite.load import load_suite
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small ladder: 6 chains at each of 3, 6, 12 and 24 turns."""
+    path = tmp_path_factory.mktemp("ladder") / "ladder.jsonl"
+    r = run_cli("generate", "--lengths", "3,6,12,24", "--per-length", "6", "--seed", "7",
+                "--out", str(path))
+    assert r.returncode == 0, r.stderr
+    return path
+
+
+def test_score_reports_the_horizon_of_the_drift_agent(ladder: Path, tmp_path: Path) -> None:
+    p = 0.08
+    run = butterfly.run(model=f"script/drift:p={p}", suite=str(ladder), repeats=4,
+                        out=tmp_path / "drift", cache=None)
+    cli = run_cli("score", str(tmp_path / "drift"), "--json")
+    h = json.loads(cli.stdout)["horizon"]
+    assert set(h) >= {"turns", "ci", "by_length"}
+    assert list(h["by_length"]) == ["3", "6", "12", "24"]
+    assert all(v["n"] == 24 for v in h["by_length"].values())  # 6 scenarios x 4 repeats
+    scenarios = load_suite(ladder)
+    expected = {n: sum(drift_expected_final_match(s, p) for s in scenarios
+                       if len(s.turns) == n) / 6 for n in (3, 6, 12, 24)}
+    for n, v in h["by_length"].items():  # 24 draws each: within 0.3 of the exact expectation
+        assert abs(v["final_match"] - expected[int(n)]) < 0.3, (n, v, expected)
+    assert h["turns"] is not None and 3 < h["turns"] < 60
+    lo, hi = h["ci"]
+    assert lo is None or lo <= h["turns"]
+    assert hi is None or h["turns"] <= hi
+    assert butterfly.score_run(run).horizon is not None
+    text = run_cli("score", str(tmp_path / "drift")).stdout
+    assert "horizon:" in text and "final match by chain length: 3:" in text
+
+
+def test_one_length_only_says_so(tmp_path: Path) -> None:
+    butterfly.run(model="script/oracle", suite="butterfly-long", limit=4, out=tmp_path / "o",
+                  cache=None)  # the first chains of butterfly-long all have 5 turns
+    h = butterfly.score_run(tmp_path / "o").horizon
+    assert h is not None and h.turns is None and h.ci == [None, None]
+    assert h.note is not None and "one" in h.note and "length" in h.note
+    assert list(h.by_length) == ["5"]
+
+
+def test_the_suite_and_its_version_are_named() -> None:
+    v1 = butterfly.score_run(ROOT / "runs" / "script-oracle-butterfly-40")
+    assert (v1.suite.name, v1.suite.version) == ("butterfly-40", 1)
+    assert "of butterfly-40 v1)" in run_cli("score", "runs/script-oracle-butterfly-40").stdout
+
+
+def test_a_new_run_is_on_butterfly_40_v2(tmp_path: Path) -> None:
+    butterfly.run(model="script/oracle", limit=2, out=tmp_path / "v2", cache=None)
+    s = butterfly.score_run(tmp_path / "v2")
+    assert (s.suite.name, s.suite.version) == ("butterfly-40", 2)
+
+
+def test_a_suite_of_ones_own_is_named_by_its_file(ladder: Path, tmp_path: Path) -> None:
+    butterfly.run(model="script/oracle", suite=str(ladder), limit=2, out=tmp_path / "own",
+                  cache=None)
+    s = butterfly.score_run(tmp_path / "own")
+    assert (s.suite.name, s.suite.version) == ("ladder", None)
