@@ -39,10 +39,9 @@ def main() -> int:
     a = ap.parse_args()
     t0 = time.perf_counter()
     keep: dict = {}  # type: ignore[type-arg]
-    res = simulated_study(m=a.m, reps=a.reps, q=a.q, seed=a.seed, pairs_n=150, big_cap=150,
+    res, meta = simulated_study(m=a.m, reps=a.reps, q=a.q, seed=a.seed, pairs_n=150, big_cap=150,
                           keep=keep)
     took = time.perf_counter() - t0
-    meta = res.pop("_study")
     print(f"m = {meta['m']}, q = {meta['q']}, {meta['reps']} replications, seed {meta['seed']} "
           f"({took:.0f} s)")
     se_fdr = math.sqrt(a.q * (1 - a.q) / a.reps)

@@ -19,18 +19,42 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple, TypedDict
 
 import numpy as np
 
 from butterfly.analysis import regress, simulate
 from butterfly.analysis.compare import load_answers
-from butterfly.analysis.results import Calibration
+from butterfly.analysis.results import Calibration, MethodCalibration
 from butterfly.errors import UserError
 
 CONFIGS: tuple[tuple[str, float], ...] = (("null", 0.0), ("0.3", 0.3), ("0.6", 0.6))
 
 MethodFn = Callable[[np.ndarray, np.ndarray], regress.Decision]
+
+
+class Rates(TypedDict):
+    """One method on one configuration (``simulate.Outcome`` and the suite size)."""
+
+    fdr: float | None
+    power: float | None
+    false_alarms: float | None
+    answers: float | None
+    reps: int
+    m: int
+
+
+StudyRow = TypedDict("StudyRow", {"label": str, "null": Rates, "0.3": Rates, "0.6": Rates},
+                     total=False)
+"""One method: its label and its rates on the null pair and the two injected drops."""
+StudyMeta = dict[str, float | int | str]
+"""How a study was made: kind (real or simulated), m, pairs, reps, q, seed, ..."""
+
+
+class Study(NamedTuple):
+    rows: dict[str, StudyRow]
+    """Method name -> its row."""
+    meta: StudyMeta
 
 
 @dataclass(frozen=True)
@@ -69,11 +93,11 @@ def methods(n: int, q: float, *, fixed_k: int = 10, big_cap: int | None = None) 
 def study(pairs: Callable[[str, float], tuple[np.ndarray, np.ndarray, np.ndarray]],
           specs: Sequence[MethodSpec],
           keep: dict[tuple[str, str], tuple[regress.Decision, np.ndarray]] | None = None,
-          ) -> dict[str, Any]:
+          ) -> dict[str, StudyRow]:
     """Run every method on every configuration. ``pairs(config, rate)`` returns A's and B's
     answers (reps, m, n) and the true drops (reps, m). ``keep`` receives each decision and the
     true drops by (method, configuration)."""
-    result: dict[str, Any] = {s.name: {"label": s.label} for s in specs}
+    result: dict[str, StudyRow] = {s.name: {"label": s.label} for s in specs}
     for config, rate in CONFIGS:
         a, b, drop = pairs(config, rate)
         for s in specs:
@@ -81,7 +105,9 @@ def study(pairs: Callable[[str, float], tuple[np.ndarray, np.ndarray, np.ndarray
             if keep is not None:
                 keep[(s.name, config)] = (decision, drop)
             o = simulate.outcome(decision, drop)
-            result[s.name][config] = {**o.as_dict(), "m": int(a.shape[-2])}
+            result[s.name][config] = Rates(  # type: ignore[literal-required]
+                fdr=o.fdr, power=o.power, false_alarms=o.false_alarms, answers=o.answers,
+                reps=o.reps, m=int(a.shape[-2]))
     return result
 
 
@@ -111,7 +137,7 @@ def split_halves(answers: Sequence[Sequence[bool]], reshuffles: int, seed: int,
 
 
 def real_study(answers: Sequence[Sequence[bool]], *, q: float = 0.1, reshuffles: int = 20,
-               seed: int = 0) -> dict[str, Any]:
+               seed: int = 0) -> Study:
     """Seed 003's study on real answers: null pair from disjoint halves (``reshuffles`` seeded
     reshuffles), injected fails at 0.3 and 0.6 in every third scenario."""
     a, b, rates = split_halves(answers, reshuffles, seed)
@@ -124,19 +150,18 @@ def real_study(answers: Sequence[Sequence[bool]], *, q: float = 0.1, reshuffles:
         rng = np.random.default_rng([seed, int(rate * 1000)])
         return a, simulate.inject(b, rng, which, rate), np.where(which, rates * rate, 0.0)
 
-    out = study(pairs, methods(a.shape[2], q))
-    out["_study"] = {"kind": "real", "m": m, "pairs": int(a.shape[2]), "reps": reshuffles,
-                     "q": q, "seed": seed, "mean_pass_rate": float(rates.mean()),
-                     "counted_0.3": int((which[0] & (rates * 0.3 >= simulate.MIN_DROP)).sum()),
-                     "counted_0.6": int((which[0] & (rates * 0.6 >= simulate.MIN_DROP)).sum())}
-    return out
+    rows = study(pairs, methods(a.shape[2], q))
+    counted = {f"counted_{r}": int((which[0] & (rates * r >= simulate.MIN_DROP)).sum())
+               for r in (0.3, 0.6)}
+    return Study(rows, {"kind": "real", "m": m, "pairs": int(a.shape[2]), "reps": reshuffles,
+                        "q": q, "seed": seed, "mean_pass_rate": float(rates.mean()), **counted})
 
 
 def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: float = 0.1,
                     seed: int = 0, rates: Sequence[float] | None = None,
                     big_cap: int | None = 150,
                     keep: dict[tuple[str, str], tuple[regress.Decision, np.ndarray]] | None = None,
-                    ) -> dict[str, Any]:
+                    ) -> Study:
     """The same study on synthetic independent answers: per-scenario pass rates resampled from
     ``rates`` (a real run's) or drawn from :data:`simulate.MIXTURE`; a fresh suite per
     replication; every third scenario regressed by rate x its pass rate."""
@@ -158,11 +183,10 @@ def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: floa
         r2 = np.random.default_rng([seed, int(rate * 1000)])
         return a, simulate.inject(b0, r2, which, rate), np.where(which, p * rate, 0.0)
 
-    out = study(pairs, methods(n, q, big_cap=big_cap if big_cap and big_cap <= n else None),
-                keep)
-    out["_study"] = {"kind": "simulated", "m": m, "pairs": n, "reps": reps, "q": q,
-                     "seed": seed, "rates": "mixture" if rates is None else "run"}
-    return out
+    rows = study(pairs, methods(n, q, big_cap=big_cap if big_cap and big_cap <= n else None),
+                 keep)
+    return Study(rows, {"kind": "simulated", "m": m, "pairs": n, "reps": reps, "q": q,
+                        "seed": seed, "rates": "mixture" if rates is None else "run"})
 
 
 def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
@@ -175,13 +199,19 @@ def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
     return ids, [ans.passes[i] for i in ids], ans.model
 
 
-def render(result: Calibration | dict[str, Any], title: str) -> str:
+def _row(m: MethodCalibration) -> StudyRow:
+    dumped = m.model_dump(by_alias=True)
+    return {"label": dumped["label"], "null": dumped["null"], "0.3": dumped["0.3"],
+            "0.6": dumped["0.6"]}
+
+
+def render(result: Calibration | Study, title: str) -> str:
     """The study as a table: one row per method, per configuration false alarms / FDR / power /
     answers. ``result`` is a :class:`Calibration` or a study as ``study`` returns it."""
     if isinstance(result, Calibration):
-        rows = result.model_dump(by_alias=True)
-        result = {**rows, "_study": next(iter(rows.values()))["study"] if rows else {}}
-    meta = result.get("_study", {})
+        meta = next(iter(result.root.values())).study if result.root else {}
+        result = Study({name: _row(m) for name, m in result.root.items()}, meta)
+    rows, meta = result.rows, result.meta
     head = (f"{title}: m = {meta.get('m')} scenarios, {meta.get('pairs')} pairs available per "
             f"scenario, {meta.get('reps')} replications, q = {meta.get('q')}, seed "
             f"{meta.get('seed')}")
@@ -198,9 +228,7 @@ def render(result: Calibration | dict[str, Any], title: str) -> str:
         lines.insert(1, f"note: only {pairs} pair(s) per scenario: no per-scenario test can "
                         "find a regression with so few answers; calibrate a run made with "
                         "--repeats 20 or more (or --simulate)")
-    for name, row in result.items():
-        if name.startswith("_"):
-            continue
+    for row in rows.values():
         n, lo, hi = row["null"], row["0.3"], row["0.6"]
         lines.append(
             f"| {row['label']} | {f(n['false_alarms'], 2)} | {f(n['fdr'])} | {f(lo['fdr'])} | "
@@ -232,4 +260,4 @@ def calibrate(run: Path | None, *, simulate: bool, q: float = 0.1, reshuffles: i
     else:
         result = real_study(answers, q=q, reshuffles=reshuffles, seed=seed)
         title = f"{model} ({run}), real answers"
-    return Calibration.of(result), title
+    return Calibration.of(result.rows, result.meta), title

@@ -7,6 +7,7 @@ statistic's key is ``p_value_*`` or ``e_value_*`` by method (docs/statistics.md)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -104,8 +105,7 @@ class Calibration(RootModel[dict[str, MethodCalibration]]):
     model_config = ConfigDict(frozen=True)
 
     @classmethod
-    def of(cls, result: dict[str, Any]) -> Calibration:
-        """From a study (``real_study`` / ``simulated_study``), its ``_study`` in every row."""
-        meta = result["_study"]
-        return cls.model_validate(
-            {name: {**row, "study": meta} for name, row in result.items() if name != "_study"})
+    def of(cls, rows: Mapping[str, Mapping[str, object]],
+           meta: Mapping[str, object]) -> Calibration:
+        """From a study (``real_study`` / ``simulated_study``): its meta in every row."""
+        return cls.model_validate({name: {**row, "study": meta} for name, row in rows.items()})

@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Final
 
 from butterfly.errors import UserError
+from butterfly.models.cache import Cache
 from butterfly.models.client import ModelClient
+from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 from butterfly.models.provider import Provider
+from butterfly.models.scripted import ScriptedProvider
 from oracle import Scenario
 
 
@@ -42,14 +45,11 @@ Opener = Callable[[OpenRequest], Provider]
 
 
 def _scripted(req: OpenRequest) -> Provider:
-    from butterfly.models.scripted import ScriptedProvider
-
     return ScriptedProvider(req.model.removeprefix("script/"), {s.id: s for s in req.scenarios})
 
 
 def _embedded(req: OpenRequest) -> Provider:
-    from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
-    from butterfly.models.litellm_seam import LiteLLMProvider
+    from butterfly.models.litellm_seam import LiteLLMProvider  # litellm: seconds to import
 
     try:
         gguf = resolve_gguf(req.model)
@@ -93,8 +93,6 @@ def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                              api_base=api_base)
     cache = None
     if cache_path is not None and provider.cacheable:
-        from butterfly.models.cache import Cache
-
         cache = Cache(Path(cache_path).expanduser())
     return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
                        cache=cache)

@@ -70,6 +70,12 @@ class ConversationData(TypedDict):
     t: list[list[Any]]
 
 
+RunEntry = dict[str, Any]
+"""A run's (or a baseline's) row on the page: open data for the template. Its metrics are the
+score's (``score --json``), picked by :func:`_metrics`; besides them label, path, model,
+status, params, suite, horizon, by_category, by_layout, by_op."""
+
+
 class ReportModel(TypedDict):
     """Everything the page shows (the report's data, JSON-able). A run's entry is open: its
     metrics are the score's, picked by :func:`_metrics`."""
@@ -77,8 +83,8 @@ class ReportModel(TypedDict):
     schema_version: int
     butterfly_version: str
     title: str
-    runs: list[dict[str, Any]]
-    baselines: list[dict[str, Any]]
+    runs: list[RunEntry]
+    baselines: list[RunEntry]
     baselines_on: str
     categories: list[str]
     flips: FlipGrid | None
@@ -101,14 +107,14 @@ class ModePair(TypedDict):
     restate_turn_match: float | None
 
 
-def mode_pairs(entries: Sequence[dict[str, Any]]) -> list[ModePair]:
+def mode_pairs(entries: Sequence[RunEntry]) -> list[ModePair]:
     """Runs that differ only in ``--mode``, paired (the first of each mode per model and suite)."""
-    def key(e: dict[str, Any]) -> tuple[Any, ...]:
+    def key(e: RunEntry) -> tuple[Any, ...]:
         p = e["params"]
         return (e["model"], e["suite_sha256"], tuple(p["layouts"]), p["strategy"],
                 p["protocol"], p["temperature"], p["seed"])
 
-    by: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    by: dict[tuple[Any, ...], dict[str, RunEntry]] = {}
     for e in entries:
         by.setdefault(key(e), {}).setdefault(e["params"]["mode"], e)
     return [ModePair(model=m["chat"]["model"], suite=m["chat"]["suite"],
@@ -120,7 +126,7 @@ def mode_pairs(entries: Sequence[dict[str, Any]]) -> list[ModePair]:
             for m in by.values() if "chat" in m and "restate" in m]
 
 
-def _metrics(agg: dict[str, Any]) -> dict[str, Any]:
+def _metrics(agg: RunEntry) -> RunEntry:
     keys = ("n_scenarios", "n_conversations", "final_match", "final_matches", "final_match_ci",
             "turn_match", "turn_match_ci", "abstention", "coverage", "change_radius",
             "change_radius_ci", "collateral_per_turn", "undo_recovery", "undo_recovery_n",
@@ -142,10 +148,10 @@ def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
     """The report model: every figure and transcript the page shows, JSON-able."""
     if not runs:
         raise UserError("report: give at least one run directory")
-    entries: list[dict[str, Any]] = []
+    entries: list[RunEntry] = []
     scen_data: dict[str, ScenarioData] = {}
     convs_out: list[ConversationData] = []
-    baselines: dict[str, dict[str, Any]] | None = None
+    baselines: dict[str, RunEntry] | None = None
     baseline_ids: list[str] | None = None
     suite_of: dict[Path, str] = {}
     for i, path in enumerate(runs):
@@ -155,7 +161,7 @@ def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
         chosen = run.scenarios
         answered = run.turns()
         run_score = score_run(run)
-        score: dict[str, Any] = run_score.to_json()
+        score: RunEntry = run_score.to_json()
         convs = [conversation_of(s, answered, lay, r)
                  for s in chosen for lay in params.layouts for r in range(params.repeats)]
         for s in chosen:
@@ -306,7 +312,7 @@ def charts(model: ReportModel) -> dict[str, str]:
     return out
 
 
-def _horizon_chart(runs: Sequence[dict[str, Any]]) -> str:
+def _horizon_chart(runs: Sequence[RunEntry]) -> str:
     """Final match by chain length with the fitted curve (log length), and the survival curve
     of turn match by turn index, one line per run (docs/ladder.md)."""
     import math

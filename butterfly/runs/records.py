@@ -9,7 +9,7 @@ A run directory holds:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -61,7 +61,7 @@ class RunParams(BaseModel):
     retries: int = DEFAULTS.retries
     api_base: str | None = None
 
-    def answer_key(self) -> dict[str, Any]:
+    def answer_key(self) -> dict[str, float | int | bool | str]:
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,

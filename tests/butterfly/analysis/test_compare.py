@@ -132,7 +132,7 @@ def test_intervals_are_reproducible() -> None:
     b = [[False, False, False], [True, True]]
     one = compare.paired_difference(a, b, seed=9)
     assert one == compare.paired_difference(a, b, seed=9)
-    assert one["diff"] == pytest.approx(np.mean([0 - 2 / 3, 1 - 0.5]))
+    assert one.diff == pytest.approx(np.mean([0 - 2 / 3, 1 - 0.5]))
 
 
 def test_compare_reproducible_through_cli(runs: dict[str, Path],
@@ -142,9 +142,9 @@ def test_compare_reproducible_through_cli(runs: dict[str, Path],
 
 
 def test_calibrate_says_when_a_run_has_too_few_repeats() -> None:
-    from butterfly.analysis.calibrate import render
+    from butterfly.analysis.calibrate import Study, render
 
-    text = render({"_study": {"m": 40, "pairs": 1, "reps": 20, "q": 0.1, "seed": 0}}, "x")
+    text = render(Study({}, {"m": 40, "pairs": 1, "reps": 20, "q": 0.1, "seed": 0}), "x")
     assert "only 1 pair(s) per scenario" in text
-    text = render({"_study": {"m": 40, "pairs": 50, "reps": 20, "q": 0.1, "seed": 0}}, "x")
+    text = render(Study({}, {"m": 40, "pairs": 50, "reps": 20, "q": 0.1, "seed": 0}), "x")
     assert "note:" not in text
