@@ -93,10 +93,18 @@ def _lengths(text: str) -> list[int]:
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
+    from butterfly.core.prompts import few_shot_clash
     from butterfly.suite.load import load_suite
 
     for path in a.files:
         scenarios = load_suite(path)
+        for s in scenarios:
+            for t, turn in enumerate(s.turns, 1):
+                example = few_shot_clash(turn.text)
+                if example is not None:
+                    raise UserError(f"{path}: scenario {s.id}, turn {t}: its wording is too close "
+                                    f"to the few-shot example {example!r} (a few-shot run would "
+                                    "show the model this turn's answer): reword it")
         turns = sum(len(s.turns) for s in scenarios)
         print(f"{path}: {len(scenarios)} scenarios, {turns} turns: valid")
     return 0

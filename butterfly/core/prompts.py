@@ -12,7 +12,9 @@ format. The other layouts and modes (issue "prompt sensitivity") reorder the sam
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -54,6 +56,33 @@ FEW_SHOT_TURNS: Final = (
 """The few-shot conversation (op, setting, value, text). Contract v2: its wording stays apart
 from every turn of every shipped suite (a test bounds the similarity); v1's "Only log warnings
 and errors from now on." nearly repeated a turn of gen-undo-ref-04."""
+
+
+FEW_SHOT_MAX_RATIO: Final = 0.55
+FEW_SHOT_MAX_JACCARD: Final = 0.35
+"""A turn closer than this to a few-shot example (difflib ratio of the case-folded texts, or
+Jaccard index of their word sets) would show a few-shot run the answer to that turn (contract
+v2: few-shot examples share no wording with any turn of a shipped suite)."""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def similarity(a: str, b: str) -> tuple[float, float]:
+    """(difflib ratio, word Jaccard) of two texts, case-folded."""
+    ratio = difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+    wa, wb = _words(a), _words(b)
+    return ratio, len(wa & wb) / max(1, len(wa | wb))
+
+
+def few_shot_clash(text: str) -> str | None:
+    """The few-shot example a user turn's wording is too close to, if any."""
+    for example in (t[3] for t in FEW_SHOT_TURNS):
+        ratio, jaccard = similarity(text, example)
+        if ratio >= FEW_SHOT_MAX_RATIO or jaccard >= FEW_SHOT_MAX_JACCARD:
+            return example
+    return None
 
 
 def _few_shot_block() -> str:

@@ -8,31 +8,21 @@ ratio (shared character runs) and the Jaccard index of word sets (shared vocabul
 
 from __future__ import annotations
 
-import difflib
+import json
 import re
 from functools import cache
+from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
-from butterfly.core.prompts import FEW_SHOT_TURNS
+from butterfly.core.prompts import FEW_SHOT_MAX_JACCARD as MAX_JACCARD
+from butterfly.core.prompts import FEW_SHOT_MAX_RATIO as MAX_RATIO
+from butterfly.core.prompts import FEW_SHOT_TURNS, few_shot_clash, similarity
 from butterfly.suite.load import load_suite
 from butterfly.suite.templates import FAMILIES
 
-MAX_RATIO = 0.55
-MAX_JACCARD = 0.35
 SUITES = sorted((ROOT / "scenarios").glob("*.jsonl"))
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def similarity(a: str, b: str) -> tuple[float, float]:
-    """(difflib ratio, word Jaccard) of two texts, case-folded."""
-    ratio = difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
-    wa, wb = _words(a), _words(b)
-    return ratio, len(wa & wb) / len(wa | wb)
 
 
 @cache
@@ -62,3 +52,18 @@ def test_the_measure_catches_the_v1_near_repeat() -> None:
     assert v1 not in texts  # not equal to any turn ...
     assert any(similarity(v1, t)[0] >= MAX_RATIO or similarity(v1, t)[1] >= MAX_JACCARD
                for t in texts)  # ... but too close
+
+
+def test_validate_rejects_a_turn_near_a_few_shot_example(tmp_path: Path) -> None:
+    line = (ROOT / "scenarios" / "butterfly-40.jsonl").read_text().splitlines()[0]
+    scenario = json.loads(line)
+    example = FEW_SHOT_TURNS[0][3]
+    scenario["turns"][0]["text"] = example.rstrip(".") + ", please."
+    assert few_shot_clash(scenario["turns"][0]["text"]) == example
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(scenario) + "\n")
+    r = run_cli("validate", str(path))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"scenario {scenario['id']}, turn 1" in r.stderr and "few-shot example" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert run_cli("validate", str(ROOT / "scenarios" / "butterfly-40.jsonl")).returncode == 0
