@@ -28,7 +28,8 @@ from butterfly.models.client import ModelClient
 from butterfly.models.registry import open_client
 from butterfly.present.display import ProgressDisplay
 from butterfly.present.report import write_report
-from butterfly.runs.options import make_params
+from butterfly.runs.lock import writer_lock
+from butterfly.runs.options import check_model, make_params
 from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.records import RunParams
@@ -71,13 +72,12 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
     run) and return the run as written. ``cache=None`` turns the answer cache off;
     ``progress`` shows a progress bar on stderr. The manifest's status says whether every
     conversation completed (``complete``) or some await a re-run (``incomplete``)."""
-    if not model:
-        model = DEFAULTS.model
     params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
                         repeats=repeats, mode=mode, temperature=temperature,
                         max_tokens=max_tokens, concurrency=concurrency, timeout=timeout,
                         retries=retries, api_base=api_base, no_schema=no_schema, parse=parse,
                         strategy=strategy, samples=samples, protocol=protocol)
+    check_model(model)
     suite_path = resolve_suite(suite)
     scenarios = select(load_suite(suite_path), params)
     target = Path(out) if out else default_out(model, suite_path)
@@ -88,12 +88,19 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
 
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
               out: Path, *, api_base: str | None, cache: str | None, progress: bool) -> None:
-    state = open_run(out, model, suite_path, scenarios, params)
-    todo = pending_calls(scenarios, state)
+    """Hold ``out``'s write lock, open the model, then create or resume the run: a model that
+    cannot be opened leaves nothing behind but the (free) lock file."""
     with contextlib.ExitStack() as stack:
+        stack.enter_context(writer_lock(out))
         client = open_client(stack, model, scenarios, concurrency=params.concurrency,
                              retries=params.retries, timeout=params.timeout, api_base=api_base,
                              cache_path=cache)
+        try:
+            state = open_run(out, model, suite_path, scenarios, params)
+        except BaseException:
+            asyncio.run(client.aclose())
+            raise
+        todo = pending_calls(scenarios, state)
         tracker = Progress(total=todo)
         if progress:
             display = stack.enter_context(ProgressDisplay(todo, f"{model} on {out}"))

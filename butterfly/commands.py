@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from butterfly.core.printable import printable
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 
@@ -138,10 +139,10 @@ RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "t
 
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly.api import default_out, run, score_run
-    from butterfly.present.display import print_score
+    from butterfly.present.display import failure_lines, print_score
     from butterfly.suite.load import resolve_suite
 
-    model = a.model or "local/smollm2"
+    model = a.model
     out = Path(a.out) if a.out else None
     try:
         result = run(model, a.suite, out, cache=None if a.no_cache else a.cache, progress=True,
@@ -152,6 +153,8 @@ def cmd_run(a: argparse.Namespace) -> int:
               "command to resume.", file=sys.stderr)
         return 130
     print_score(score_run(result))
+    for line in failure_lines(result):
+        print(f"butterfly: {line}", file=sys.stderr)
     m = result.manifest
     if m.incomplete_scenarios:
         print(
@@ -165,15 +168,21 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_score(a: argparse.Namespace) -> int:
-    from butterfly.api import score_run
+    from butterfly.api import load_run, score_run
 
-    result = score_run(Path(a.run), a.parse)
+    run = load_run(Path(a.run))
+    result = score_run(run, a.parse)
     if a.json:
         print(_dump(result.to_json()))
     else:
         from butterfly.present.display import print_score
 
         print_score(result)
+    if run.manifest.status == "failed":  # scored what there is, but say so: exit 5
+        why = printable(run.manifest.failure or "no reason recorded", newlines=False)
+        print(f"butterfly: error: {a.run}: this run failed ({why}); fix the cause and re-run "
+              "its command to resume", file=sys.stderr)
+        return 5
     return 0
 
 
@@ -182,7 +191,7 @@ def cmd_flips(a: argparse.Namespace) -> int:
 
     scenarios, columns = load_columns([Path(r) for r in a.runs])
     grid = flip_grid(scenarios, columns)
-    print(_dump(grid) if a.json else render_flips(grid))
+    print(_dump(grid) if a.json else printable(render_flips(grid)))
     return 0
 
 
@@ -191,7 +200,7 @@ def cmd_audit(a: argparse.Namespace) -> int:
 
     scenarios, columns = load_columns([Path(r) for r in a.runs])
     items = audit(scenarios, columns)
-    print(_dump(items) if a.json else render_audit(items))
+    print(_dump(items) if a.json else printable(render_audit(items)))
     return 0
 
 
@@ -216,7 +225,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
     result = compare(load_answers(Path(a.run_a), a.layout), load_answers(Path(a.run_b), a.layout),
                      a.method, a.q, k=a.k, cap=a.cap, stop_fine=a.stop_fine, seed=a.seed)
-    print(_dump(result.model_dump()) if a.json else render(result))
+    print(_dump(result.model_dump()) if a.json else printable(render(result)))
     return 0
 
 
@@ -252,13 +261,13 @@ def cmd_sequential(a: argparse.Namespace) -> int:
                             out_b=out_b, method=a.method, cap=a.cap, q=a.q,
                             stop_fine=a.stop_fine, params=params, api_base=a.api_base,
                             cache_path=None if a.no_cache else a.cache, quiet=a.json)
-    print(_dump(result.model_dump()) if a.json else render(result))
+    print(_dump(result.model_dump()) if a.json else printable(render(result)))
     return 0
 
 
 def cmd_parse(a: argparse.Namespace) -> int:
     from butterfly.core.parse import main_parse
 
-    code, text = main_parse(a.mode, sys.stdin.read())
+    code, text = main_parse(a.parse, sys.stdin.read())
     print(text, file=sys.stdout if code == 0 else sys.stderr)
     return code

@@ -3,3 +3,8 @@
 
 class UserError(Exception):
     """Bad input from the user (a file, an option, a run directory). Exit status 1."""
+
+
+class RunFailed(UserError):
+    """A run the provider refused (a bad key, an unknown model, a rejected parameter): every
+    further call would be refused the same way. Exit status 5."""

@@ -30,6 +30,8 @@ class RunAnswers:
     layout: str
     ids: tuple[str, ...]
     """Scenario ids in suite order (those the run plays)."""
+    contents: dict[str, str]
+    """Each scenario's content (its JSON line): runs are matched by content, not by suite."""
     passes: dict[str, tuple[bool, ...]]
     temperature: float
     seed: int
@@ -56,15 +58,18 @@ def load_answers(run: Path, layout: str | None = None) -> RunAnswers:
             verdicts.append(last.spec == final)
         passes[s.id] = tuple(verdicts)
     return RunAnswers(str(run), manifest.model, manifest.suite.sha256, lay,
-                      tuple(s.id for s in in_run), passes, params.temperature, params.seed)
+                      tuple(s.id for s in in_run), {s.id: s.to_json() for s in in_run}, passes,
+                      params.temperature, params.seed)
 
 
 def paired_matrix(a: RunAnswers, b: RunAnswers) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The scenarios both runs answered and their first n answers each (n = the fewest complete
     conversations of any such scenario in either run), as two (m, n) bool arrays."""
-    if a.suite_sha256 != b.suite_sha256:
-        raise UserError(f"{a.run} and {b.run} ran different suites (sha256 "
-                        f"{a.suite_sha256[:12]} vs {b.suite_sha256[:12]}): compare needs the same")
+    clash = next((i for i in a.ids if i in b.contents and a.contents[i] != b.contents[i]), None)
+    if clash is not None:
+        raise UserError(f"scenario {clash} means two different scenarios in {a.run} and {b.run} "
+                        f"(suites sha256 {a.suite_sha256[:12]} and {b.suite_sha256[:12]} share "
+                        "the id, not the content): compare runs of one suite")
     ids = [i for i in a.ids if i in b.passes and a.passes.get(i) and b.passes.get(i)]
     if not ids:
         raise UserError(f"{a.run} and {b.run} have no scenario with answers in both")
@@ -80,7 +85,7 @@ def paired_difference(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], 
     scenario i (every answer each run has), averaged over scenarios, with a 95% interval from
     the clustered standard error (one cluster per scenario) and a seeded cluster bootstrap."""
     d = [float(np.mean(y)) - float(np.mean(x)) for x, y in zip(a, b, strict=True)]
-    ci = mean_interval([[v] for v in d])
+    ci = mean_interval([[v] for v in d], low=-1.0, high=1.0)
     boot = cluster_bootstrap([[v] for v in d], reps=reps, seed=seed)
     return PairedDifference(
         a=float(np.mean([np.mean(x) for x in a])),

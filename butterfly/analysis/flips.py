@@ -28,7 +28,7 @@ from typing import Final, TypedDict
 
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
-from butterfly.runs.reader import load_run
+from butterfly.runs.reader import check_same_scenarios, load_run
 from oracle import KEYS, Scenario, replay
 
 Spec = dict[str, str]
@@ -218,16 +218,14 @@ def render_audit(items: list[AuditItem]) -> str:
 
 
 def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
-    """The columns of one or more run directories on the same suite."""
+    """The columns of one or more run directories, over the scenarios all of them play
+    (matched by content: one id must mean one scenario in every run)."""
+    loaded = [load_run(path) for path in runs]
+    check_same_scenarios(loaded)
     columns: list[Column] = []
     scenarios: list[Scenario] | None = None
-    sha = None
-    for path in runs:
-        run = load_run(path)
+    for path, run in zip(runs, loaded, strict=True):
         manifest = run.manifest
-        if sha is not None and manifest.suite.sha256 != sha:
-            raise UserError(f"{path}: a run on another suite; flips compare runs of one suite")
-        sha = manifest.suite.sha256
         chosen = run.scenarios
         scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
         p = run.params
@@ -242,5 +240,7 @@ def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise UserError(f"two columns would both be named {dupes[0]}: give each run once")
-    assert scenarios is not None
+    if not scenarios:
+        raise UserError("these runs play no scenario in common: flips compares the answers "
+                        "of one scenario across runs")
     return scenarios, columns

@@ -25,9 +25,11 @@ from butterfly.analysis import regress
 from butterfly.analysis.results import SequentialResult
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
-from butterfly.errors import UserError
+from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.registry import open_client
+from butterfly.runs.lock import writer_lock
+from butterfly.runs.options import check_model
 from butterfly.runs.play import Conversation, Player, Progress, play_conversation
 from butterfly.runs.scope import select
 from butterfly.runs.store import CALLS, CallLog, close_run, open_run
@@ -66,10 +68,10 @@ async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: i
     return failed
 
 
-def _close(side: Side, rounds: int, status: RunStatus) -> None:
+def _close(side: Side, rounds: int, status: RunStatus, failure: str | None) -> None:
     side.player.log.close()
     state = side.player.state
-    close_run(side.out, state, status,
+    close_run(side.out, state, status, failure=failure,
               params=state.manifest.params.model_copy(update={"repeats": max(1, rounds)}))
 
 
@@ -86,6 +88,8 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
         raise UserError("--q must be between 0 and 1")
     if out_a.resolve() == out_b.resolve():
         raise UserError("--out-a and --out-b must differ")
+    check_model(model_a)
+    check_model(model_b)
     suite_path = resolve_suite(suite)
     scenarios = select(load_suite(suite_path), params)
     m = len(scenarios)
@@ -97,20 +101,24 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
     finals = {s.id: replay(s)[-1] for s in scenarios}
     run_params = params.model_copy(update={"repeats": cap, "layouts": ("E",)})
     with contextlib.ExitStack() as stack:
+        for out in (out_a, out_b):  # one writer per run directory: both locked, or neither
+            stack.enter_context(writer_lock(out))
         providers: dict[str, ModelClient] = {}
-        sides = []
-        progress = Progress(total=0)
-        for model, out in ((model_a, out_a), (model_b, out_b)):
-            state = open_run(out, model, suite_path, scenarios, run_params)
+        for model in (model_a, model_b):
             if model not in providers:  # one embedded server when both sides are one model
                 providers[model] = open_client(
                     stack, model, scenarios, concurrency=run_params.concurrency,
                     retries=run_params.retries, timeout=run_params.timeout, api_base=api_base,
                     cache_path=cache_path)
+        sides = []
+        progress = Progress(total=0)
+        for model, out in ((model_a, out_a), (model_b, out_b)):
+            state = open_run(out, model, suite_path, scenarios, run_params)
             player = Player(providers[model], state, CallLog(out / CALLS), progress)
             sides.append(Side(model, out, player, finals))
         rounds = 0
         status: RunStatus = "complete"
+        failure: str | None = None
 
         async def drive() -> None:
             nonlocal rounds, status
@@ -144,9 +152,15 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
 
         try:
             asyncio.run(drive())
+        except UserError as e:
+            if status != "complete":  # our own "repeat r failed" line
+                raise
+            status, failure = "failed", str(e)  # the provider refused a call
+            raise RunFailed(f"sequential failed: {failure}; fix the cause and re-run the same "
+                            "command to resume") from None
         finally:
             for side in sides:
-                _close(side, rounds, status)
+                _close(side, rounds, status, failure)
     d = design.decision()
     stat = "e_value" if method == "ebh" else "p_value"
     return SequentialResult.model_validate({

@@ -158,7 +158,7 @@ def aggregate(scores: Sequence[ScenarioScore]) -> Aggregate:
         "change_radius_n": len(radii),
         "change_radius_ci": ci(mean_interval(
             [[float(s.change_radius) for s in c if s.change_radius is not None]
-             for c in clusters.values()])),
+             for c in clusters.values()], low=0.0, high=float(len(KEYS)))),
         "collateral_per_turn": None if not coll else sum(coll) / len(coll),
         "undo_recovery": _share(sum(all_undo), len(all_undo)),
         "undo_recovery_n": len(all_undo),

@@ -53,15 +53,17 @@ def proportion_interval(clusters: Sequence[Sequence[bool]]) -> tuple[float, floa
     return wilson(mean * n_eff, n_eff)
 
 
-def mean_interval(clusters: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+def mean_interval(clusters: Sequence[Sequence[float]], low: float = -math.inf,
+                  high: float = math.inf) -> tuple[float, float] | None:
     """95% normal interval of a mean with the clustered standard error (for counts such as the
-    change radius); None without observations."""
+    change radius), clipped to the metric's range [``low``, ``high``] (a change radius is
+    never negative); None without observations."""
     clusters = [c for c in clusters if len(c)]
     if not clusters:
         return None
     mean, var, _ = clustered_variance(clusters)
     half = Z95 * math.sqrt(var)
-    return (mean - half, mean + half)
+    return (max(low, mean - half), min(high, mean + half))
 
 
 def cluster_bootstrap(clusters: Sequence[Sequence[float]], *, reps: int = 2000, seed: int = 0,

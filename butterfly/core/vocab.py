@@ -17,7 +17,8 @@ Mode = Literal["chat", "restate"]
 Layout = Literal["E", "Q", "H"]
 ErrorClass = Literal["timeout", "rate_limit", "server", "connection", "bad_response"]
 """Why a call finally failed: always the provider's fault, never scored as the model's."""
-RunStatus = Literal["running", "complete", "incomplete", "interrupted"]
+RunStatus = Literal["running", "complete", "incomplete", "interrupted", "failed"]
+"""``failed``: the provider refused the run's calls (the manifest's ``failure`` says why)."""
 CompareMethod = Literal["diff", "fixed", "bh", "ebh", "gs"]
 SequentialMethod = Literal["ebh", "gs"]
 

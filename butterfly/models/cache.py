@@ -1,7 +1,10 @@
 """A SQLite cache of model answers, keyed on what changes an answer.
 
-The key is the SHA-256 of the canonical JSON of the request's answer-changing fields (model,
-messages, sampling parameters, seed, response format); never timeouts, concurrency or retries.
+The key is the SHA-256 of the canonical JSON of everything that can change an answer: the
+request's fields (model, messages, temperature, max tokens, seed, response format) and the
+server that answers (``--api-base``: two servers may serve different weights under one model
+name); never timeouts, concurrency, retries or credentials. A cache without an ``api_base``
+keys exactly as before it was added, so answers cached then are still found.
 Writes are committed one by one in WAL mode, so a killed process loses at most the answer in
 flight.
 """
@@ -16,16 +19,20 @@ from pathlib import Path
 from butterfly.models.provider import Request, Response
 
 
-def cache_key(request: Request) -> str:
-    blob = json.dumps(request.cache_key_fields(), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
+def cache_key(request: Request, api_base: str | None = None) -> str:
+    fields = request.cache_key_fields()
+    if api_base:
+        fields["api_base"] = api_base.rstrip("/")
+    blob = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 class Cache:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, api_base: str | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.api_base = api_base
+        """The server answers come from (part of every key)."""
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -35,7 +42,7 @@ class Cache:
 
     def get(self, request: Request) -> Response | None:
         row = self._db.execute(
-            "SELECT response FROM answers WHERE key = ?", (cache_key(request),)
+            "SELECT response FROM answers WHERE key = ?", (cache_key(request, self.api_base),)
         ).fetchone()
         if row is None:
             return None
@@ -50,7 +57,8 @@ class Cache:
             "prompt_tokens": response.prompt_tokens,
             "completion_tokens": response.completion_tokens,
         })
-        self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (cache_key(request), blob))
+        self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)",
+                         (cache_key(request, self.api_base), blob))
 
     def close(self) -> None:
         self._db.close()

@@ -9,6 +9,7 @@ timeouts, concurrency and the cache belong to :mod:`butterfly.models.client`.
 from __future__ import annotations
 
 import os
+import warnings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "True")
@@ -19,14 +20,27 @@ import litellm
 from litellm import exceptions as lx
 
 from butterfly.errors import UserError
-from butterfly.models.provider import ProviderError, Request, Response
+from butterfly.models.provider import ProviderError, Request, Response, redact
 
 litellm.telemetry = False
 litellm.suppress_debug_info = True
+warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited",
+                        category=RuntimeWarning)  # litellm's async logging, after a refusal
 
 
 class FatalProviderError(UserError):
     """The provider refused the request itself (bad key, unknown model, bad parameter)."""
+
+
+def check_route(model: str) -> None:
+    """Refuse a model name litellm cannot route to a provider (nothing is sent)."""
+    try:
+        litellm.get_llm_provider(model)
+    except Exception as e:  # litellm raises BadRequestError (and others) for an unknown route
+        first = str(e).replace("litellm.BadRequestError: ", "").splitlines()[0][:200]
+        raise UserError(f"--model {model}: no provider known for this name ({first}); use "
+                        "PROVIDER/MODEL, e.g. openai/gpt-4o-mini or ollama_chat/qwen2.5:7b"
+                        ) from None
 
 
 def _retry_after(e: Exception) -> float | None:
@@ -44,9 +58,12 @@ def _retry_after(e: Exception) -> float | None:
         return None
 
 
-def classify(e: Exception) -> ProviderError | FatalProviderError:
-    """Map a litellm exception to our error classes (the order of checks matters)."""
-    msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500]
+def classify(e: Exception, secrets: tuple[str | None, ...] = ()
+             ) -> ProviderError | FatalProviderError:
+    """Map a litellm exception to our error classes (the order of checks matters). The
+    message keeps the server's first line, secrets redacted, at most 500 characters."""
+    msg = redact(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                 secrets)[:500]
     if isinstance(e, lx.Timeout):
         return ProviderError("timeout", msg)
     if isinstance(e, lx.RateLimitError):
@@ -113,7 +130,7 @@ class LiteLLMProvider:
         except FatalProviderError:
             raise
         except Exception as e:  # every provider failure is classified, never propagated raw
-            raise classify(e) from e
+            raise classify(e, (self.api_key,)) from e
         try:
             choice = resp.choices[0]
             text = choice.message.content

@@ -9,13 +9,38 @@ scorer are tested offline exactly as they run online. Which provider a model nam
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from butterfly.core.vocab import ErrorClass
 
 Role = Literal["system", "user", "assistant"]
+
+REDACTED = "[redacted]"
+_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_SECRET_TEXT = re.compile(
+    r"\b(?:sk|pk|rk|hf|gsk|xai|ghp)[-_][A-Za-z0-9_\-]{8,}"  # provider key shapes
+    r"|(?P<bearer>Bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"  # an Authorization header
+    r"|(?P<url>://)[^/\s:@]+:[^/\s@]+(?=@)"  # user:password@ in a URL
+    r"|(?P<query>[?&](?:key|api_key|api-key|token|access_token)=)[^&\s\"']+", re.IGNORECASE)
+
+
+def _redact_match(m: re.Match[str]) -> str:
+    return (m.group("bearer") or m.group("url") or m.group("query") or "") + REDACTED
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` (a server's error message) with secrets replaced by ``[redacted]``: the given
+    ones, every value of an environment variable named like a key, token or password, and
+    anything shaped like an API key, a bearer token or URL credentials."""
+    known = [v for v in secrets if v] + [v for k, v in os.environ.items()
+                                         if _SECRET_ENV.search(k) and len(v) >= 6]
+    for value in sorted(set(known), key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return _SECRET_TEXT.sub(_redact_match, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +55,8 @@ class Request:
     """Who is asking (scenario id, turn): read by scripted agents, never sent to a provider."""
 
     def cache_key_fields(self) -> dict[str, Any]:
-        """What changes the answer: never timeouts, concurrency or retries."""
+        """What in the request changes the answer: never timeouts, concurrency or retries.
+        The cache adds the server (``api_base``) it was asked (:mod:`butterfly.models.cache`)."""
         return {
             "model": self.model,
             "messages": [dict(m) for m in self.messages],

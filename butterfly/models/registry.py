@@ -6,7 +6,8 @@
 | ``local/smollm2``, ``local/PATH.gguf`` | the embedded llama.cpp server, spoken to via litellm |
 | anything else | litellm as it is (with ``--api-base`` if given) |
 
-A new kind of provider is one opener function and one entry in :data:`OPENERS`.
+A new kind of provider is one opener function and one entry in :data:`OPENERS` (and a name
+check in :data:`CHECKS`).
 :func:`open_client` wires provider, answer cache and :class:`ModelClient` once, for
 ``butterfly run``, ``butterfly sequential`` and the Python API alike.
 """
@@ -25,7 +26,7 @@ from butterfly.models.cache import Cache
 from butterfly.models.client import ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 from butterfly.models.provider import Provider
-from butterfly.models.scripted import ScriptedProvider
+from butterfly.models.scripted import ScriptedProvider, check_agent
 from oracle import Scenario
 
 
@@ -69,9 +70,37 @@ def _litellm(req: OpenRequest) -> Provider:
     return LiteLLMProvider(api_base=req.api_base, api_key=api_key)
 
 
+def _check_scripted(model: str) -> None:
+    check_agent(model.removeprefix("script/"))
+
+
+def _check_embedded(model: str) -> None:
+    if model != "local/smollm2":  # the bundled file is found (or fetched) when it starts
+        try:
+            resolve_gguf(model)
+        except EmbeddedModelError as e:
+            raise UserError(str(e)) from None
+
+
+def _check_litellm(model: str) -> None:
+    from butterfly.models.litellm_seam import check_route
+
+    check_route(model)
+
+
 OPENERS: Final[dict[str, Opener]] = {"script/": _scripted, "local/": _embedded}
 """Model-name prefix -> opener; a name with no registered prefix goes to litellm."""
 FALLBACK: Final[Opener] = _litellm
+CHECKS: Final[dict[str, Callable[[str], None]]] = {"script/": _check_scripted,
+                                                   "local/": _check_embedded}
+"""Model-name prefix -> a check of the name that starts nothing (run before a run directory
+is created); a name with no registered prefix is checked by litellm's routing."""
+
+
+def check_model_name(model: str) -> None:
+    """Refuse a model name no provider can open (a :class:`UserError`), starting nothing."""
+    prefix = next((p for p in CHECKS if model.startswith(p)), None)
+    (CHECKS[prefix] if prefix is not None else _check_litellm)(model)
 
 
 def opener_of(model: str) -> Opener:
@@ -93,6 +122,6 @@ def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                              api_base=api_base)
     cache = None
     if cache_path is not None and provider.cacheable:
-        cache = Cache(Path(cache_path).expanduser())
+        cache = Cache(Path(cache_path).expanduser(), api_base=api_base)
     return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
                        cache=cache)

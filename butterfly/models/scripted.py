@@ -18,7 +18,18 @@ from butterfly.errors import UserError
 from butterfly.models.provider import Request, Response
 from oracle import Scenario, replay
 
-__all__ = ["AGENTS", "ScriptedProvider"]
+__all__ = ["AGENTS", "ScriptedProvider", "check_agent"]
+
+
+def check_agent(name: str) -> None:
+    """Refuse an unknown agent name or a malformed ``:p=P`` (one clear line)."""
+    try:
+        if name not in AGENTS and noisy_p(name) is None and drift_p(name) is None:
+            raise AgentError(f"unknown scripted agent script/{name} (known: "
+                             f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P, "
+                             "script/drift:p=P)")
+    except AgentError as e:
+        raise UserError(str(e)) from None
 
 
 class ScriptedProvider:
@@ -27,13 +38,9 @@ class ScriptedProvider:
     cacheable = False
 
     def __init__(self, name: str, scenarios: Mapping[str, Scenario]) -> None:
-        try:
-            self.noisy = noisy_p(name)
-            self.drift = drift_p(name)
-            if name not in AGENTS and self.noisy is None and self.drift is None:
-                agent_specs(name, next(iter(scenarios.values())))  # raises the clear error
-        except AgentError as e:
-            raise UserError(str(e)) from None
+        check_agent(name)
+        self.noisy = noisy_p(name)
+        self.drift = drift_p(name)
         self.name = name
         self._scenarios = scenarios
         self._answers: dict[str, list[str]] = {}
@@ -52,16 +59,14 @@ class ScriptedProvider:
             else:
                 spec = drift_spec(s, turn, request.seed, self.drift or 0.0, oracle)
             text = json.dumps(spec)
-            return Response(text=text, finish_reason="stop", prompt_tokens=0,
-                            completion_tokens=len(text) // 4)
+            return Response(text=text, finish_reason="stop")
         answers = self._answers.get(sid)
         if answers is None:
             specs = agent_specs(self.name, self._scenarios[sid])
             answers = [json.dumps(s) for s in specs]
             self._answers[sid] = answers
         text = answers[turn]
-        return Response(text=text, finish_reason="stop", prompt_tokens=0,
-                        completion_tokens=len(text) // 4)
+        return Response(text=text, finish_reason="stop")  # no tokens: nothing is generated
 
     async def aclose(self) -> None:
         return None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,9 +18,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
+from butterfly.core.printable import printable
 from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteLabel
+from butterfly.models.provider import redact
 from butterfly.runs.play import Progress as RunProgress
+from butterfly.runs.reader import Run
+from butterfly.runs.records import CallRecord
 
 
 class ProgressDisplay:
@@ -26,7 +33,7 @@ class ProgressDisplay:
 
     def __init__(self, total: int, label: str, *, tty: bool | None = None) -> None:
         self.total = total
-        self.label = label
+        self.label = printable(label, newlines=False)
         self.tty = sys.stderr.isatty() if tty is None else tty
         self._last = 0.0
         self._bar: Progress | None = None
@@ -35,7 +42,7 @@ class ProgressDisplay:
     def __enter__(self) -> ProgressDisplay:
         if self.tty:
             self._bar = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("calls  errors {task.fields[errors]}  {task.fields[tps]} tok/s"),
@@ -51,22 +58,49 @@ class ProgressDisplay:
 
     def update(self, p: RunProgress) -> None:
         elapsed = max(time.perf_counter() - p.started, 1e-9)
-        tps = p.completion_tokens / elapsed
+        # tokens only where a model generated them (scripted agents and cache hits report none)
+        tps = f"{p.completion_tokens / elapsed:.1f}" if p.completion_tokens else "-"
         if self._bar is not None:
-            self._bar.update(self._task, completed=p.done, errors=p.errors, tps=f"{tps:.1f}")
+            self._bar.update(self._task, completed=p.done, errors=p.errors, tps=tps)
             return
         now = time.perf_counter()
         if now - self._last >= 10 or p.done == p.total:
             self._last = now
             rate = p.done / elapsed
             eta = (p.total - p.done) / rate if rate > 0 else float("nan")
-            print(f"calls {p.done}/{p.total}  errors {p.errors}  {tps:.1f} tok/s  "
+            print(f"calls {p.done}/{p.total}  errors {p.errors}  {tps} tok/s  "
                   f"eta {eta:.0f} s", file=sys.stderr, flush=True)
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
         if self._bar is not None:
             self._bar.__exit__(et, e, tb)
+
+
+FAILURE_CLASS: Final = {"connection": "connection", "timeout": "timeout",
+                         "server": "HTTP status (5xx)", "rate_limit": "HTTP status (429)",
+                         "bad_response": "bad response"}
+"""How a call's error class is named on the terminal."""
+
+
+def failure_lines(run: Run) -> list[str]:
+    """The calls still failed after their retries, by class, with the first message of each
+    (server text: secrets redacted, control characters escaped); [] when none failed."""
+    failed = [r for r in run.records.values() if r.error is not None]
+    if not failed:
+        return []
+    by_class: dict[str, list[CallRecord]] = {}
+    for r in failed:
+        assert r.error is not None
+        by_class.setdefault(FAILURE_CLASS.get(r.error.kind, r.error.kind), []).append(r)
+    lines = [f"{len(failed)} call(s) failed after their retries: " + ", ".join(
+        f"{len(v)} {k}" for k, v in sorted(by_class.items(), key=lambda kv: -len(kv[1])))]
+    for name, recs in by_class.items():
+        first = recs[0]
+        assert first.error is not None
+        text = printable(redact(first.error.message), newlines=False)
+        lines.append(f"  {name}, e.g. {first.scenario} turn {first.turn}: {text[:300]}")
+    return lines
 
 
 def _pct(x: float | None) -> str:
@@ -81,38 +115,70 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def score_tables(result: ScoreReport) -> list[Table]:
-    """The model beside the two trivial baselines, then final match per category."""
+MAIN_COLUMNS: Final = ("agent", "final match", "95% CI", "turn match", "abstention",
+                       "change radius", "undo recovery", "wobble")
+SECONDARY: Final = ("wobble", "undo recovery", "abstention", "turn match", "change radius")
+"""Dropped in this order, one by one, until the table fits the terminal."""
+
+
+def _main_table(result: ScoreReport, columns: Sequence[str]) -> Table:
     convs = result.n_conversations
     extra = "" if convs == result.n_scenarios else f", {convs} conversations"
-    title = (f"ButterflyBench: {result.model} ({result.n_scenarios} scenarios{extra} of "
-             f"{suite_name(result.suite)})")
-    main = Table(title=title)
-    for col in ("agent", "final match", "95% CI", "turn match", "abstention", "change radius",
-                "undo recovery", "wobble"):
-        main.add_column(col, justify="left" if col == "agent" else "right")
+    title = (f"ButterflyBench: {printable(result.model)} ({result.n_scenarios} scenarios{extra} "
+             f"of {printable(suite_name(result.suite))})")
     rows: list[tuple[str, Aggregate]] = [(result.model, result)] + [
         (f"baseline: {name}", b) for name, b in result.baselines.items()
     ]
+    table: list[dict[str, str]] = []
     for name, r in rows:
-        main.add_row(
-            name,
-            f"{_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})",
-            _ci(r.final_match_ci),
-            _pct(r.turn_match),
-            _pct(r.abstention),
-            _num(r.change_radius),
-            _pct(r.undo_recovery),
-            str(r.wobbles),
-        )
+        table.append({
+            "agent": printable(name),
+            "final match": f"{_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})",
+            "95% CI": _ci(r.final_match_ci),
+            "turn match": _pct(r.turn_match),
+            "abstention": _pct(r.abstention),
+            "change radius": _num(r.change_radius),
+            "undo recovery": _pct(r.undo_recovery),
+            "wobble": str(r.wobbles),
+        })
+    main = Table(title=title)
+    for col in columns:  # figures keep their width; the agent folds rather than lose a letter
+        if col == "agent":
+            longest = max(len(w) for row in table for w in row[col].split(" "))
+            main.add_column(col, overflow="fold", min_width=min(longest, 24))
+        else:
+            main.add_column(col, justify="right", no_wrap=True,
+                            min_width=max(len(row[col]) for row in table))
+    for row in table:
+        main.add_row(*(Text(row[c]) for c in columns))
+    return main
+
+
+def _fits(console: Console, table: Table) -> bool:
+    """The table's natural width (unclipped by the console) is at most the console's."""
+    natural = Measurement.get(console, console.options.update_width(10_000), table)
+    return natural.maximum <= console.width
+
+
+def score_tables(result: ScoreReport, console: Console | None = None) -> list[Table]:
+    """The model beside the two trivial baselines, then final match per category. On a
+    narrow ``console`` the secondary columns are dropped (:data:`SECONDARY`) until the main
+    table fits; a model name is folded, never cut, and an interval is never cut."""
+    columns = list(MAIN_COLUMNS)
+    main = _main_table(result, columns)
+    for col in SECONDARY:
+        if console is None or _fits(console, main):
+            break
+        columns.remove(col)
+        main = _main_table(result, columns)
     cat = Table(title="final match by category")
-    cat.add_column("category")
+    cat.add_column("category", overflow="fold")
     cat.add_column("n", justify="right")
-    for col in (result.model, "noop", "last-edit"):
-        cat.add_column(col, justify="right")
+    for col in (printable(result.model), "noop", "last-edit"):
+        cat.add_column(Text(col), justify="right", overflow="fold")
     for c, r in result.by_category.items():
         cat.add_row(
-            c,
+            Text(printable(c)),
             str(r.n_conversations),
             _pct(r.final_match),
             _pct(result.baselines["noop"].by_category[c].final_match),
@@ -142,7 +208,7 @@ def horizon_line(h: HorizonResult | None) -> str | None:
 def print_score(result: ScoreReport, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
-    for t in score_tables(result):
+    for t in score_tables(result, console):
         console.print(t)
     if len(result.by_layout) > 1:
         console.print("final match by layout: " + ", ".join(

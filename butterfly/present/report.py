@@ -28,7 +28,7 @@ from butterfly.core.transcript import TranscriptTurn, conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 from butterfly.present.display import suite_name
-from butterfly.runs.reader import load_run
+from butterfly.runs.reader import check_same_scenarios, load_run
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
@@ -153,11 +153,10 @@ def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
     convs_out: list[ConversationData] = []
     baselines: dict[str, RunEntry] | None = None
     baseline_ids: list[str] | None = None
-    suite_of: dict[Path, str] = {}
-    for i, path in enumerate(runs):
-        run = load_run(path)
+    loaded = [load_run(path) for path in runs]
+    check_same_scenarios(loaded)  # scenarios are keyed by id: one id, one scenario
+    for i, (path, run) in enumerate(zip(runs, loaded, strict=True)):
         manifest, params = run.manifest, run.params
-        suite_of[path] = manifest.suite.sha256
         chosen = run.scenarios
         answered = run.turns()
         run_score = score_run(run)
@@ -207,7 +206,9 @@ def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
                  for name, b in baselines.items()]
     flips = None
     several = [p for p, e in zip(runs, entries, strict=True) if len(e["params"]["layouts"]) > 1]
-    if several and len({suite_of[p] for p in several}) == 1:  # the runs posed several ways
+    common = set.intersection(*({s.to_json() for s in r.scenarios} for p, r in
+                                zip(runs, loaded, strict=True) if p in several)) if several else ()
+    if common:  # the runs posed several ways share scenarios: their flips
         scenarios, columns = load_columns(several)
         flips = flip_grid(scenarios, columns)
     return ReportModel(

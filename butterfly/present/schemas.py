@@ -13,6 +13,7 @@ from typing import Any
 
 from butterfly.analysis.results import Calibration, CompareResult, SequentialResult
 from butterfly.core.results import ScoreReport
+from butterfly.files import write_text_atomic
 from butterfly.runs.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
 
@@ -81,10 +82,9 @@ def render(name: str) -> str:
 
 
 def write_schemas(out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in SCHEMAS:
         path = out_dir / name
-        path.write_text(render(name), encoding="utf-8")
+        write_text_atomic(path, render(name), f"--out-dir {out_dir}")
         written.append(path)
     return written

@@ -8,17 +8,20 @@ survives a pipe, where there is no colour:
 - ``!`` wrong (red): differs from the oracle (an edit not made, or an old mistake carried on);
 - ``>`` the first divergent turn.
 
-Model answers are untrusted text: they are printed as plain text, never as rich markup.
+Model answers are untrusted text: they are printed as plain text, never as rich markup, and
+every control character in them (or in an id, a model name, a user's words) is shown escaped
+(``\x1b``), never sent to the terminal as it is (:func:`butterfly.core.printable.printable`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from rich.console import Console
 from rich.text import Text
 
+from butterfly.core.printable import printable
 from butterfly.core.transcript import Transcript, conversation_of
 from butterfly.errors import UserError
 from butterfly.runs.reader import load_run
@@ -60,7 +63,18 @@ def load(run: Path, scenario: str | None, layout: str | None,
     answered = loaded.turns()
     info = ShowInfo(run=str(run), model=manifest.model, layout=lay, repeat=repeat,
                     strategy=params.strategy, samples=params.samples)
-    return info, [conversation_of(s, answered, lay, repeat) for s in chosen]
+    return safe(info), [safe(conversation_of(s, answered, lay, repeat)) for s in chosen]
+
+
+def safe(data: Any) -> Any:
+    """``data`` with every string in it :func:`printable` (dict keys included)."""
+    if isinstance(data, str):
+        return printable(data)
+    if isinstance(data, dict):
+        return {safe(k): safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(safe(x) for x in data)
+    return data
 
 
 def _clip(raw: str, lines: int | None) -> tuple[str, int]:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from butterfly.core.vocab import DEFAULTS, LAYOUTS, Layout, Mode, ParseMode, Protocol, Strategy
 from butterfly.errors import UserError
+from butterfly.models.registry import check_model_name
 from butterfly.runs.records import RunParams
 from butterfly.runs.store import redact_url
 
@@ -53,6 +55,22 @@ def _at_least(**values: tuple[int | None, int]) -> None:
             raise UserError(f"--{name.replace('_', '-')} must be at least {low}")
 
 
+def _finite(**values: float) -> None:
+    for name, value in values.items():
+        if not math.isfinite(value):
+            raise UserError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+
+
+def check_model(model: str) -> str:
+    """``model`` if it names something a run can open; else one clear line, before anything
+    is created (an unknown scripted agent or provider, an empty name)."""
+    if not isinstance(model, str) or not model.strip():
+        raise UserError(f"--model must name a model (e.g. {DEFAULTS.model}, script/oracle, "
+                        f"ollama_chat/qwen2.5:7b), got {model!r}")
+    check_model_name(model)
+    return model
+
+
 def make_params(*, temperature: float = DEFAULTS.temperature,
                 max_tokens: int = DEFAULTS.max_tokens, seed: int = DEFAULTS.seed,
                 strategy: Strategy = DEFAULTS.strategy, samples: int | None = None,
@@ -64,6 +82,9 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 timeout: float = DEFAULTS.timeout, retries: int = DEFAULTS.retries,
                 api_base: str | None = None) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
+    _finite(temperature=temperature, timeout=timeout)
+    if temperature < 0:
+        raise UserError(f"--temperature must be 0 or more, got {temperature:g}")
     chosen = _protocol(protocol, no_schema, strategy)
     n_samples = _samples(strategy, samples, temperature)
     _at_least(concurrency=(concurrency, 1), retries=(retries, 0), max_tokens=(max_tokens, 1),

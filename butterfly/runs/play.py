@@ -22,11 +22,13 @@ from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import messages
 from butterfly.core.turns import CallKey, make_turn
 from butterfly.core.vocab import RunStatus
+from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import Request
+from butterfly.runs.integrity import key_of
 from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
 from butterfly.runs.scope import conversations
-from butterfly.runs.store import CALLS, CallLog, RunState, close_run, key_of, now
+from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
 from oracle import Scenario, spec_json_schema
 
 RESPONSE_FORMAT: Final = {
@@ -200,6 +202,7 @@ async def run_suite(
     slots = asyncio.Semaphore(max(1, params.concurrency))
     incomplete: list[str] = []
     interrupted = False
+    failure: str | None = None
 
     async def one(s: Scenario, layout: str, repeat: int) -> None:
         async with slots:
@@ -213,13 +216,17 @@ async def run_suite(
     except (asyncio.CancelledError, KeyboardInterrupt):
         interrupted = True
         raise
+    except UserError as e:  # the provider refused a call: every other would be refused too
+        failure = str(e)
+        raise RunFailed(f"the run failed: {failure}; its manifest says status failed. Fix the "
+                        "cause and re-run the same command to resume") from None
     finally:
         player.log.close()
         order = {s.id: i for i, s in enumerate(scenarios)}
         done_ids = tuple(sorted(incomplete, key=order.__getitem__))
-        status: RunStatus = ("interrupted" if interrupted else
+        status: RunStatus = ("interrupted" if interrupted else "failed" if failure else
                              "incomplete" if done_ids else "complete")
-        manifest = close_run(out, state, status, done_ids)
+        manifest = close_run(out, state, status, done_ids, failure=failure)
     return RunResult(out, manifest.n_calls, manifest.n_provider_errors, done_ids)
 
 

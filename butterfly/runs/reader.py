@@ -7,15 +7,22 @@ its manifest, the suite copy, the latest record of every call, and the turns reb
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_turn
 from butterfly.core.vocab import ParseMode
 from butterfly.errors import UserError
+from butterfly.runs.integrity import (
+    check_counts,
+    check_one_meaning,
+    check_suite_copy,
+    index_calls,
+)
 from butterfly.runs.records import CallRecord, RunManifest, RunParams
 from butterfly.runs.scope import conversation_keys, select
-from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, key_of, read_calls, read_manifest
+from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, read_calls, read_manifest
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
@@ -85,15 +92,20 @@ class Run:
 
 
 def load_run(path: Path | str) -> Run:
-    """Read a run directory: manifest, suite copy, and the latest record of every call."""
+    """Read a run directory: manifest, suite copy, and the latest record of every call, after
+    checking them against each other (:mod:`butterfly.runs.integrity`)."""
     out = Path(path)
     if not (out / MANIFEST).is_file():
         raise UserError(f"{out}: not a run directory (no {MANIFEST})")
     manifest = read_manifest(out)
+    check_suite_copy(out, manifest, out / SUITE_COPY)
     suite = tuple(load_suite(out / SUITE_COPY, played=True))
-    records: dict[CallKey, CallRecord] = {}
-    for rec in read_calls(out / CALLS):
-        key = key_of(rec)
-        if rec.error is None or key not in records:
-            records[key] = rec
-    return Run(out, manifest, suite, records)
+    calls = read_calls(out / CALLS)
+    check_counts(out, manifest, calls)
+    done, failed = index_calls(calls, out / CALLS)
+    return Run(out, manifest, suite, {**failed, **done})
+
+
+def check_same_scenarios(runs: Sequence[Run]) -> None:
+    """Refuse runs in which one scenario id stands for two different scenarios."""
+    check_one_meaning([(r.path, r.suite) for r in runs])

@@ -39,7 +39,7 @@ class SuiteRef(BaseModel):
 class RunParams(BaseModel):
     """Every parameter of a run. ``answer_key()`` is the part that changes answers."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     temperature: float = DEFAULTS.temperature
     max_tokens: int = DEFAULTS.max_tokens
     seed: int = DEFAULTS.seed
@@ -100,6 +100,8 @@ class RunManifest(BaseModel):
     n_calls: int = 0
     n_provider_errors: int = 0
     incomplete_scenarios: tuple[str, ...] = ()
+    failure: str | None = Field(None, description="Why the run failed (status failed): the "
+                                "provider's refusal, secrets redacted; null otherwise.")
 
 
 class Tokens(BaseModel):

@@ -8,6 +8,7 @@ Reading a run for analysis is :mod:`butterfly.runs.reader`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +28,9 @@ from butterfly.core.prompts import prompt_fingerprint
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import Protocol, RunStatus, Strategy
 from butterfly.errors import UserError
+from butterfly.runs.integrity import index_calls
+from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
+from butterfly.runs.lock import LOCK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
 from butterfly.suite.load import ROOT
 from oracle import Scenario
@@ -68,10 +72,6 @@ def redact_url(url: str | None) -> str | None:
     return url
 
 
-def key_of(rec: CallRecord) -> CallKey:
-    return CallKey(rec.scenario, rec.turn, rec.layout, rec.repeat, rec.sample)
-
-
 @dataclass
 class RunState:
     """A run being played: its manifest and the answers recorded so far."""
@@ -86,27 +86,35 @@ def read_calls(path: Path, *, repair: bool = False) -> list[CallRecord]:
     off the file when ``repair``; any other bad line is a corrupt run directory."""
     if not path.exists():
         return []
-    data = path.read_bytes()
-    cut = data.rfind(b"\n") + 1
-    if cut < len(data) and repair:
-        with path.open("r+b") as f:
-            f.truncate(cut)
+    try:
+        data = path.read_bytes()
+        cut = data.rfind(b"\n") + 1
+        if cut < len(data) and repair:
+            with path.open("r+b") as f:
+                f.truncate(cut)
+    except OSError as e:
+        raise UserError(f"{path}: cannot {'repair' if repair else 'read'}: "
+                        f"{e.strerror or e}") from None
     records: list[CallRecord] = []
     for n, line in enumerate(data[:cut].splitlines(), 1):
         try:
             records.append(CallRecord.model_validate_json(line))
         except ValidationError as e:
-            raise UserError(f"{path}:{n}: corrupt call record: {str(e).splitlines()[0]}") from None
+            raise UserError(f"{path}:{n}: corrupt call record ({str(e).splitlines()[0]}): "
+                            "delete that line (its call is asked again when the run's command "
+                            "is re-run)") from None
     return records
 
 
 def read_manifest(out: Path) -> RunManifest:
     mpath = out / MANIFEST
     try:
-        return RunManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+        return RunManifest.model_validate_json(mpath.read_bytes())
+    except OSError as e:
+        raise UserError(f"{mpath}: cannot read: {e.strerror or e}") from None
     except ValidationError as e:
-        raise UserError(f"{mpath}: not a butterfly run manifest: "
-                        f"{str(e).splitlines()[0]}") from None
+        raise UserError(f"{mpath}: not a butterfly run manifest ({str(e).splitlines()[0]}): "
+                        "restore it from a copy, or run again into a new --out") from None
 
 
 def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, suite_sha: str,
@@ -132,35 +140,75 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
         )
 
 
-def _resume(out: Path, old: RunManifest, params: RunParams) -> RunState:
+def _check_same_scope(out: Path, old: RunParams, params: RunParams) -> None:
+    """A resume keeps the recorded scope: the same ``--limit`` and ``--per-category``, and at
+    least the recorded layouts and repeats (more of them extend the run)."""
+    if (old.limit, old.per_category) != (params.limit, params.per_category):
+        def flags(p: RunParams) -> str:
+            return (f"--limit {'none' if p.limit is None else p.limit}, --per-category "
+                    f"{'none' if p.per_category is None else p.per_category}")
+        raise UserError(f"--out {out} was run with {flags(old)}; this is {flags(params)}: a "
+                        "resume keeps the run's scope (give the same flags), or choose another "
+                        "--out")
+    if not set(old.layouts) <= set(params.layouts) or params.repeats < old.repeats:
+        raise UserError(f"--out {out} was run with --layouts {','.join(old.layouts)} and "
+                        f"--repeats {old.repeats}; a resume may add layouts or repeats, never "
+                        "drop recorded ones: give at least those, or choose another --out")
+
+
+def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) -> RunState:
+    _check_same_scope(out, old.params, params)
+    records = read_calls(out / CALLS, repair=True)
+    state = RunState(old)
+    state.done, state.failed = index_calls(records, out / CALLS)
+    copy = out / SUITE_COPY
+    if not copy.is_file() or hashlib.sha256(copy.read_bytes()).hexdigest() != old.suite.sha256:
+        _copy_suite(suite_path, copy)  # restore the copy from the (checked) suite file
     manifest = old.model_copy(update={"params": params, "updated_at": now(),
-                                      "status": "running"})
-    state = RunState(manifest)
-    for rec in read_calls(out / CALLS, repair=True):
-        key = key_of(rec)
-        if rec.error is None:
-            state.done[key] = rec
-            state.failed.pop(key, None)
-        elif key not in state.done:
-            state.failed[key] = rec
+                                      "status": "running", "failure": None})
+    write_manifest(out, manifest)
+    state.manifest = manifest
     return state
+
+
+def _copy_suite(suite_path: Path, copy: Path) -> None:
+    try:
+        shutil.copyfile(suite_path, copy)
+    except OSError as e:
+        raise UserError(f"{copy}: cannot write: {e.strerror or e}") from None
+
+
+def _unstarted(out: Path, old: RunManifest) -> bool:
+    """A run that never recorded a call (it could not start, or every call was refused)."""
+    calls = out / CALLS
+    return old.n_calls == 0 and (not calls.exists() or calls.stat().st_size == 0)
 
 
 def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
              params: RunParams) -> RunState:
-    """Create the run directory, or reopen it for resuming after checking it is the same run."""
-    suite_sha = hashlib.sha256(suite_path.read_bytes()).hexdigest()
+    """Create the run directory, or reopen it for resuming after checking it is the same run.
+    A directory whose run never recorded a call is started afresh. The caller holds the
+    directory's :func:`butterfly.runs.lock.writer_lock`."""
+    try:
+        suite_sha = hashlib.sha256(suite_path.read_bytes()).hexdigest()
+    except OSError as e:
+        raise UserError(f"{suite_path}: cannot read: {e.strerror or e}") from None
     if (out / MANIFEST).exists():
         old = read_manifest(out)
-        _check_same_run(out, old, model, suite_path, suite_sha, params)
-        return _resume(out, old, params)
+        if not _unstarted(out, old):
+            _check_same_run(out, old, model, suite_path, suite_sha, params)
+            return _resume(out, old, params, suite_path)
+        for name in (MANIFEST, CALLS, SUITE_COPY):
+            with contextlib.suppress(FileNotFoundError):
+                (out / name).unlink()
     try:
         out.mkdir(parents=True, exist_ok=True)
+        others = [p for p in out.iterdir() if p.name != LOCK]
     except OSError as e:
         raise UserError(f"--out {out}: cannot create: {e.strerror or e}") from None
-    if any(out.iterdir()):
+    if others:
         raise UserError(f"--out {out} is not empty and holds no run: choose another --out")
-    shutil.copyfile(suite_path, out / SUITE_COPY)
+    _copy_suite(suite_path, out / SUITE_COPY)
     stamp = now()
     manifest = RunManifest(
         butterfly_version=__version__,
@@ -179,12 +227,16 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
 
 def write_manifest(out: Path, manifest: RunManifest) -> None:
     tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / MANIFEST)
+    try:
+        tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, out / MANIFEST)
+    except OSError as e:
+        raise UserError(f"{out / MANIFEST}: cannot write: {e.strerror or e}") from None
 
 
 def close_run(out: Path, state: RunState, status: RunStatus,
-              incomplete: tuple[str, ...] = (), params: RunParams | None = None) -> RunManifest:
+              incomplete: tuple[str, ...] = (), params: RunParams | None = None,
+              failure: str | None = None) -> RunManifest:
     """Write the manifest's final status and call counts (the one place a run is closed)."""
     records = read_calls(out / CALLS)
     update: dict[str, object] = {
@@ -193,6 +245,7 @@ def close_run(out: Path, state: RunState, status: RunStatus,
         "n_calls": sum(1 for r in records if r.error is None),
         "n_provider_errors": sum(1 for r in records if r.error is not None),
         "incomplete_scenarios": incomplete,
+        "failure": failure,
     }
     if params is not None:
         update["params"] = params
@@ -206,7 +259,10 @@ class CallLog:
     """Append-only writer of call records: one line per call, flushed as it is written."""
 
     def __init__(self, path: Path) -> None:
-        self._f: IO[str] = path.open("a", encoding="utf-8")
+        try:
+            self._f: IO[str] = path.open("a", encoding="utf-8")
+        except OSError as e:
+            raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
 
     def append(self, record: CallRecord) -> None:
         self._f.write(record.model_dump_json() + "\n")

@@ -90,6 +90,8 @@ def _describe(line: str, where: str, e: ValidationError) -> str:
         raw = json.loads(line)
     except json.JSONDecodeError as je:
         return f"{where}:{je.colno}: malformed JSON: {je.msg}"
+    except RecursionError:
+        return f"{where}: JSON nested too deeply for a scenario"
     if not isinstance(raw, dict):
         return f"{where}: a scenario must be a JSON object, not {type(raw).__name__}"
     sid = raw.get("id")

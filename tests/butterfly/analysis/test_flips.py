@@ -133,7 +133,7 @@ def test_flips_and_audit_commands_on_runs(tmp_path: Path) -> None:
     assert run_cli("run", "--model", "script/lifo", "--suite", str(other), "--out", str(three),
                    "--no-cache").returncode == 0
     r = run_cli("flips", str(one), str(three))
-    assert r.returncode == 1 and "another suite" in r.stderr
+    assert r.returncode == 1 and "means two different scenarios" in r.stderr  # same ids
 
 
 def test_conversations_never_played_get_no_character() -> None:

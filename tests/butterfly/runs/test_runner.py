@@ -288,7 +288,8 @@ def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
 
 
 def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) -> None:
-    """Cut a complete run's records back to its first scenario: the rest were never played."""
+    """A run interrupted after its first scenario (its records cut back to it, its manifest
+    saying so, as a Ctrl-C leaves it): the rest were never played."""
     from conftest import run_cli
 
     out = tmp_path / "run"
@@ -296,8 +297,12 @@ def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) ->
                    "--no-cache").returncode == 0
     calls = out / "calls.jsonl"
     first = SCENARIOS[0].id
-    calls.write_text("".join(line + "\n" for line in calls.read_text().splitlines()
-                             if json.loads(line)["scenario"] == first))
+    kept = [line for line in calls.read_text().splitlines()
+            if json.loads(line)["scenario"] == first]
+    calls.write_text("".join(line + "\n" for line in kept))
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest.update(status="interrupted", n_calls=len(kept))
+    (out / "manifest.json").write_text(json.dumps(manifest))
     s = _score(out)
     assert s["not_played"] == 2 and s["incomplete"] == 0 and s["n_scenarios"] == 1
     text = run_cli("score", str(out)).stdout

@@ -1,0 +1,90 @@
+"""Tamper evidence: what a run directory must agree with before anything is read from it.
+
+- the suite copy hashes to the manifest's ``suite.sha256``;
+- a closed run (any status but ``running``) holds exactly the calls its manifest counts;
+- no call has two answers (two writers, or an edited file);
+- over several runs, one scenario id means one scenario (compared by content, not by suite).
+
+Each refusal is one line that says what is wrong and how to recover.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from butterfly.core.turns import CallKey
+from butterfly.errors import UserError
+from butterfly.runs.records import CallRecord, RunManifest
+from oracle import Scenario
+
+
+def key_of(rec: CallRecord) -> CallKey:
+    return CallKey(rec.scenario, rec.turn, rec.layout, rec.repeat, rec.sample)
+
+
+def index_calls(records: Sequence[CallRecord], path: Path
+                ) -> tuple[dict[CallKey, CallRecord], dict[CallKey, CallRecord]]:
+    """(answered, failed): the answer of every call, and the last error of every call with no
+    answer. Two answers for one call are refused."""
+    done: dict[CallKey, CallRecord] = {}
+    line_of: dict[CallKey, int] = {}
+    failed: dict[CallKey, CallRecord] = {}
+    for n, rec in enumerate(records, 1):
+        key = key_of(rec)
+        if rec.error is not None:
+            if key not in done:
+                failed[key] = rec
+            continue
+        if key in done:
+            raise UserError(
+                f"{path}:{n}: a second answer for call (scenario {rec.scenario}, turn "
+                f"{rec.turn}, layout {rec.layout}, repeat {rec.repeat}, sample {rec.sample}); "
+                f"the first is on line {line_of[key]}: two writers, or an edited file. Keep "
+                "one line per call (delete the later ones), or run again into a new --out")
+        done[key] = rec
+        line_of[key] = n
+        failed.pop(key, None)
+    return done, failed
+
+
+def check_counts(out: Path, manifest: RunManifest, records: Sequence[CallRecord]) -> None:
+    """A closed run holds the calls its manifest counts (a running one is still growing)."""
+    if manifest.status == "running":
+        return
+    answered = sum(1 for r in records if r.error is None)
+    errors = len(records) - answered
+    if (answered, errors) != (manifest.n_calls, manifest.n_provider_errors):
+        raise UserError(
+            f"{out}: calls.jsonl holds {answered} answered and {errors} failed call(s), but the "
+            f"manifest ({manifest.status}) counts {manifest.n_calls} and "
+            f"{manifest.n_provider_errors}: the file was cut or edited. Restore it from a copy, "
+            "or re-run the run's command to ask the missing calls again")
+
+
+def check_suite_copy(out: Path, manifest: RunManifest, copy: Path) -> None:
+    try:
+        sha = hashlib.sha256(copy.read_bytes()).hexdigest()
+    except OSError as e:
+        raise UserError(f"{copy}: cannot read the run's suite copy: {e.strerror or e}; copy "
+                        f"the suite back: cp {manifest.suite.path} {copy}") from None
+    if sha != manifest.suite.sha256:
+        raise UserError(
+            f"{copy}: the suite copy does not match the manifest (sha256 {sha[:12]}, recorded "
+            f"{manifest.suite.sha256[:12]}): it was edited or damaged. Copy the suite the run "
+            f"played back: cp {manifest.suite.path} {copy}")
+
+
+def check_one_meaning(runs: Sequence[tuple[Path, Sequence[Scenario]]]) -> None:
+    """Refuse runs in which one scenario id stands for two different scenarios."""
+    seen: dict[str, tuple[str, Path]] = {}
+    for path, scenarios in runs:
+        for s in scenarios:
+            content = s.to_json()
+            first = seen.setdefault(s.id, (content, path))
+            if first[0] != content:
+                raise UserError(
+                    f"scenario {s.id} means two different scenarios: one in {first[1]}, "
+                    f"another in {path} (their suites share the id, not the content); "
+                    "compare runs of one suite, or give the scenarios distinct ids")

@@ -1,0 +1,121 @@
+"""Runs the provider refuses or fails (issue 12): a true ``failed`` status, a summary of
+failures by class with secrets redacted, no litellm noise, and a cache keyed on the server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+from fakeserver import FakeServer
+
+KEY = "sk-test-SECRET-4242-abcdef"
+ENV = {"BUTTERFLY_BACKOFF_BASE": "0.01", "OPENAI_API_KEY": KEY}
+
+
+class EchoKeyServer:
+    """A server that answers every call with ``status`` and an error repeating the caller's
+    API key, as some servers do ("Incorrect API key provided: sk-...")."""
+
+    def __init__(self, status: int) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.count += 1
+                auth = self.headers.get("Authorization", "")
+                body = json.dumps({"error": {"message": f"Incorrect API key provided: "
+                                             f"{auth.removeprefix('Bearer ')} ({auth})",
+                                             "type": "invalid_request_error"}}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.count = 0
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> EchoKeyServer:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def echo401() -> Iterator[EchoKeyServer]:
+    with EchoKeyServer(401) as srv:
+        yield srv
+
+
+def _run(out: Path, api_base: str, *extra: str) -> Any:
+    return run_cli("run", "--model", "openai/fake", "--api-base", api_base, "--out", str(out),
+                   "--limit", "2", "--no-cache", "--timeout", "5", *extra, env=ENV)
+
+
+def _no_secret(out: Path, *texts: str) -> None:
+    for text in texts:
+        assert "SECRET" not in text
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert "SECRET" not in path.read_text(errors="replace"), path
+
+
+def test_a_refused_run_is_failed_with_its_reason_and_score_says_so(
+        tmp_path: Path, echo401: EchoKeyServer) -> None:
+    out = tmp_path / "run"
+    r = _run(out, echo401.api_base)
+    assert r.returncode == 5, r.stderr
+    assert "the run failed" in r.stderr and "refused" in r.stderr
+    assert "Traceback" not in r.stderr and "never awaited" not in r.stderr
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "failed" and "refused" in m["failure"] and m["n_calls"] == 0
+    s = run_cli("score", str(out))
+    assert s.returncode == 5 and "this run failed" in s.stderr
+    _no_secret(out, r.stderr, r.stdout, s.stderr, s.stdout)
+    ok = run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
+                 "--no-cache")
+    assert ok.returncode == 0, ok.stderr  # a run that never answered does not block --out
+
+
+def test_failures_are_summarised_by_class_with_secrets_redacted(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with EchoKeyServer(500) as srv:
+        r = _run(out, srv.api_base, "--retries", "1")
+    assert r.returncode == 4, r.stderr
+    assert "call(s) failed after their retries: 2 HTTP status (5xx)" in r.stderr
+    assert "[redacted]" in r.stderr and "Traceback" not in r.stderr
+    _no_secret(out, r.stderr, r.stdout)
+    with FakeServer(lambda body: "not json", faults=["drop"] * 50) as srv:
+        r = _run(tmp_path / "conn", srv.api_base, "--retries", "0")
+    assert r.returncode == 4 and "connection" in r.stderr, r.stderr
+
+
+def test_the_cache_is_keyed_on_the_server(tmp_path: Path) -> None:
+    cache = tmp_path / "answers.sqlite"
+    answers = {"a": '{"from": "a"}', "b": '{"from": "b"}'}
+    with FakeServer(lambda body: answers["a"]) as a, FakeServer(lambda body: answers["b"]) as b:
+        for name, srv in (("a", a), ("b", b)):
+            r = run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--out",
+                        str(tmp_path / name), "--limit", "1", "--cache", str(cache),
+                        "--timeout", "5", env=ENV)
+            assert r.returncode == 0, r.stderr
+        assert a.count > 0 and b.count == a.count  # b was asked, not served a's answers
+        r = run_cli("run", "--model", "openai/fake", "--api-base", a.api_base, "--out",
+                    str(tmp_path / "a2"), "--limit", "1", "--cache", str(cache), env=ENV)
+        assert r.returncode == 0 and b.count == a.count  # a's answers still cached
+    raws = [json.loads(x)["raw"] for x in (tmp_path / "b" / "calls.jsonl").read_text().splitlines()]
+    assert set(raws) == {answers["b"]}
