@@ -1,7 +1,8 @@
 """ButterflyBench harness: generate, prompt, call models, parse, score, report.
 
 The Python API (docs/api.md) is importable from here: ``butterfly.run``, ``butterfly.load_run``,
-``butterfly.score_run``, ``butterfly.report``, and the types ``Run`` and ``ScoreReport``. They
+``butterfly.score_run``, ``butterfly.report``, ``butterfly.load_runs`` (a pandas DataFrame of
+tidy rows) and ``butterfly.tidy_rows``, and the types ``Run`` and ``ScoreReport``. They
 load on first use, so ``import butterfly`` stays cheap (the command line imports only what a
 command needs).
 """
@@ -13,10 +14,20 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from butterfly.api import Run, ScoreReport, load_run, report, run, score_run
+    from butterfly.api import (
+        Run,
+        ScoreReport,
+        load_run,
+        load_runs,
+        report,
+        run,
+        score_run,
+        tidy_rows,
+    )
 
-API = ("Run", "ScoreReport", "load_run", "report", "run", "score_run")
-__all__ = ["Run", "ScoreReport", "__version__", "load_run", "report", "run", "score_run"]
+API = ("Run", "ScoreReport", "load_run", "load_runs", "report", "run", "score_run", "tidy_rows")
+__all__ = ["Run", "ScoreReport", "__version__", "load_run", "load_runs", "report", "run",
+           "score_run", "tidy_rows"]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import JsonValue
+
 from butterfly.analysis.scoring import score_run
+from butterfly.analysis.tidy import load_runs, tidy_rows
 from butterfly.core.results import ScoreReport
-from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, Strategy
+from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.registry import open_client
@@ -38,8 +41,8 @@ from butterfly.runs.store import open_run
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario
 
-__all__ = ["Run", "ScoreReport", "default_out", "load_run", "report", "run", "run_params",
-           "score_run"]
+__all__ = ["Run", "ScoreReport", "default_out", "load_run", "load_runs", "report", "run",
+           "run_params", "score_run", "tidy_rows"]
 
 T = TypeVar("T")
 
@@ -67,16 +70,22 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
         retries: int = DEFAULTS.retries, api_base: str | None = None, no_schema: bool = False,
         parse: ParseMode = DEFAULTS.parse, strategy: Strategy = DEFAULTS.strategy,
         samples: int | None = None, protocol: Protocol | None = None,
+        sc_base: SCBase | None = None, model_args: Mapping[str, JsonValue] | None = None,
+        no_seed: bool = False, max_cost: float | None = None,
         cache: str | None = DEFAULTS.cache, progress: bool = False) -> Run:
     """Run ``suite`` against ``model`` into ``out`` (created, or resumed when it holds the same
     run) and return the run as written. ``cache=None`` turns the answer cache off;
-    ``progress`` shows a progress bar on stderr. The manifest's status says whether every
-    conversation completed (``complete``) or some await a re-run (``incomplete``)."""
+    ``progress`` shows a progress bar on stderr. ``model_args`` are sent with every call
+    (``-M KEY=VALUE``); ``max_cost`` (USD) stops the run before a call could exceed it. The
+    manifest's status says whether every conversation completed (``complete``) or some await
+    a re-run (``incomplete``, or ``budget``: re-run with a larger ``max_cost``)."""
     params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
                         repeats=repeats, mode=mode, temperature=temperature,
                         max_tokens=max_tokens, concurrency=concurrency, timeout=timeout,
                         retries=retries, api_base=api_base, no_schema=no_schema, parse=parse,
-                        strategy=strategy, samples=samples, protocol=protocol)
+                        strategy=strategy, samples=samples, protocol=protocol,
+                        sc_base=sc_base, model_args=model_args, no_seed=no_seed,
+                        max_cost=max_cost)
     check_model(model)
     suite_path = resolve_suite(suite)
     scenarios = select(load_suite(suite_path), params)
@@ -116,9 +125,10 @@ async def _closing(coro: Coroutine[Any, Any, T], client: ModelClient) -> T:
 
 
 def report(runs: Sequence[str | Path | Run], html: str | Path,
-           title: str | None = None) -> int:
-    """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes."""
+           title: str | None = None, *, compare_method: str = "bh", q: float = 0.1) -> int:
+    """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes. Runs
+    of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
     if not runs:
         raise UserError("report: give at least one run directory")
     paths = [r.path if isinstance(r, Run) else Path(r) for r in runs]
-    return write_report(paths, Path(html), title)
+    return write_report(paths, Path(html), title, compare_method, q)

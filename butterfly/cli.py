@@ -4,7 +4,8 @@ Only parsing lives here; each command is a function of :mod:`butterfly.commands`
 over the Python API. Choices and defaults come from :mod:`butterfly.core.vocab`. A
 :class:`~butterfly.errors.UserError` is printed as one line on stderr with exit status 1;
 usage errors exit 2; an abstention from ``parse`` exits 3; a run left incomplete exits 4; a
-failed run exits 5 (:data:`EXIT_CODES`, shown by ``butterfly --help``).
+failed run exits 5; a run stopped by ``--max-cost`` exits 6 (:data:`EXIT_CODES`, shown by
+``butterfly --help``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from butterfly.core.vocab import (
     MODES,
     PARSE_MODES,
     PROTOCOLS,
+    SC_BASES,
     SEQUENTIAL_METHODS,
     STRATEGIES,
 )
@@ -37,6 +39,8 @@ EXIT_CODES = """exit status:
   4    run: incomplete after provider errors (re-run the same command to complete it)
   5    run, sequential, score: the run failed (the provider refused its calls; the reason is
        on stderr and in the manifest)
+  6    run: stopped by --max-cost before a call could exceed it (status budget; re-run with a
+       larger --max-cost to complete it)
   130  interrupted (answers so far are kept; re-run the same command to resume)"""
 
 
@@ -101,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a suite against a model (default: the embedded SmolLM2)")
     r.add_argument("--model", default=D.model, help="local/smollm2, local/PATH.gguf, "
-                   "script/NAME, or any litellm model (openai/..., anthropic/..., "
+                   "script/NAME, or any litellm model (openai/..., anthropic/..., gemini/..., "
                    "ollama_chat/...)")
     r.add_argument("--suite", default=D.suite, help="suite file or name")
     r.add_argument("--limit", type=int, metavar="N", help="only the first N scenarios (a resume "
@@ -138,6 +142,19 @@ def build_parser() -> argparse.ArgumentParser:
                    "when not given)")
     r.add_argument("--protocol", choices=PROTOCOLS,
                    help="output protocol (default schema; json with --no-schema)")
+    r.add_argument("--sc-base", choices=SC_BASES,
+                   help="self-consistency: the prompt sampled and voted (default zero-shot)")
+    r.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
+                   help="an argument sent with every call (repeatable; VALUE as JSON when it "
+                   "parses), e.g. -M reasoning_effort=low -M top_p=0.9 -M "
+                   "'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
+    r.add_argument("--model-args", metavar="FILE",
+                   help="model arguments from a JSON or YAML mapping (-M overrides)")
+    r.add_argument("--no-seed", action="store_true",
+                   help="send no seed (for providers that reject it)")
+    r.add_argument("--max-cost", type=float, metavar="USD",
+                   help="stop before a call could take the run's spending above USD "
+                   "(status budget, exit 6; re-run with a larger budget to complete)")
     r.add_argument("--cache", default=D.cache,
                    help="SQLite answer cache shared by runs")
     r.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
@@ -148,7 +165,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="one JSON object on stdout")
     s.add_argument("--parse", choices=PARSE_MODES,
                    help="re-parse the raw answers in this mode (the run's own when not given)")
+    s.add_argument("--protocol", choices=PROTOCOLS,
+                   help="re-parse the raw answers as this output protocol defines them "
+                   "(json-first: the object opening an answer; json-last: closing it)")
     s.set_defaults(func=commands.cmd_score)
+
+    ex = sub.add_parser("export", help="tidy CSV rows of runs, one per turn or conversation")
+    ex.add_argument("runs", nargs="+", metavar="RUN")
+    ex.add_argument("--csv", required=True, metavar="FILE", help="output file ('-': stdout)")
+    ex.add_argument("--level", choices=("turn", "conversation"), default="conversation",
+                    help="one row per turn, or per conversation (default)")
+    ex.set_defaults(func=commands.cmd_export)
+
+    rs = sub.add_parser("runs", help="every run directory under DIR: model, suite, layouts, "
+                        "repeats, status, final match, cost")
+    rs.add_argument("dir", nargs="?", default="runs", metavar="DIR",
+                    help="where to look (default runs)")
+    rs.add_argument("--json", action="store_true")
+    rs.set_defaults(func=commands.cmd_runs)
 
     f = sub.add_parser("flips", help="per scenario, one character per run for each layout; "
                        "stable / layout-sensitive / noisy")
@@ -180,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "scenario ids do not clash)")
     rp.add_argument("--html", required=True, metavar="FILE", help="the HTML file to write")
     rp.add_argument("--title", help="the page title (ButterflyBench report when not given)")
+    rp.add_argument("--compare-method", choices=COMPARE_METHODS, default="bh",
+                    help="the compare section's method (runs of one suite; as butterfly compare)")
+    rp.add_argument("--q", type=float, default=0.1, help="the compare section's q")
     rp.set_defaults(func=commands.cmd_report)
 
     cp = sub.add_parser("compare", help="scenarios that regressed (and improved) from RUN_A to "
@@ -260,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="how strictly to parse, as in run --parse (--mode is the old name)")
     pa.add_argument("--mode", dest="parse", choices=PARSE_MODES, default=argparse.SUPPRESS,
                     help=argparse.SUPPRESS)
+    pa.add_argument("--protocol", choices=PROTOCOLS,
+                    help="json-first: the object opening the answer; json-last: closing it "
+                    "(default: the whole answer, or the last object)")
     pa.set_defaults(func=commands.cmd_parse)
     return p
 

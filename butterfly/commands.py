@@ -133,20 +133,22 @@ def cmd_schema(a: argparse.Namespace) -> int:
 
 RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "temperature",
                "max_tokens", "concurrency", "timeout", "retries", "api_base", "no_schema",
-               "parse", "strategy", "samples", "protocol")
+               "parse", "strategy", "samples", "protocol", "sc_base", "no_seed", "max_cost")
 """The flags of ``butterfly run`` that are the API's ``run`` options as they are."""
 
 
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly.api import default_out, run, score_run
     from butterfly.present.display import failure_lines, print_score
+    from butterfly.runs.options import parse_model_args
     from butterfly.suite.load import resolve_suite
 
     model = a.model
     out = Path(a.out) if a.out else None
+    model_args = parse_model_args(a.model_arg or (), a.model_args)
     try:
         result = run(model, a.suite, out, cache=None if a.no_cache else a.cache, progress=True,
-                     **{k: getattr(a, k) for k in RUN_OPTIONS})
+                     model_args=model_args, **{k: getattr(a, k) for k in RUN_OPTIONS})
     except KeyboardInterrupt:
         where = out or default_out(model, resolve_suite(a.suite))
         print(f"butterfly: interrupted; answers so far are kept in {where}. Re-run the same "
@@ -156,6 +158,15 @@ def cmd_run(a: argparse.Namespace) -> int:
     for line in failure_lines(result):
         print(f"butterfly: {line}", file=sys.stderr)
     m = result.manifest
+    if m.status == "budget":
+        spent = m.usage.spent_usd if m.usage is not None else None
+        why = (f"litellm has no price for {model}, so --max-cost cannot be enforced: run it "
+               "without --max-cost" if spent is None else
+               f"spent ${spent:.4f} of --max-cost ${a.max_cost:g}; the next call could exceed it")
+        print(f"butterfly: stopped by the budget ({why}). {len(m.incomplete_scenarios)} "
+              "scenario(s) are not finished; re-run the same command with a larger --max-cost "
+              "to complete them.", file=sys.stderr)
+        return 6
     if m.incomplete_scenarios:
         print(
             f"butterfly: {len(m.incomplete_scenarios)} scenario(s) incomplete after provider "
@@ -171,7 +182,7 @@ def cmd_score(a: argparse.Namespace) -> int:
     from butterfly.api import load_run, score_run
 
     run = load_run(Path(a.run))
-    result = score_run(run, a.parse)
+    result = score_run(run, a.parse, a.protocol)
     if a.json:
         print(_dump(result.to_json()))
     else:
@@ -183,6 +194,24 @@ def cmd_score(a: argparse.Namespace) -> int:
         print(f"butterfly: error: {a.run}: this run failed ({why}); fix the cause and re-run "
               "its command to resume", file=sys.stderr)
         return 5
+    return 0
+
+
+def cmd_export(a: argparse.Namespace) -> int:
+    from butterfly.analysis.tidy import tidy_rows, to_csv
+
+    rows = tidy_rows([Path(r) for r in a.runs], a.level)
+    _write(a.csv, to_csv(rows, a.level))
+    if a.csv not in (None, "-"):
+        print(f"wrote {len(rows)} {a.level} rows to {a.csv}", file=sys.stderr)
+    return 0
+
+
+def cmd_runs(a: argparse.Namespace) -> int:
+    from butterfly.analysis.listing import list_runs, render
+
+    lines = list_runs(Path(a.dir))
+    print(_dump([x.to_json() for x in lines]) if a.json else render(lines))
     return 0
 
 
@@ -215,7 +244,7 @@ def cmd_show(a: argparse.Namespace) -> int:
 def cmd_report(a: argparse.Namespace) -> int:
     from butterfly.api import report
 
-    size = report(a.runs, a.html, a.title)
+    size = report(a.runs, a.html, a.title, compare_method=a.compare_method, q=a.q)
     print(f"wrote {a.html} ({size / 1e6:.2f} MB)", file=sys.stderr)
     return 0
 
@@ -268,6 +297,6 @@ def cmd_sequential(a: argparse.Namespace) -> int:
 def cmd_parse(a: argparse.Namespace) -> int:
     from butterfly.core.parse import main_parse
 
-    code, text = main_parse(a.parse, sys.stdin.read())
+    code, text = main_parse(a.parse, sys.stdin.read(), a.protocol)
     print(text, file=sys.stdout if code == 0 else sys.stderr)
     return code

@@ -5,26 +5,29 @@ flip counts. ``butterfly score`` prints the :class:`ScoreReport`; ``--json`` its
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from butterfly.analysis.flips import Column, flip_grid
 from butterfly.core.metrics import Spec, report
 from butterfly.core.results import FlipCounts, ScoreReport, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
-from butterfly.core.vocab import ParseMode
+from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run
+from butterfly.runs.usage import total_usage
 from butterfly.suite.load import frozen_version
 
 
-def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None) -> ScoreReport:
-    """Score a run (a loaded :class:`Run` or its directory); ``parse_mode`` re-parses the raw
-    answers. Conversations without any call record were never played (a run stopped before
-    them, or a sequential comparison that stopped their scenario early): counted as
+def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
+              protocol: Protocol | None = None) -> ScoreReport:
+    """Score a run (a loaded :class:`Run` or its directory); ``parse_mode`` or ``protocol``
+    re-parse the raw answers. Conversations without any call record were never played (a run
+    stopped before them, or a sequential comparison that stopped their scenario early): counted as
     ``not_played``, not as incomplete."""
     if not isinstance(run, Run):
         run = load_run(run)
     params = run.params
-    done = run.turns(parse_mode)
+    done = run.turns(parse_mode, protocol)
     attempted = run.attempted
     in_run = run.scenarios
     answers: dict[ConversationKey, list[Spec | None]] = {}
@@ -45,12 +48,22 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None) -> Sco
         else:
             answers[key] = specs
     overall, totals, horizon = report(in_run, answers, incomplete, params.layouts)
+    reasons: Counter[str] = Counter()
+    for key in answers:
+        for t in range(1, len(by_id[key.scenario].turns) + 1):
+            turn = done[TurnKey(key.scenario, t, key.layout, key.repeat)]
+            if turn.spec is None and turn.abstention is not None:
+                reasons[turn.abstention] += 1
+    effective = (None if overall.final_match is None or overall.coverage is None
+                 else round(overall.final_match * overall.coverage, 6))
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted)
                               for lay in params.layouts])
     return ScoreReport(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
                        flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
                        parse=parse_mode or params.parse, suite=suite_label(run),
-                       horizon=horizon)
+                       horizon=horizon, effective_final_match=effective,
+                       abstention_by_reason=dict(sorted(reasons.items())),
+                       usage=total_usage(run.records.values()))
 
 
 def suite_label(run: Run) -> SuiteLabel:

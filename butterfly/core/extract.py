@@ -25,6 +25,7 @@ ABSTENTION_REASONS: Final[tuple[str, ...]] = (
     "missing_key",  # a catalogue key is absent
     "bad_type",  # a value that is not a string (lenient: not a string, number, bool or null)
     "out_of_domain",  # a value outside the setting's domain (and not unspecified)
+    "misplaced",  # strict with json-first / json-last: the object is not where it must be
     "parser_error",  # an internal error was caught; should never happen (tests check)
 )
 """Reason codes of an abstention, in the order the checks run."""
@@ -165,15 +166,21 @@ class _Candidate:
     start: int  # offset of the candidate in the answer
     end: int  # offset just after it (the tail after it is checked for UNSURE)
     kind: Literal["object", "fence", "unterminated"]
+    outer_start: int = -1  # where it begins in the answer (a fence: its opening line)
+
+    @property
+    def begins(self) -> int:
+        return self.start if self.outer_start < 0 else self.outer_start
 
 
 class _BudgetExhausted(Exception):
     pass
 
 
-def _scan(text: str) -> tuple[tuple[int, int] | None, int | None]:
+def _scan(text: str, first: bool = False) -> tuple[tuple[int, int] | None, int | None]:
     """The last complete top-level object-like span, and an object-like ``{`` after it that
-    never closes (the answer was cut off), if any.
+    never closes (the answer was cut off), if any. With ``first``: the first complete span,
+    and an object-like ``{`` before it that never closes.
 
     Left to right: an object starts at a ``{`` outside any object and ends at its matching ``}``
     (braces inside JSON strings ignored). A ``{`` that never closes is treated as prose and the
@@ -220,6 +227,8 @@ def _scan(text: str) -> tuple[tuple[int, int] | None, int | None]:
         else:
             if object_like(text, start):
                 last = (start, end)
+                if first:
+                    return last, open_start
                 open_start = None
             pos = end
 
@@ -229,6 +238,7 @@ class _Fence:
     content_start: int
     content_end: int
     end: int
+    start: int = 0  # the opening line
 
 
 def _fences(text: str) -> list[_Fence]:
@@ -251,14 +261,34 @@ def _fences(text: str) -> list[_Fence]:
             info = opener.group(2).lower()
             content = text[opener.end() : m.start()]
             if info in _JSON_INFOS or (not info and content.lstrip()[:1] in ("{", "[")):
-                out.append(_Fence(opener.end(), m.start(), m.end()))
+                out.append(_Fence(opener.end(), m.start(), m.end(), opener.start()))
             opener = None
     return out
 
 
-def _select(text: str) -> _Candidate | None:
+def _select_first(text: str) -> _Candidate | None:
+    """``json-first``: whichever begins first of the first object-like span, the first JSON
+    fence, and an unterminated object before both."""
+    span, open_start = _scan(text, first=True)
+    fences = _fences(text)
+    found: list[_Candidate] = []
+    if span is not None:
+        found.append(_Candidate(text[span[0] : span[1]], span[0], span[1], "object", span[0]))
+    if fences:
+        f = fences[0]
+        found.append(_Candidate(text[f.content_start : f.content_end], f.content_start, f.end,
+                                "fence", f.start))
+    if open_start is not None and not any(c.begins <= open_start < c.end for c in found):
+        found.append(_Candidate(text[open_start:], open_start, len(text), "unterminated",
+                                open_start))
+    return min(found, key=lambda c: c.begins, default=None)
+
+
+def _select(text: str, position: Literal["first", "last"] = "last") -> _Candidate | None:
     """The answer's candidate object: whichever comes last of the last object-like span, the last
-    JSON fence, and an unterminated object after both."""
+    JSON fence, and an unterminated object after both (``position="first"``: the first)."""
+    if position == "first":
+        return _select_first(text)
     last, open_start = _scan(text)
     fences = _fences(text)
     if open_start is not None and any(
@@ -273,7 +303,7 @@ def _select(text: str) -> _Candidate | None:
         f = fences[-1]
         if f.end > rank:
             best = _Candidate(
-                text[f.content_start : f.content_end], f.content_start, f.end, "fence"
+                text[f.content_start : f.content_end], f.content_start, f.end, "fence", f.start
             )
             rank = f.end
     if open_start is not None and open_start > rank:

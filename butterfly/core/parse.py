@@ -13,6 +13,13 @@ Three modes (see ``docs/parser.md`` for the full rules and the synonym table):
   numbers, booleans, ``null`` and obvious value synonyms normalised, and malformed JSON repaired
   with ``json_repair``. Whenever structured returns a spec, lenient returns the same spec.
 
+An output protocol, when given, says where the object is: ``json-first`` takes the object that
+opens the answer (structured and lenient: the first object or fence instead of the last; strict:
+the answer must begin with it), ``json-last`` the one that closes it (strict: the answer must
+end with it); anything before or after it is the explanation the protocol asks for. Strict
+abstains with ``misplaced`` when the object is elsewhere. ``schema`` and ``json`` (or none) read
+as above.
+
 Every unparsable answer is a :class:`Parsed` with ``spec=None`` and a reason from
 :data:`ABSTENTION_REASONS`. :func:`parse_answer` never raises on any text (an unknown *mode* is a
 programming error and raises ``ValueError``).
@@ -21,7 +28,7 @@ programming error and raises ``ValueError``).
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from butterfly.core.extract import (
     ABSTENTION_REASONS,
@@ -44,7 +51,9 @@ from butterfly.core.normalise import (
     _check_exact,
     _check_lenient,
 )
-from butterfly.core.vocab import PARSE_MODES, ParseMode
+from butterfly.core.vocab import PARSE_MODES, PROTOCOLS, ParseMode
+
+Position = Literal["first", "last"]
 
 __all__ = [
     "ABSTENTION_REASONS",
@@ -70,10 +79,33 @@ def _strict(s: str) -> Parsed:
     return _check_exact(obj)
 
 
-def _located(mode: ParseMode, text: str) -> Parsed:
-    """structured and lenient: locate the last object, then decode and check it."""
+def _strict_at(s: str, position: Position) -> Parsed:
+    """Strict under json-first / json-last: exactly one object (or JSON fence) at the position
+    the protocol gives it, decoded and checked as in strict."""
     try:
-        cand = _select(text)
+        cand = _select(s, position)
+    except _BudgetExhausted:
+        return _abstain("too_large", "the object scan ran out of budget (pathological text)")
+    if cand is None:
+        return _abstain("no_json", "the answer holds no JSON object")
+    if position == "first" and s[: cand.begins].strip():
+        return _abstain("misplaced", f"json-first: the answer does not begin with its object "
+                        f"(it begins at offset {cand.begins})")
+    if position == "last" and s[cand.end :].strip():
+        return _abstain("misplaced", f"json-last: the answer does not end with its object "
+                        f"(text follows offset {cand.end})")
+    if cand.kind == "unterminated":
+        return _abstain("bad_json", "the object never closes (cut off?)")
+    obj, err = _decode(cand.text)
+    if err is not None:
+        return _abstain("bad_json", f"the object does not decode: {err}")
+    return _check_exact(obj)
+
+
+def _located(mode: ParseMode, text: str, position: Position = "last") -> Parsed:
+    """structured and lenient: locate the last (or first) object, then decode and check it."""
+    try:
+        cand = _select(text, position)
     except _BudgetExhausted:
         return _abstain("too_large", "the object scan ran out of budget (pathological text)")
     if cand is None:
@@ -84,7 +116,8 @@ def _located(mode: ParseMode, text: str) -> Parsed:
         return _abstain(
             "unsure", f"the answer ends with UNSURE after its last object (offset {cand.start})"
         )
-    where = "the last fenced JSON block" if cand.kind == "fence" else "the last JSON object"
+    where = (f"the {position} fenced JSON block" if cand.kind == "fence"
+             else f"the {position} JSON object")
     where += f" (offset {cand.start})"
     obj: Any = None
     err: str | None = "it never closes (cut off?)"
@@ -100,7 +133,7 @@ def _located(mode: ParseMode, text: str) -> Parsed:
     return _check_lenient(obj)
 
 
-def _parse(text: object, mode: ParseMode, truncated: bool) -> Parsed:
+def _parse(text: object, mode: ParseMode, truncated: bool, position: Position | None) -> Parsed:
     if truncated:
         return _abstain("truncated", "the output was cut off (finish_reason 'length')")
     if text is None:
@@ -117,19 +150,30 @@ def _parse(text: object, mode: ParseMode, truncated: bool) -> Parsed:
     if _is_unsure(s):
         return _abstain("unsure", "the answer is UNSURE")
     if mode == "strict":
-        return _strict(s)
-    return _located(mode, s)
+        return _strict(s) if position is None else _strict_at(s, position)
+    return _located(mode, s, position or "last")
+
+
+def position_of(protocol: str | None) -> Position | None:
+    """Where a protocol puts the answer's object: json-first first, json-last last, else None
+    (the whole answer, or the last object)."""
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    return "first" if protocol == "json-first" else "last" if protocol == "json-last" else None
 
 
 def parse_answer(
-    text: str | None, mode: ParseMode = "structured", *, truncated: bool = False
+    text: str | None, mode: ParseMode = "structured", *, truncated: bool = False,
+    protocol: str | None = None,
 ) -> Parsed:
     """The spec a model's raw answer states, or why it is an abstention. Never raises on any
-    text; ``truncated`` (finish_reason "length") makes every answer an abstention."""
+    text; ``truncated`` (finish_reason "length") makes every answer an abstention;
+    ``protocol`` (json-first, json-last) says where the object is."""
     if mode not in PARSE_MODES:
         raise ValueError(f"unknown parse mode {mode!r}; expected one of {', '.join(PARSE_MODES)}")
+    position = position_of(protocol)
     try:
-        return _parse(text, mode, truncated)
+        return _parse(text, mode, truncated, position)
     except Exception as e:  # the last guard: an abstention, never a crash of the run
         return _abstain("parser_error", _show_exc(e))
 
@@ -137,13 +181,15 @@ def parse_answer(
 _MODE_BY_NAME: Final[dict[str, ParseMode]] = {m: m for m in PARSE_MODES}
 
 
-def main_parse(mode: str, stdin_text: str) -> tuple[int, str]:
-    """``butterfly parse --mode M``: (0, the spec as one JSON line) or (3, "abstention: ...").
-    An unknown mode gives (2, an error message)."""
+def main_parse(mode: str, stdin_text: str, protocol: str | None = None) -> tuple[int, str]:
+    """``butterfly parse --mode M [--protocol P]``: (0, the spec as one JSON line) or
+    (3, "abstention: ..."). An unknown mode or protocol gives (2, an error message)."""
     m = _MODE_BY_NAME.get(mode)
     if m is None:
         return 2, f"error: unknown parse mode {mode!r}; expected one of {', '.join(PARSE_MODES)}"
-    p = parse_answer(stdin_text, m)
+    if protocol is not None and protocol not in PROTOCOLS:
+        return 2, f"error: unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}"
+    p = parse_answer(stdin_text, m, protocol=protocol)
     if p.spec is not None:
         return 0, json.dumps(p.spec)
     return 3, f"abstention: {p.reason}: {p.detail}"

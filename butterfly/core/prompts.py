@@ -48,6 +48,39 @@ COT: Final = (
     "this message makes, undoes or redoes, and which coupling rules apply."
 )
 
+ADAPTIVE_COT: Final = (
+    "If the message only sets one setting to a new value, give the spec directly. Otherwise "
+    "(an undo, a redo, a removed requirement, a reference to another setting, or a coupling "
+    "rule that applies), think step by step before you give the spec: list the changes in "
+    "effect, say which change this message makes, undoes or redoes, and which coupling rules "
+    "apply."
+)
+"""PromptAudit's adaptive chain of thought: reason only when the edit is not a plain set."""
+
+REASONS_FIRST: Final = frozenset({"cot", "adaptive-cot"})
+"""Strategies whose instructions put reasoning before the spec: only ``json-last`` lets the
+spec come after it (every other protocol asks for the spec first or alone)."""
+ORDER_PHRASES: Final = {
+    "reasoning first": ("think step by step before you give the spec",),
+    "spec first": ("as one json object first", "reply with the json object only"),
+}
+"""What an instruction says comes first, by the phrases that say it (lower case)."""
+
+
+def contradictions(text: str) -> list[str]:
+    """The orders a prompt asks for at once ("reasoning first" and "spec first"): a prompt
+    that says both contradicts itself. Empty for a consistent prompt."""
+    low = " ".join(text.lower().split())
+    found = [order for order, phrases in ORDER_PHRASES.items()
+             if any(p in low for p in phrases)]
+    return found if len(found) > 1 else []
+
+
+def compatible(strategy: str, protocol: str, sc_base: str = "zero-shot") -> bool:
+    """Whether the strategy's instructions and the protocol's answer format agree on order."""
+    prompt = sc_base if strategy == "self-consistency" else strategy
+    return prompt not in REASONS_FIRST or protocol == "json-last"
+
 FEW_SHOT_TURNS: Final = (
     ("set", "log_level", "warning", "Quieter logs, please: nothing below the warning level."),
     ("set", "input_format", "tsv", "Our supplier is moving to TSV exports; read those."),
@@ -104,17 +137,22 @@ def _few_shot_block() -> str:
     return "\n".join(lines)
 
 
-def strategy_block(strategy: str) -> str:
-    if strategy in ("zero-shot", "self-consistency"):
-        return ""  # self-consistency samples the zero-shot prompt n times and votes
+def strategy_block(strategy: str, sc_base: str = "zero-shot") -> str:
+    if strategy == "self-consistency":  # samples its base prompt n times and votes
+        return "" if sc_base == "zero-shot" else strategy_block(sc_base)
+    if strategy == "zero-shot":
+        return ""
     if strategy == "few-shot":
         return _few_shot_block()
     if strategy == "cot":
         return COT
+    if strategy == "adaptive-cot":
+        return ADAPTIVE_COT
     raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
 
 
-def system_message(strategy: str = "zero-shot", protocol: str = "schema") -> str:
+def system_message(strategy: str = "zero-shot", protocol: str = "schema",
+                   sc_base: str = "zero-shot") -> str:
     lines = [
         "You keep the configuration spec of a command-line data tool up to date while a user "
         "edits it over several turns. The spec has exactly these 20 settings; each value is one "
@@ -141,7 +179,7 @@ def system_message(strategy: str = "zero-shot", protocol: str = "schema") -> str
         "undone most recently. Change only what the user asks for (and what a rule forces).",
         "",
     ]
-    block = strategy_block(strategy)
+    block = strategy_block(strategy, sc_base)
     if block:
         lines += [block, ""]
     lines.append(FORMATS[protocol])
@@ -150,13 +188,13 @@ def system_message(strategy: str = "zero-shot", protocol: str = "schema") -> str
 
 SYSTEM: Final = system_message()
 _DEFAULT_STYLE: Final = {("zero-shot", "schema"), ("zero-shot", "json")}
-_SYSTEMS: dict[tuple[str, str], str] = {}
+_SYSTEMS: dict[tuple[str, str, str], str] = {}
 
 
-def _system(strategy: str, protocol: str) -> str:
-    key = (strategy, protocol)
+def _system(strategy: str, protocol: str, sc_base: str = "zero-shot") -> str:
+    key = (strategy, protocol, sc_base)
     if key not in _SYSTEMS:
-        _SYSTEMS[key] = system_message(strategy, protocol)
+        _SYSTEMS[key] = system_message(strategy, protocol, sc_base)
     return _SYSTEMS[key]
 
 
@@ -210,10 +248,13 @@ def messages(
     mode: str = "chat",
     strategy: str = "zero-shot",
     protocol: str = "schema",
+    sc_base: str = "zero-shot",
 ) -> list[Message]:
     """Everything sent for ``turn``. Chat mode: the history with the model's ``answers`` to the
-    turns before it. Restate mode: the system message and one stateless user message."""
-    system = SYSTEM if (strategy, protocol) in _DEFAULT_STYLE else _system(strategy, protocol)
+    turns before it. Restate mode: the system message and one stateless user message.
+    ``sc_base``: the prompt self-consistency samples (zero-shot, cot or adaptive-cot)."""
+    plain = (strategy, protocol) in _DEFAULT_STYLE and sc_base == "zero-shot"
+    system = SYSTEM if plain else _system(strategy, protocol, sc_base)
     out: list[Message] = [{"role": "system", "content": system}]
     if mode == "restate":
         out.append({"role": "user",
@@ -230,7 +271,8 @@ def messages(
     return out
 
 
-def prompt_fingerprint(strategy: str = "zero-shot", protocol: str = "schema") -> str:
+def prompt_fingerprint(strategy: str = "zero-shot", protocol: str = "schema",
+                       sc_base: str = "zero-shot") -> str:
     """What a run's prompts are made of: a run refuses to resume when any of it changed.
 
     The zero-shot JSON-only fingerprint is the base list alone, so adding strategies and
@@ -241,4 +283,6 @@ def prompt_fingerprint(strategy: str = "zero-shot", protocol: str = "schema") ->
     if (strategy, protocol) not in _DEFAULT_STYLE:
         parts += [f"strategy={strategy}", f"protocol={protocol}", _system(strategy, protocol),
                   FORMATS[protocol]]
+    if strategy == "self-consistency" and sc_base != "zero-shot":
+        parts += [f"sc_base={sc_base}", _system(strategy, protocol, sc_base)]
     return json.dumps(parts)

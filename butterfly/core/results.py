@@ -172,6 +172,23 @@ class SuiteLabel(BaseModel):
     sha256: str
 
 
+class Usage(BaseModel):
+    """Tokens and cost of a run's answers (every answered call, cache hits included: what the
+    answers cost to make), and what this run directory itself spent (calls not served by the
+    answer cache). Token totals count the calls that report them."""
+
+    model_config = _RESULT
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+    cost_usd: float | None = Field(description="null when some answered call has no price.")
+    spent_usd: float | None = Field(description="Cost of the calls this run sent (not cached).")
+    priced_calls: int
+    note: str = Field("", description="Why a cost is null (a model litellm does not price).")
+
+
 class _Named(BaseModel):
     model_config = _RESULT
     model: str
@@ -189,6 +206,12 @@ class ScoreReport(Totals, Aggregate, _Named):
     suite: SuiteLabel
     horizon: HorizonResult | None = Field(
         description="None when the run has no complete conversation.")
+    effective_final_match: float | None = Field(
+        None, description="final match x coverage (PromptAudit's effective score).")
+    abstention_by_reason: dict[str, int] = Field(
+        default_factory=dict, description="Abstained answers of the complete conversations, "
+        "by reason (docs/parser.md).")
+    usage: Usage | None = None
 
     @property
     def overall(self) -> Aggregate:

@@ -77,15 +77,17 @@ class Turn:
         return self.samples[0].raw or ""
 
 
-def make_turn(samples: Sequence[Sample], parse_mode: ParseMode | None = None) -> Turn:
+def make_turn(samples: Sequence[Sample], parse_mode: ParseMode | None = None,
+              protocol: str | None = None) -> Turn:
     """The answer of a turn from its successful sample records (in sample order);
-    ``parse_mode`` re-parses the raw answers first."""
+    ``parse_mode`` re-parses the raw answers first (reading them as ``protocol`` defines)."""
     parsed: list[tuple[dict[str, str] | None, str | None, str]] = []
     for rec in samples:
         if parse_mode is None:
             parsed.append((rec.spec, rec.abstention, rec.abstention_detail))
         else:
-            p = parse_answer(rec.raw or "", parse_mode, truncated=rec.finish_reason == "length")
+            p = parse_answer(rec.raw or "", parse_mode, truncated=rec.finish_reason == "length",
+                             protocol=protocol)
             parsed.append((p.spec, p.reason, p.detail))
     if len(samples) == 1:
         spec, reason, detail = parsed[0]

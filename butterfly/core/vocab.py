@@ -10,20 +10,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-Strategy = Literal["zero-shot", "few-shot", "cot", "self-consistency"]
+Strategy = Literal["zero-shot", "few-shot", "cot", "self-consistency", "adaptive-cot"]
+SCBase = Literal["zero-shot", "cot", "adaptive-cot"]
+"""The prompt self-consistency samples and votes over (``--sc-base``)."""
 Protocol = Literal["schema", "json", "json-first", "json-last"]
 ParseMode = Literal["strict", "structured", "lenient"]
 Mode = Literal["chat", "restate"]
 Layout = Literal["E", "Q", "H"]
 ErrorClass = Literal["timeout", "rate_limit", "server", "connection", "bad_response"]
 """Why a call finally failed: always the provider's fault, never scored as the model's."""
-RunStatus = Literal["running", "complete", "incomplete", "interrupted", "failed"]
-"""``failed``: the provider refused the run's calls (the manifest's ``failure`` says why)."""
+RunStatus = Literal["running", "complete", "incomplete", "interrupted", "failed", "budget"]
+"""``failed``: the provider refused the run's calls (the manifest's ``failure`` says why).
+``budget``: stopped by ``--max-cost`` before a call could exceed it (re-run with a larger
+budget to complete it)."""
 CompareMethod = Literal["diff", "fixed", "bh", "ebh", "gs"]
 SequentialMethod = Literal["ebh", "gs"]
 
 STRATEGIES: Final[tuple[Strategy, ...]] = get_args(Strategy)
 """Prompting strategies after PromptAudit (seed 001), one template each (docs/strategies.md)."""
+SC_BASES: Final[tuple[SCBase, ...]] = get_args(SCBase)
 PROTOCOLS: Final[tuple[Protocol, ...]] = get_args(Protocol)
 """Output protocols: JSON only with the spec's schema as response_format; JSON only; JSON
 first then an explanation; an explanation then JSON last."""
@@ -57,6 +62,7 @@ class Defaults:
     layouts: tuple[Layout, ...] = ("E",)
     samples: int = 5
     """Self-consistency: answers sampled per turn when ``--samples`` is not given."""
+    sc_base: SCBase = "zero-shot"
     model: str = "local/smollm2"
     suite: str = "butterfly-40"
     cache: str = "~/.cache/butterfly/answers.sqlite"

@@ -234,11 +234,11 @@ print(f"{{SUITE_NAME}}: {{len(RUN_IDS)}} conversations, "
       f"{{sum(len(BY_ID[i].turns) for i in RUN_IDS)}} calls")
 MAX_TOKENS = int(os.environ.get("BUTTERFLY_MAX_TOKENS", bb.MAX_TOKENS))
 N_JOBS = int(os.environ.get("BUTTERFLY_N_JOBS", "4"))  # scenarios played at once
-# What llm.prompt(..., extra_api_params=...) would pass on: bounds the output, and with it the
-# estimated cost that the model proxy checks against the quota (a 403 otherwise).
-EXTRA_API_PARAMS = {{"max_tokens": MAX_TOKENS}}
-print(f"{{len(RUN_IDS)}} of {{len(SCENARIOS)}} scenarios, max_tokens {{MAX_TOKENS}}, "
-      f"temperature {{bb.TEMPERATURE}}, seed {{bb.SEED}}, protocol {{bb.PROTOCOL}}")
+SEED_ARGS = bb.seed_args(os.environ)  # none with BUTTERFLY_NO_SEED=1 (`butterfly run --no-seed`)
+# What llm.prompt(..., extra_api_params=...) passes: the output bound (else a quota 403), -M args
+EXTRA_API_PARAMS = bb.api_params(MAX_TOKENS, os.environ)
+print(f"{{len(RUN_IDS)}} of {{len(SCENARIOS)}} scenarios, {{EXTRA_API_PARAMS}}, "
+      f"temperature {{bb.TEMPERATURE}}, {{SEED_ARGS or 'no seed'}}, protocol {{bb.PROTOCOL}}")
 '''
 
 MODEL: Final = '''\
@@ -273,7 +273,7 @@ def butterflybench_scenario(llm, scenario_id: str) -> bool:
     scenario = BY_ID[scenario_id]
     kbench.system.send(bb.system_text(scenario))
     # As llm.prompt() does: temperature only for a model that takes it.
-    request = {{"seed": bb.SEED, "reasoning": None,
+    request = {{**SEED_ARGS, "reasoning": None,
                "temperature": bb.TEMPERATURE if llm.support_temperature else None}}
 
     def respond():
@@ -305,7 +305,8 @@ def butterflybench(llm) -> tuple[float, float]:
     head = bb.headline([r["final_match"] for r in rows])
     with open("butterflybench_verdicts.json", "w", encoding="utf-8") as f:
         f.write(bb.dumps({{"model": MODEL_NAME, "max_tokens": MAX_TOKENS,
-                          "temperature": bb.TEMPERATURE, "seed": bb.SEED,
+                          "api_params": EXTRA_API_PARAMS,
+                          "temperature": bb.TEMPERATURE, "seed": SEED_ARGS.get("seed"),
                           "protocol": bb.PROTOCOL, "parse": bb.PARSE, **head,
                           "scenarios": rows}}))
     return head["final_match"], head["ci"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict, TypeVar
 
@@ -50,6 +50,40 @@ MAX_TOKENS: Final = 8000
 model spends its thinking from the same budget on some providers, and the proxy estimates a
 call's cost from this bound (the write-up ended a costly model's 403s by bounding its output,
 and ran Sonnet 5 with an 8,000-token cap). The CLI counterpart is ``--max-tokens 8000``."""
+
+HARNESS_ARGS: Final = frozenset({"max_tokens", "temperature", "seed", "schema", "system",
+                                 "response_format", "model", "messages", "stream", "n"})
+"""Arguments the notebook sets itself: a model argument may not replace them."""
+
+
+def model_args(text: str | None) -> dict[str, object]:
+    """The model arguments of a notebook run from ``BUTTERFLY_MODEL_ARGS``: one JSON object,
+    the same names and values as ``butterfly run -M KEY=VALUE`` (``reasoning_effort``,
+    ``top_p``, ``extra_body``, ...). Empty or unset: none."""
+    if not text or not text.strip():
+        return {}
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("BUTTERFLY_MODEL_ARGS must be one JSON object of argument names")
+    return value
+
+
+def api_params(max_tokens: int, env: Mapping[str, str]) -> dict[str, object]:
+    """What every call passes to ``llm.respond`` besides the conversation (kaggle-benchmarks
+    hands it on to the provider as extra API parameters): the output bound, then the model
+    arguments of ``BUTTERFLY_MODEL_ARGS``."""
+    args = model_args(env.get("BUTTERFLY_MODEL_ARGS"))
+    bad = sorted(set(args) & HARNESS_ARGS)
+    if bad:
+        raise ValueError(f"model arguments {', '.join(bad)} are set by the notebook itself")
+    return {"max_tokens": max_tokens, **args}
+
+
+def seed_args(env: Mapping[str, str]) -> dict[str, int]:
+    """The seed sent with every call, or none with ``BUTTERFLY_NO_SEED=1`` (providers that
+    reject it; ``butterfly run --no-seed``)."""
+    return {} if env.get("BUTTERFLY_NO_SEED", "") == "1" else {"seed": SEED}
+
 
 ATTEMPTS: Final = KAGGLE_RETRY.retries + 1
 BASE_DELAY: Final = KAGGLE_RETRY.base

@@ -48,7 +48,8 @@ class Cache:
             return None
         d = json.loads(row[0])
         return Response(d["text"], d.get("finish_reason"), d.get("prompt_tokens"),
-                        d.get("completion_tokens"))
+                        d.get("completion_tokens"), d.get("cached_tokens"),
+                        d.get("reasoning_tokens"), d.get("cost_usd"))
 
     def put(self, request: Request, response: Response) -> None:
         blob = json.dumps({
@@ -56,6 +57,9 @@ class Cache:
             "finish_reason": response.finish_reason,
             "prompt_tokens": response.prompt_tokens,
             "completion_tokens": response.completion_tokens,
+            "cached_tokens": response.cached_tokens,
+            "reasoning_tokens": response.reasoning_tokens,
+            "cost_usd": response.cost_usd,
         })
         self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)",
                          (cache_key(request, self.api_base), blob))

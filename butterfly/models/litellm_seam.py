@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import JsonValue
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "True")
@@ -96,6 +100,36 @@ def classify(e: Exception, secrets: tuple[str | None, ...] = ()
     return ProviderError("bad_response", msg)
 
 
+def model_kwargs(extra: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """The model arguments as litellm keyword arguments: each as it is; ``extra_body`` (sent in
+    the request body as it is, as vLLM and llama.cpp need for ``chat_template_kwargs``) a
+    copy, so merging never changes the run's parameters."""
+    out = {k: v for k, v in extra.items() if k != "extra_body"}
+    body = extra.get("extra_body")
+    if isinstance(body, dict):
+        out["extra_body"] = dict(body)
+    return out
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def price(model: str, usage: Any) -> float | None:
+    """The call's cost in USD from litellm's offline price map; None for a model it does not
+    price (or a response without token counts), never an error."""
+    prompt = _int(getattr(usage, "prompt_tokens", None))
+    completion = _int(getattr(usage, "completion_tokens", None))
+    if prompt is None or completion is None:
+        return None
+    try:
+        p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
+                                      completion_tokens=completion, usage_object=usage)
+    except Exception:  # litellm raises for a model it does not know
+        return None
+    return round(float(p) + float(c), 10)
+
+
 class LiteLLMProvider:
     """Any model litellm knows, or an OpenAI-compatible server at ``api_base``."""
 
@@ -114,11 +148,13 @@ class LiteLLMProvider:
             "messages": [dict(m) for m in request.messages],
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
-            "seed": request.seed,
             "timeout": timeout,
             "num_retries": 0,
             "max_retries": 0,
         }
+        if request.send_seed:
+            kwargs["seed"] = request.seed
+        kwargs.update(model_kwargs(request.extra))
         if request.response_format is not None:
             kwargs["response_format"] = dict(request.response_format)
         if self.api_base:
@@ -138,11 +174,18 @@ class LiteLLMProvider:
         except (AttributeError, IndexError, KeyError, TypeError) as e:
             raise ProviderError("bad_response", f"malformed completion: {e}") from e
         usage = getattr(resp, "usage", None)
+        prompt = _int(getattr(usage, "prompt_tokens", None))
+        completion = _int(getattr(usage, "completion_tokens", None))
         return Response(
             text="" if text is None else str(text),
             finish_reason=finish,
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=_int(getattr(getattr(usage, "prompt_tokens_details", None),
+                                       "cached_tokens", None)),
+            reasoning_tokens=_int(getattr(getattr(usage, "completion_tokens_details", None),
+                                          "reasoning_tokens", None)),
+            cost_usd=price(self.litellm_model or request.model, usage),
         )
 
     async def aclose(self) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pydantic import JsonValue
+
 from butterfly.core.vocab import ErrorClass
 
 Role = Literal["system", "user", "assistant"]
@@ -51,20 +53,27 @@ class Request:
     max_tokens: int
     seed: int
     response_format: Mapping[str, Any] | None = None
+    extra: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Model arguments sent as they are (``-M KEY=VALUE``); ``extra_body`` is merged."""
+    send_seed: bool = True
+    """False for providers that reject ``seed`` (``--no-seed``)."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Who is asking (scenario id, turn): read by scripted agents, never sent to a provider."""
 
     def cache_key_fields(self) -> dict[str, Any]:
         """What in the request changes the answer: never timeouts, concurrency or retries.
         The cache adds the server (``api_base``) it was asked (:mod:`butterfly.models.cache`)."""
-        return {
+        fields = {
             "model": self.model,
             "messages": [dict(m) for m in self.messages],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
-            "seed": self.seed,
+            "seed": self.seed if self.send_seed else None,
             "response_format": dict(self.response_format) if self.response_format else None,
         }
+        if self.extra:  # absent when empty: keys of answers cached before model arguments hold
+            fields["extra"] = dict(self.extra)
+        return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,10 @@ class Response:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    """The call's price (litellm's offline price map), or None when the model is unpriced."""
 
 
 class ProviderError(Exception):

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from butterfly.core.printable import printable
-from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteLabel
+from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteLabel, Usage
 from butterfly.models.provider import redact
 from butterfly.runs.play import Progress as RunProgress
 from butterfly.runs.reader import Run
@@ -205,11 +205,29 @@ def horizon_line(h: HorizonResult | None) -> str | None:
     return f"{head}; final match by chain length: {rates}"
 
 
+def usage_line(u: Usage) -> str:
+    """Tokens and cost of a run, one line."""
+    cost = (f"cost ${u.cost_usd:.4f}" if u.cost_usd is not None else f"cost - ({u.note})")
+    if u.cost_usd is not None and u.spent_usd is not None and u.spent_usd != u.cost_usd:
+        cost += f" (${u.spent_usd:.4f} sent by this run, the rest from the answer cache)"
+    extra = "".join(f", {n} {k}" for k, n in (("cached", u.cached_tokens),
+                                              ("reasoning", u.reasoning_tokens)) if n)
+    return (f"usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} "
+            f"completion tokens{extra}; {cost}")
+
+
 def print_score(result: ScoreReport, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
     for t in score_tables(result, console):
         console.print(t)
+    console.print(f"effective final match (final match x coverage): "
+                  f"{_pct(result.effective_final_match)}")
+    if result.abstention_by_reason:
+        console.print("abstentions by reason: " + ", ".join(
+            f"{k} {v}" for k, v in result.abstention_by_reason.items()))
+    if result.usage is not None and result.usage.calls:
+        console.print(usage_line(result.usage))
     if len(result.by_layout) > 1:
         console.print("final match by layout: " + ", ".join(
             f"{lay} {_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"

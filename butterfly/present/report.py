@@ -27,6 +27,7 @@ from butterfly.analysis.scoring import score_run
 from butterfly.core.transcript import TranscriptTurn, conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
+from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
 from butterfly.runs.reader import check_same_scenarios, load_run
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay
@@ -88,6 +89,7 @@ class ReportModel(TypedDict):
     baselines_on: str
     categories: list[str]
     flips: FlipGrid | None
+    compare: list[Comparison]
     scenarios: dict[str, ScenarioData]
     conversations: list[ConversationData]
     modes: list[ModePair]
@@ -144,8 +146,10 @@ def _compact_turn(row: TranscriptTurn) -> list[Any]:
             {k: row["spec"][k] for k in moved_right} if row["spec"] is not None else {}]
 
 
-def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
-    """The report model: every figure and transcript the page shows, JSON-able."""
+def build(runs: Sequence[Path], title: str | None = None, compare_method: str = "bh",
+          q: float = 0.1) -> ReportModel:
+    """The report model: every figure and transcript the page shows, JSON-able. Runs of one
+    suite are compared (``compare_method``, ``q``: as ``butterfly compare``)."""
     if not runs:
         raise UserError("report: give at least one run directory")
     entries: list[RunEntry] = []
@@ -192,6 +196,9 @@ def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
             "by_layout": {lay: _metrics(v) for lay, v in score["by_layout"].items()},
             "by_op": score["by_op"],
             "same_scenarios_as_baselines": ids == baseline_ids,
+            "effective_final_match": score["effective_final_match"],
+            "abstention_by_reason": score["abstention_by_reason"],
+            "usage": score["usage"],
         })
     labels = [e["label"] for e in entries]
     for e in entries:  # runs with the same label are told apart by their directory
@@ -211,6 +218,8 @@ def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
     if common:  # the runs posed several ways share scenarios: their flips
         scenarios, columns = load_columns(several)
         flips = flip_grid(scenarios, columns)
+    comparisons = compare_view(runs, [e["suite_sha256"] for e in entries], labels,
+                               compare_method, q)
     return ReportModel(
         modes=mode_pairs(entries),
         schema_version=REPORT_SCHEMA_VERSION,
@@ -221,6 +230,7 @@ def build(runs: Sequence[Path], title: str | None = None) -> ReportModel:
         baselines_on=entries[0]["label"],
         categories=[c for c in CATEGORIES if any(c in e["by_category"] for e in entries)],
         flips=flips,
+        compare=comparisons,
         scenarios=scen_data,
         conversations=convs_out,
     )
@@ -382,8 +392,9 @@ def render_html(model: ReportModel) -> str:
     )
 
 
-def write_report(runs: Sequence[Path], html: Path, title: str | None = None) -> int:
+def write_report(runs: Sequence[Path], html: Path, title: str | None = None,
+                 compare_method: str = "bh", q: float = 0.1) -> int:
     """Build and write the report; returns its size in bytes."""
-    text = render_html(build(runs, title))
+    text = render_html(build(runs, title, compare_method, q))
     write_text_atomic(html, text, f"--html {html}")
     return len(text.encode("utf-8"))

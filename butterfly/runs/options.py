@@ -3,10 +3,25 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from butterfly.core.vocab import DEFAULTS, LAYOUTS, Layout, Mode, ParseMode, Protocol, Strategy
+from pydantic import JsonValue
+
+from butterfly.core.prompts import compatible
+from butterfly.core.vocab import (
+    DEFAULTS,
+    LAYOUTS,
+    SC_BASES,
+    Layout,
+    Mode,
+    ParseMode,
+    Protocol,
+    SCBase,
+    Strategy,
+)
 from butterfly.errors import UserError
 from butterfly.models.registry import check_model_name
 from butterfly.runs.records import RunParams
@@ -25,14 +40,108 @@ def parse_layouts(text: str | Sequence[str]) -> tuple[Layout, ...]:
     return layouts  # type: ignore[return-value]
 
 
-def _protocol(protocol: Protocol | None, no_schema: bool, strategy: Strategy) -> Protocol:
+OWN_FLAGS: dict[str, str] = {
+    "temperature": "--temperature", "max_tokens": "--max-tokens", "seed": "--seed / --no-seed",
+    "response_format": "--protocol / --no-schema", "api_base": "--api-base",
+    "timeout": "--timeout", "num_retries": "--retries", "max_retries": "--retries",
+}
+RESERVED: frozenset[str] = frozenset({"model", "messages", "stream", "n", "api_key"})
+"""Model arguments that are not the user's to set: the harness owns them."""
+
+
+def _value(text: str) -> JsonValue:
+    try:
+        value: JsonValue = json.loads(text)
+    except ValueError:
+        return text
+    return value
+
+
+def parse_model_args(pairs: Sequence[str] = (), file: str | Path | None = None
+                     ) -> dict[str, JsonValue]:
+    """``--model-args FILE`` (a JSON or YAML mapping), then each ``-M KEY=VALUE`` over it
+    (VALUE as JSON when it parses, else the string). ``extra_body`` mappings are merged."""
+    out: dict[str, JsonValue] = {}
+    if file is not None:
+        out.update(_read_args_file(Path(file)))
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"-M/--model-arg takes KEY=VALUE, got {pair!r}")
+        _merge(out, {key.strip(): _value(text)})
+    return check_model_args(out)
+
+
+def _merge(out: dict[str, JsonValue], new: Mapping[str, JsonValue]) -> None:
+    for k, v in new.items():
+        old = out.get(k)
+        if k == "extra_body" and isinstance(v, dict) and isinstance(old, dict):
+            out[k] = {**old, **v}
+        else:
+            out[k] = v
+
+
+def _read_args_file(path: Path) -> dict[str, JsonValue]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"--model-args {path}: cannot read: {e.strerror or e}") from None
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml  # type: ignore[import-untyped]
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as e:  # json.JSONDecodeError, yaml.YAMLError
+        raise UserError(f"--model-args {path}: not valid "
+                        f"{'YAML' if path.suffix.lower() in ('.yaml', '.yml') else 'JSON'}: "
+                        f"{str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise UserError(f"--model-args {path}: must hold one mapping of argument names")
+    return data
+
+
+def check_model_args(args: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """Refuse arguments the harness sets itself; ``extra_body`` must be a mapping; every value
+    must be JSON (it is recorded in the manifest)."""
+    for key in args:
+        if key in OWN_FLAGS:
+            raise UserError(f"model argument {key!r} has its own flag: use {OWN_FLAGS[key]}")
+        if key in RESERVED:
+            raise UserError(f"model argument {key!r} is set by the harness, not by -M")
+    if "extra_body" in args and not isinstance(args["extra_body"], dict):
+        raise UserError("model argument 'extra_body' must be a JSON object, e.g. "
+                        "-M 'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": "
+                        "false}}'")
+    try:
+        json.dumps(dict(args), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"model arguments must be plain JSON values: {e}") from None
+    return dict(args)
+
+
+def _protocol(protocol: Protocol | None, no_schema: bool, strategy: Strategy,
+              sc_base: SCBase = "zero-shot") -> Protocol:
     chosen: Protocol = protocol or ("json" if no_schema else "schema")
     if no_schema and chosen == "schema":
         raise UserError("--no-schema contradicts --protocol schema")
-    if strategy == "cot" and chosen in ("schema", "json"):
-        raise UserError("--strategy cot needs room to reason: use --protocol json-last or "
-                        "json-first")
+    if not compatible(strategy, chosen, sc_base):
+        name = (f"--sc-base {sc_base}" if strategy == "self-consistency"
+                else f"--strategy {strategy}")
+        raise UserError(f"{name} reasons before the spec: use --protocol json-last (json-first "
+                        "asks for the spec first, schema and json for the spec alone)")
     return chosen
+
+
+def _sc_base(strategy: Strategy, sc_base: SCBase | None) -> SCBase:
+    if sc_base is None:
+        return DEFAULTS.sc_base
+    if sc_base not in SC_BASES:
+        raise UserError(f"--sc-base takes one of {', '.join(SC_BASES)}, got {sc_base!r}")
+    if strategy != "self-consistency":
+        raise UserError("--sc-base is only for --strategy self-consistency")
+    return sc_base
 
 
 def _samples(strategy: Strategy, samples: int | None, temperature: float) -> int:
@@ -80,12 +189,17 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 layouts: str | Sequence[str] = DEFAULTS.layouts, repeats: int = 1,
                 mode: Mode = DEFAULTS.mode, concurrency: int = DEFAULTS.concurrency,
                 timeout: float = DEFAULTS.timeout, retries: int = DEFAULTS.retries,
-                api_base: str | None = None) -> RunParams:
+                api_base: str | None = None, sc_base: SCBase | None = None,
+                model_args: Mapping[str, JsonValue] | None = None, no_seed: bool = False,
+                max_cost: float | None = None) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
     _finite(temperature=temperature, timeout=timeout)
     if temperature < 0:
         raise UserError(f"--temperature must be 0 or more, got {temperature:g}")
-    chosen = _protocol(protocol, no_schema, strategy)
+    base = _sc_base(strategy, sc_base)
+    chosen = _protocol(protocol, no_schema, strategy, base)
+    if max_cost is not None and not max_cost > 0:
+        raise UserError("--max-cost must be a positive number of US dollars")
     n_samples = _samples(strategy, samples, temperature)
     _at_least(concurrency=(concurrency, 1), retries=(retries, 0), max_tokens=(max_tokens, 1),
               limit=(limit, 1), per_category=(per_category, 1), repeats=(repeats, 1))
@@ -96,5 +210,7 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
         schema_output=chosen == "schema", strategy=strategy, samples=n_samples,
         protocol=chosen, parse=parse, limit=limit, per_category=per_category,
         layouts=parse_layouts(layouts), repeats=repeats, mode=mode, concurrency=concurrency,
-        timeout=timeout, retries=retries, api_base=redact_url(api_base),
+        timeout=timeout, retries=retries, api_base=redact_url(api_base), sc_base=base,
+        model_args=check_model_args(model_args or {}), send_seed=not no_seed,
+        max_cost=max_cost,
     )

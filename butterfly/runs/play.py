@@ -60,6 +60,55 @@ class Progress:
             self.on_update(self)
 
 
+@dataclass
+class Budget:
+    """``--max-cost``: a call is made only while the spending so far plus the estimated cost
+    of it and of every call in flight (the mean cost per priced call so far) stays within the
+    limit. The first call has no estimate. A model litellm does not price stops the run at its
+    first answer: the budget cannot be enforced."""
+
+    limit: float | None
+    spent: float = 0.0
+    priced: int = 0
+    in_flight: int = 0
+    stopped: bool = False
+    unpriced: bool = False
+
+    @classmethod
+    def of(cls, limit: float | None, records: Sequence[CallRecord]) -> Budget:
+        """The budget of a run given what its directory has spent already."""
+        budget = cls(limit)
+        for rec in records:
+            if rec.raw is not None and not rec.cached and rec.cost_usd is not None:
+                budget.spent += rec.cost_usd
+                budget.priced += 1
+        return budget
+
+    def estimate(self) -> float:
+        return self.spent / self.priced if self.priced else 0.0
+
+    def reserve(self) -> bool:
+        if self.limit is None:
+            return True
+        if self.stopped or self.spent + (self.in_flight + 1) * self.estimate() > self.limit:
+            self.stopped = True
+            return False
+        self.in_flight += 1
+        return True
+
+    def settle(self, rec: CallRecord) -> None:
+        if self.limit is None:
+            return
+        self.in_flight -= 1
+        if rec.raw is None or rec.cached:
+            return
+        if rec.cost_usd is None:
+            self.unpriced = self.stopped = True
+            return
+        self.spent += rec.cost_usd
+        self.priced += 1
+
+
 @dataclass(frozen=True)
 class RunResult:
     out: Path
@@ -67,6 +116,7 @@ class RunResult:
     provider_errors: int
     incomplete: tuple[str, ...]
     interrupted: bool = False
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +136,7 @@ class Player:
     state: RunState
     log: CallLog
     progress: Progress
+    budget: Budget = field(default_factory=lambda: Budget(None))
 
     @property
     def params(self) -> RunParams:
@@ -112,7 +163,7 @@ async def play_conversation(conv: Conversation, player: Player) -> bool:
     sent: list[dict[str, str]] = []
     for t in range(1, len(conv.scenario.turns) + 1):
         msgs = messages(conv.scenario, t, answers, conv.layout, params.mode, params.strategy,
-                        params.protocol)
+                        params.protocol, params.sc_base)
         added = msgs if params.mode == "restate" else msgs[len(sent):]
         sent = msgs
         have, todo = _recorded(player, conv, t)
@@ -120,14 +171,17 @@ async def play_conversation(conv: Conversation, player: Player) -> bool:
             sha = hashlib.sha256(
                 json.dumps(msgs, ensure_ascii=False).encode("utf-8")).hexdigest()
             added_msgs = tuple(Message.model_validate(m) for m in added)
-            calls = [_call(conv, t, k, msgs, sha, added_msgs, player) for k in todo]
-            fresh = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
+            allowed = [k for k in todo if player.budget.reserve()]
+            calls = [_call(conv, t, k, msgs, sha, added_msgs, player) for k in allowed]
+            fresh = [] if not calls else [await calls[0]] if len(calls) == 1 else list(
+                await asyncio.gather(*calls))
             for rec in fresh:
+                player.budget.settle(rec)
                 player.log.append(rec)
                 player.progress.add(rec)
                 if rec.error is None:
                     player.state.done[key_of(rec)] = rec
-            if any(rec.error is not None for rec in fresh):
+            if len(allowed) < len(todo) or any(rec.error is not None for rec in fresh):
                 return False
             have += fresh
         answers.append(make_turn(sorted(have, key=lambda r: r.sample)).shown)
@@ -147,6 +201,8 @@ def _request(conv: Conversation, t: int, sample: int, msgs: list[dict[str, str]]
         max_tokens=params.max_tokens,
         seed=params.seed + conv.repeat + sample * SAMPLE_SEED_STRIDE,
         response_format=RESPONSE_FORMAT if params.schema_output else None,
+        extra=params.model_args,
+        send_seed=params.send_seed,
         meta=meta,
     )
 
@@ -161,7 +217,8 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
     if resp is None:
         parsed_spec, reason, detail = None, None, ""
     else:
-        p = parse_answer(resp.text, params.parse, truncated=resp.finish_reason == "length")
+        p = parse_answer(resp.text, params.parse, truncated=resp.finish_reason == "length",
+                         protocol=params.protocol)
         parsed_spec, reason, detail = p.spec, p.reason, p.detail
     return CallRecord(
         scenario=conv.scenario.id,
@@ -180,7 +237,10 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
         tokens=Tokens(
             prompt=None if resp is None else resp.prompt_tokens,
             completion=None if resp is None else resp.completion_tokens,
+            cached=None if resp is None else resp.cached_tokens,
+            reasoning=None if resp is None else resp.reasoning_tokens,
         ),
+        cost_usd=None if resp is None else resp.cost_usd,
         attempts=outcome.attempts,
         cached=outcome.cached,
         error=None if outcome.error is None else CallError(kind=outcome.error.kind,
@@ -196,9 +256,11 @@ async def run_suite(
     out: Path,
     progress: Progress,
 ) -> RunResult:
-    """Play every scenario (at most ``concurrency`` conversations at once) and close the run."""
+    """Play every scenario (at most ``concurrency`` conversations at once) and close the run;
+    with ``max_cost``, stop (status ``budget``) before a call could exceed it."""
     params = state.manifest.params
-    player = Player(client, state, CallLog(out / CALLS), progress)
+    budget = Budget.of(params.max_cost, list(state.done.values()))
+    player = Player(client, state, CallLog(out / CALLS), progress, budget)
     slots = asyncio.Semaphore(max(1, params.concurrency))
     incomplete: list[str] = []
     interrupted = False
@@ -225,9 +287,11 @@ async def run_suite(
         order = {s.id: i for i, s in enumerate(scenarios)}
         done_ids = tuple(sorted(incomplete, key=order.__getitem__))
         status: RunStatus = ("interrupted" if interrupted else "failed" if failure else
+                             "budget" if budget.stopped else
                              "incomplete" if done_ids else "complete")
         manifest = close_run(out, state, status, done_ids, failure=failure)
-    return RunResult(out, manifest.n_calls, manifest.n_provider_errors, done_ids)
+    return RunResult(out, manifest.n_calls, manifest.n_provider_errors, done_ids,
+                     budget=budget)
 
 
 def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:

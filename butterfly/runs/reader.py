@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_turn
-from butterfly.core.vocab import ParseMode
+from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
 from butterfly.runs.integrity import (
     check_counts,
@@ -28,15 +28,20 @@ from oracle import Scenario
 
 
 def turns(records: dict[CallKey, CallRecord], params: RunParams,
-          parse_mode: ParseMode | None = None) -> dict[TurnKey, Turn]:
-    """Every turn whose samples all have a successful answer."""
+          parse_mode: ParseMode | None = None,
+          protocol: Protocol | None = None) -> dict[TurnKey, Turn]:
+    """Every turn whose samples all have a successful answer. ``parse_mode`` or ``protocol``
+    re-parse the raw answers (the run's mode and protocol fill in the one not given)."""
+    if parse_mode is not None or protocol is not None:
+        parse_mode = parse_mode or params.parse
+        protocol = protocol or params.protocol
     grouped: dict[TurnKey, list[CallRecord]] = {}
     for key, rec in records.items():
         if rec.error is None and rec.raw is not None and rec.sample < params.samples:
             grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
                                []).append(rec)
     return {
-        k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode)
+        k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode, protocol)
         for k, recs in grouped.items() if len(recs) == params.samples
     }
 
@@ -51,8 +56,8 @@ class Run:
     """The whole suite copy, in file order (the run plays :attr:`scenarios`)."""
     records: dict[CallKey, CallRecord]
     """The latest record of every call: its answer, or its last error."""
-    _turns: dict[ParseMode | None, dict[TurnKey, Turn]] = field(default_factory=dict,
-                                                               repr=False, compare=False)
+    _turns: dict[tuple[ParseMode | None, Protocol | None], dict[TurnKey, Turn]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @property
     def params(self) -> RunParams:
@@ -76,11 +81,14 @@ class Run:
         """Every conversation the run plays, scenario by scenario."""
         return conversation_keys(self.scenarios, self.params)
 
-    def turns(self, parse_mode: ParseMode | None = None) -> dict[TurnKey, Turn]:
-        """Each answered turn (``parse_mode`` re-parses the raw answers); computed once."""
-        if parse_mode not in self._turns:
-            self._turns[parse_mode] = turns(self.records, self.params, parse_mode)
-        return self._turns[parse_mode]
+    def turns(self, parse_mode: ParseMode | None = None,
+              protocol: Protocol | None = None) -> dict[TurnKey, Turn]:
+        """Each answered turn (``parse_mode`` or ``protocol`` re-parse the raw answers);
+        computed once."""
+        key = (parse_mode, protocol)
+        if key not in self._turns:
+            self._turns[key] = turns(self.records, self.params, parse_mode, protocol)
+        return self._turns[key]
 
     def layout(self, layout: str | None) -> str:
         """``layout``, or the run's first; a clear error for a layout the run does not have."""

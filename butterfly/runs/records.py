@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from butterfly.core.results import Usage
 from butterfly.core.vocab import (
     DEFAULTS,
     ErrorClass,
@@ -21,6 +22,7 @@ from butterfly.core.vocab import (
     ParseMode,
     Protocol,
     RunStatus,
+    SCBase,
     Strategy,
 )
 
@@ -56,12 +58,20 @@ class RunParams(BaseModel):
     samples: int = Field(1, ge=1, description="Answers sampled per turn and voted "
                          "(self-consistency); 1 for every other strategy.")
     protocol: Protocol = DEFAULTS.protocol
+    sc_base: SCBase = Field(DEFAULTS.sc_base, description="The prompt self-consistency samples "
+                            "and votes over; zero-shot for every other strategy.")
+    model_args: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Extra arguments sent with every call (-M KEY=VALUE, "
+        "--model-args FILE): reasoning_effort, top_p, stop, extra_body, ...")
+    send_seed: bool = Field(True, description="Whether the seed is sent (--no-seed: not).")
+    max_cost: float | None = Field(None, description="--max-cost USD: the run stops before a "
+                                   "call could take its spending above this.")
     concurrency: int = DEFAULTS.concurrency
     timeout: float = DEFAULTS.timeout
     retries: int = DEFAULTS.retries
     api_base: str | None = None
 
-    def answer_key(self) -> dict[str, float | int | bool | str]:
+    def answer_key(self) -> dict[str, float | int | bool | str | dict[str, JsonValue]]:
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -71,6 +81,9 @@ class RunParams(BaseModel):
             "strategy": self.strategy,
             "protocol": self.protocol,
             "samples": self.samples,
+            "sc_base": self.sc_base,
+            "model_args": self.model_args,
+            "send_seed": self.send_seed,
         }
 
     @model_validator(mode="after")
@@ -81,6 +94,8 @@ class RunParams(BaseModel):
             raise ValueError("samples > 1 exactly when strategy is 'self-consistency'")
         if self.strategy == "self-consistency" and self.temperature <= 0:
             raise ValueError("self-consistency samples at a temperature above 0")
+        if self.sc_base != "zero-shot" and self.strategy != "self-consistency":
+            raise ValueError("sc_base is only for strategy 'self-consistency'")
         return self
 
 
@@ -102,12 +117,19 @@ class RunManifest(BaseModel):
     incomplete_scenarios: tuple[str, ...] = ()
     failure: str | None = Field(None, description="Why the run failed (status failed): the "
                                 "provider's refusal, secrets redacted; null otherwise.")
+    usage: Usage | None = Field(None, description="Tokens and cost of the run's answers "
+                                "(written when the run closes).")
 
 
 class Tokens(BaseModel):
+    """Tokens of one call, as the provider reports them (null where it does not)."""
+
     model_config = _STRICT
     prompt: int | None = None
     completion: int | None = None
+    cached: int | None = Field(None, description="Prompt tokens served from the provider's "
+                               "prompt cache.")
+    reasoning: int | None = Field(None, description="Completion tokens spent on reasoning.")
 
 
 class CallError(BaseModel):
@@ -145,6 +167,8 @@ class CallRecord(BaseModel):
     abstention_detail: str = ""
     latency_s: float
     tokens: Tokens = Tokens()
+    cost_usd: float | None = Field(None, description="The call's price from litellm's offline "
+                                   "price map; null for a model it does not price.")
     attempts: int = Field(ge=1)
     cached: bool = False
     error: CallError | None = None

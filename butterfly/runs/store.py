@@ -26,12 +26,13 @@ from pydantic import ValidationError
 from butterfly import __version__
 from butterfly.core.prompts import prompt_fingerprint
 from butterfly.core.turns import CallKey
-from butterfly.core.vocab import Protocol, RunStatus, Strategy
+from butterfly.core.vocab import Protocol, RunStatus, SCBase, Strategy
 from butterfly.errors import UserError
 from butterfly.runs.integrity import index_calls
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
+from butterfly.runs.usage import total_usage
 from butterfly.suite.load import ROOT
 from oracle import Scenario
 
@@ -44,8 +45,10 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def prompt_sha256(strategy: Strategy = "zero-shot", protocol: Protocol = "schema") -> str:
-    return hashlib.sha256(prompt_fingerprint(strategy, protocol).encode("utf-8")).hexdigest()
+def prompt_sha256(strategy: Strategy = "zero-shot", protocol: Protocol = "schema",
+                  sc_base: SCBase = "zero-shot") -> str:
+    text = prompt_fingerprint(strategy, protocol, sc_base)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def git_commit() -> str | None:
@@ -132,7 +135,7 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
             f"({json.dumps(old.params.answer_key())}); resume with the same ones or choose "
             "another --out"
         )
-    if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol):
+    if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol, params.sc_base):
         raise UserError(
             f"--out {out} was run with a different prompt (prompt_sha256 "
             f"{old.prompt_sha256[:12]}): its answers cannot be continued with this version's "
@@ -216,7 +219,7 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         model=model,
         suite=SuiteRef(path=str(suite_path), sha256=suite_sha, n_scenarios=len(scenarios)),
         params=params,
-        prompt_sha256=prompt_sha256(params.strategy, params.protocol),
+        prompt_sha256=prompt_sha256(params.strategy, params.protocol, params.sc_base),
         started_at=stamp,
         updated_at=stamp,
         status="running",
@@ -246,6 +249,7 @@ def close_run(out: Path, state: RunState, status: RunStatus,
         "n_provider_errors": sum(1 for r in records if r.error is not None),
         "incomplete_scenarios": incomplete,
         "failure": failure,
+        "usage": total_usage(records),
     }
     if params is not None:
         update["params"] = params

@@ -200,9 +200,21 @@
     if ((page + 1) * PAGE < shown.length) { page++; list(); }
   });
 
+  function openHash() {
+    // #t/RUN/SCENARIO/LAYOUT/REPEAT (the compare view's links): show that transcript
+    const m = /^#t\/(\d+)\/(.+)\/([^/]+)\/(\d+)$/.exec(decodeURIComponent(location.hash));
+    if (!m || !data) return;
+    const c = data.conversations.find(function (x) {
+      return x.r === Number(m[1]) && x.id === m[2] && x.l === m[3] && x.k === Number(m[4]);
+    });
+    if (c) view(c);
+  }
+  window.addEventListener("hashchange", openHash);
+
   load().then(function (d) {
     data = d;
     filter();
+    openHash();
     document.body.dataset.ready = "1";
   }).catch(function (e) {
     status.textContent = "Could not read the transcripts: " + e;

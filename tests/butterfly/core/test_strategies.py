@@ -69,8 +69,9 @@ def _oracle_answer(scenarios: list[Any], protocol: str) -> Any:
         turn = len(users)
         for key, answer in table.items():
             if len(key) == turn and all(k in u for k, u in zip(key, users, strict=True)):
-                if protocol == "json-first":
-                    return f"{answer}\nI applied the change and kept everything else."
+                if protocol == "json-first":  # quoting an object in the explanation
+                    return (f'{answer}\nI applied the change and kept everything else, e.g. '
+                            '{"log_level": "debug"} was not asked for.')
                 if protocol == "json-last":
                     return f"The user changes one setting; rules checked.\n{answer}"
                 return answer
@@ -86,12 +87,18 @@ def test_protocols_end_to_end(tmp_path: Path, protocol: str) -> None:
     with FakeServer(_oracle_answer(subset, protocol)) as srv:
         r = run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--out",
                     str(out), "--limit", "3", "--no-cache", "--protocol", protocol,
-                    "--strategy", "cot" if protocol.startswith("json-") else "few-shot")
+                    "--strategy", "cot" if protocol == "json-last" else "few-shot")
         assert r.returncode == 0, r.stderr
         has_schema = {("response_format" in b) for b in srv.requests}
         assert has_schema == {protocol == "schema"}
     score = json.loads(run_cli("score", str(out), "--json").stdout)
     assert score["final_match"] == 1.0 and score["abstention"] == 0.0
+    if protocol == "json-first":  # score --protocol re-reads the raw answers
+        strict = json.loads(run_cli("score", str(out), "--json", "--parse", "strict").stdout)
+        assert strict["final_match"] == 1.0 and strict["parse"] == "strict"
+        last = json.loads(run_cli("score", str(out), "--json", "--protocol", "json-last").stdout)
+        assert last["final_match"] == 0.0  # the quoted object is not a spec
+        assert last["abstention_by_reason"] == {"missing_key": last["n_answers"]}
 
 
 def test_strategy_is_answer_changing_and_cot_needs_room(tmp_path: Path) -> None:

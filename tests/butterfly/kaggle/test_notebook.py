@@ -431,3 +431,46 @@ def test_the_long_slice_is_sized_by_its_calls() -> None:
     text = (ROOT / notebook.NOTEBOOK).read_text()
     assert "%%butterfly_data scenarios/butterfly-long.jsonl" in text
     assert 'SUITE_NAME = os.environ.get(\\"BUTTERFLY_SUITE\\", \\"butterfly-40\\")' in text
+
+
+def test_model_args_and_no_seed_for_the_notebook() -> None:
+    assert bb.model_args(None) == {} and bb.model_args("  ") == {}
+    text = '{"top_p": 0.5, "extra_body": {"chat_template_kwargs": {"x": 1}}}'
+    args = bb.model_args(text)
+    assert bb.api_params(300, {"BUTTERFLY_MODEL_ARGS": text}) == {"max_tokens": 300, **args}
+    assert bb.api_params(300, {}) == {"max_tokens": 300}
+    with pytest.raises(ValueError, match="max_tokens"):
+        bb.api_params(300, {"BUTTERFLY_MODEL_ARGS": '{"max_tokens": 5}'})
+    with pytest.raises(ValueError, match="one JSON object"):
+        bb.model_args("[1]")
+    assert bb.seed_args({}) == {"seed": bb.SEED} and bb.seed_args({"BUTTERFLY_NO_SEED": "1"}) == {}
+
+
+@pytest.mark.timeout(600)
+def test_notebook_sends_the_cli_model_arguments(tmp_path: Path, cwd: Path) -> None:
+    """BUTTERFLY_MODEL_ARGS / BUTTERFLY_NO_SEED send what -M ... --no-seed sends."""
+    _need_kbench()
+    ids = FEW[:1]
+    args = {"top_p": 0.5, "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+    env = {**_notebook_env("", "fake", ids, 300), "BUTTERFLY_MODEL_ARGS": json.dumps(args),
+           "BUTTERFLY_NO_SEED": "1"}
+    with FakeServer(oracle_or_noop(set())) as srv:
+        env["BUTTERFLY_OPENAI_BASE_URL"] = srv.api_base
+        execute(cwd, env)
+        nb_bodies = list(srv.requests)
+    with FakeServer(oracle_or_noop(set())) as srv:
+        out = tmp_path / "cli"
+        r = run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
+                    str(_subset(tmp_path, ids)), "--protocol", "json", "--max-tokens", "300",
+                    "--no-cache", "--out", str(out), "-M", "top_p=0.5", "-M",
+                    "extra_body=" + json.dumps(args["extra_body"]), "--no-seed")
+        assert r.returncode == 0, r.stderr
+        cli_bodies = list(srv.requests)
+    assert len(nb_bodies) == len(cli_bodies) > 0
+    for mine, cli in zip(nb_bodies, cli_bodies, strict=True):
+        for body in (mine, cli):
+            assert "seed" not in body and body["top_p"] == 0.5
+            assert body["chat_template_kwargs"] == {"enable_thinking": False}
+        assert mine["messages"] == cli["messages"]
+    verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
+    assert verdicts["api_params"] == {"max_tokens": 300, **args} and verdicts["seed"] is None

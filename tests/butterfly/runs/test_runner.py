@@ -241,6 +241,8 @@ def test_commands_without_a_provider_never_import_litellm(tmp_path: Path) -> Non
         "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
     )
     for args in (["validate", str(SUITE)], ["oracle", str(SUITE)], ["score", str(run)],
+                 ["export", str(run), "--csv", str(tmp_path / "x.csv")], ["runs", str(tmp_path)],
+                 ["report", str(run), "--html", str(tmp_path / "r.html")],
                  ["run", "--model", "script/oracle", "--out", str(tmp_path / "r2"), "--limit",
                   "1", "--no-cache"]):
         r = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True,

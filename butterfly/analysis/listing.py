@@ -1,0 +1,75 @@
+"""``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name and
+sha, layouts and repeats, status, final match, cost). A directory that does not read as a run
+is listed with its error, never skipped silently."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from butterfly.analysis.scoring import score_run
+from butterfly.errors import UserError
+from butterfly.runs.reader import load_run
+from butterfly.runs.store import MANIFEST
+
+
+@dataclass(frozen=True)
+class RunLine:
+    path: str
+    model: str | None = None
+    suite: str | None = None
+    suite_sha256: str | None = None
+    layouts: str | None = None
+    repeats: int | None = None
+    status: str | None = None
+    final_match: float | None = None
+    n_conversations: int | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, str | int | float | None]:
+        return asdict(self)
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Run directories (holding a manifest) under ``root``, itself included, in path order."""
+    if not root.is_dir():
+        raise UserError(f"runs: {root} is not a directory")
+    return sorted(p.parent for p in root.rglob(MANIFEST) if p.is_file())
+
+
+def describe(path: Path) -> RunLine:
+    try:
+        run = load_run(path)
+        score = score_run(run)
+    except UserError as e:
+        return RunLine(str(path), error=str(e))
+    m, p = run.manifest, run.params
+    return RunLine(
+        path=str(path), model=m.model, suite=Path(m.suite.path).stem,
+        suite_sha256=m.suite.sha256, layouts=",".join(p.layouts), repeats=p.repeats,
+        status=m.status, final_match=score.final_match, n_conversations=score.n_conversations,
+        cost_usd=None if score.usage is None else score.usage.cost_usd,
+    )
+
+
+def list_runs(root: Path) -> list[RunLine]:
+    return [describe(p) for p in find_runs(root)]
+
+
+def render(lines: list[RunLine]) -> str:
+    if not lines:
+        return "no run directories found"
+    head = ("run", "model", "suite", "sha", "layouts", "rep", "status", "final match", "cost")
+    rows = [head]
+    for x in lines:
+        if x.error is not None:
+            rows.append((x.path, "-", "-", "-", "-", "-", "unreadable", "-", x.error[:60]))
+            continue
+        fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
+        cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
+        rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12],
+                     x.layouts or "", str(x.repeats), x.status or "", fm, cost))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)

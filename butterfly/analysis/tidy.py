@@ -1,0 +1,145 @@
+"""Tidy rows of runs, one per turn or one per conversation: ``butterfly export`` writes them as
+CSV, ``butterfly.load_runs`` returns them as a pandas DataFrame (like inspect's ``evals_df``).
+
+Every row names its run, model, suite (path and sha256), scenario, category, layout and repeat.
+Turn rows add the turn, its op, ``match`` (0/1), the abstention reason, the collateral settings
+(changed from the model's previous answer while the oracle's did not, ``;``-joined) and the
+call's tokens and cost. Conversation rows add ``complete`` (0/1), ``final_match`` (0/1, empty
+when incomplete), the first divergent turn, the change radius, ``wobble`` and abstentions.
+Only the conversations a run played (attempted) are listed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from butterfly.core.metrics import collateral_keys, score_scenario
+from butterfly.core.turns import ConversationKey, Turn, TurnKey
+from butterfly.errors import UserError
+from butterfly.runs.reader import Run, load_run
+from oracle import Scenario, replay
+
+Level = Literal["turn", "conversation"]
+Cell = str | int | float | None
+Row = dict[str, Cell]
+"""One tidy row: column -> a scalar (None: null, an empty CSV cell)."""
+LEVELS: Final[tuple[Level, ...]] = ("turn", "conversation")
+
+BASE: Final = ("run", "model", "suite", "suite_sha256", "scenario", "category", "layout",
+               "repeat")
+TURN_COLUMNS: Final = (*BASE, "turn", "op", "match", "abstention", "collateral",
+                       "n_collateral", "prompt_tokens", "completion_tokens", "cost_usd")
+CONVERSATION_COLUMNS: Final = (*BASE, "n_turns", "complete", "final_match",
+                               "first_divergent_turn", "change_radius", "wobble", "abstentions",
+                               "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+def _base(run: Run, s: Scenario, key: ConversationKey) -> Row:
+    m = run.manifest
+    return {"run": str(run.path), "model": m.model, "suite": m.suite.path,
+            "suite_sha256": m.suite.sha256, "scenario": s.id, "category": s.category,
+            "layout": key.layout, "repeat": key.repeat}
+
+
+def _cost(turn: Turn) -> tuple[int | None, int | None, float | None]:
+    """Tokens and cost of a turn, summed over its samples (None when one is unreported)."""
+    prompt = [getattr(getattr(x, "tokens", None), "prompt", None) for x in turn.samples]
+    completion = [getattr(getattr(x, "tokens", None), "completion", None) for x in turn.samples]
+    cost = [getattr(x, "cost_usd", None) for x in turn.samples]
+    return (None if None in prompt else sum(p for p in prompt if p is not None),
+            None if None in completion else sum(c for c in completion if c is not None),
+            None if None in cost else round(sum(c for c in cost if c is not None), 10))
+
+
+def _add(total: Any, value: Any) -> Any:
+    return None if total is None or value is None else total + value
+
+
+def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
+    """The tidy rows of one run at ``level``."""
+    if level not in LEVELS:
+        raise UserError(f"--level takes turn or conversation, got {level!r}")
+    done = run.turns()
+    attempted = run.attempted
+    by_id = {s.id: s for s in run.scenarios}
+    rows: list[Row] = []
+    for key in run.conversations():
+        if key not in attempted:
+            continue
+        s = by_id[key.scenario]
+        oracle = replay(s)
+        n = len(s.turns)
+        turns = [done.get(TurnKey(s.id, t, key.layout, key.repeat)) for t in range(1, n + 1)]
+        answered = [t for t in turns if t is not None]
+        complete = len(answered) == n
+        base = _base(run, s, key)
+        if level == "turn":
+            prev: dict[str, str] | None = oracle[0]
+            for t, turn in enumerate(turns, 1):
+                if turn is None:
+                    break
+                spec = turn.spec
+                moved = (collateral_keys(spec, prev, oracle[t], oracle[t - 1])
+                         if spec is not None and prev is not None else None)
+                prompt, completion, cost = _cost(turn)
+                rows.append({**base, "turn": t, "op": s.turns[t - 1].op,
+                             "match": int(spec == oracle[t]), "abstention": turn.abstention,
+                             "collateral": None if moved is None else ";".join(moved),
+                             "n_collateral": None if moved is None else len(moved),
+                             "prompt_tokens": prompt, "completion_tokens": completion,
+                             "cost_usd": cost})
+                prev = spec
+            continue
+        totals: list[Any] = [0, 0, 0.0]
+        for turn in answered:
+            totals = [_add(a, b) for a, b in zip(totals, _cost(turn), strict=True)]
+        score = score_scenario(s, [t.spec for t in answered], oracle) if complete else None
+        rows.append({
+            **base, "n_turns": n, "complete": int(complete),
+            "final_match": None if score is None else int(score.final_match),
+            "first_divergent_turn": None if score is None else score.first_divergent,
+            "change_radius": None if score is None else score.change_radius,
+            "wobble": None if score is None else int(score.wobble),
+            "abstentions": sum(t.spec is None for t in answered),
+            "prompt_tokens": totals[0], "completion_tokens": totals[1],
+            "cost_usd": None if totals[2] is None else round(totals[2], 10),
+        })
+    return rows
+
+
+def tidy_rows(runs: Sequence[str | Path | Run], level: Level = "conversation"
+              ) -> list[Row]:
+    """The tidy rows of every run, run after run."""
+    if not runs:
+        raise UserError("export: give at least one run directory")
+    out: list[Row] = []
+    for r in runs:
+        out += run_rows(r if isinstance(r, Run) else load_run(r), level)
+    return out
+
+
+def columns(level: Level) -> tuple[str, ...]:
+    return TURN_COLUMNS if level == "turn" else CONVERSATION_COLUMNS
+
+
+def to_csv(rows: Sequence[Row], level: Level) -> str:
+    """CSV text with a header; an empty cell is a null."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns(level), lineterminator="\n")
+    w.writeheader()
+    w.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
+    return buf.getvalue()
+
+
+def load_runs(runs: Sequence[str | Path | Run], level: Level = "conversation") -> Any:
+    """The tidy rows of ``runs`` as a pandas DataFrame (``pip install butterflybench[pandas]``)."""
+    try:
+        import pandas as pd  # type: ignore[import-untyped]
+    except ImportError:
+        raise UserError("load_runs needs pandas: pip install 'butterflybench[pandas]' "
+                        "(or use butterfly.tidy_rows for plain dicts)") from None
+    return pd.DataFrame(tidy_rows(runs, level), columns=list(columns(level)))

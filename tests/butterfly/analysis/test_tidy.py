@@ -1,0 +1,105 @@
+"""``butterfly export`` (tidy CSV rows), ``butterfly.load_runs`` and ``butterfly runs``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+import butterfly
+from butterfly.analysis.tidy import CONVERSATION_COLUMNS, TURN_COLUMNS
+from butterfly.suite.load import load_suite
+from oracle import replay
+
+SUITE = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")
+LIMIT = 6
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("runs")
+    made = {}
+    for name in ("oracle", "last-edit"):
+        out = base / name
+        r = run_cli("run", "--model", f"script/{name}", "--out", str(out), "--limit",
+                    str(LIMIT), "--no-cache", "--layouts", "E,Q")
+        assert r.returncode == 0, r.stderr
+        made[name] = out
+    return made
+
+
+def _csv(*args: str) -> list[dict[str, str]]:
+    r = run_cli("export", *args, "--csv", "-")
+    assert r.returncode == 0, r.stderr
+    return list(csv.DictReader(io.StringIO(r.stdout)))
+
+
+def test_turn_rows(runs: dict[str, Path]) -> None:
+    rows = _csv(str(runs["oracle"]), str(runs["last-edit"]), "--level", "turn")
+    assert tuple(rows[0]) == TURN_COLUMNS
+    turns = sum(len(s.turns) for s in SUITE[:LIMIT])
+    assert len(rows) == 2 * 2 * turns  # two runs, two layouts
+    oracle = [r for r in rows if r["model"] == "script/oracle"]
+    assert {r["match"] for r in oracle} == {"1"} and {r["collateral"] for r in oracle} == {""}
+    assert {r["layout"] for r in oracle} == {"E", "Q"}
+    first = oracle[0]
+    assert (first["scenario"], first["turn"], first["op"]) == (SUITE[0].id, "1",
+                                                               SUITE[0].turns[0].op)
+    assert len(first["suite_sha256"]) == 64
+    last = [r for r in rows if r["model"] == "script/last-edit"]
+    assert "0" in {r["match"] for r in last}
+
+
+def test_conversation_rows_agree_with_score(runs: dict[str, Path]) -> None:
+    rows = _csv(str(runs["last-edit"]))
+    assert tuple(rows[0]) == CONVERSATION_COLUMNS
+    assert len(rows) == 2 * LIMIT and {r["complete"] for r in rows} == {"1"}
+    score = json.loads(run_cli("score", str(runs["last-edit"]), "--json").stdout)
+    fm = sum(int(r["final_match"]) for r in rows) / len(rows)
+    assert fm == pytest.approx(score["final_match"])
+    by_id = {(r["scenario"], r["layout"]): r for r in rows}
+    for s in SUITE[:LIMIT]:
+        verdict = next(v for v in score["scenarios"] if v["id"] == s.id and v["layout"] == "E")
+        row = by_id[(s.id, "E")]
+        assert row["final_match"] == str(int(verdict["final_match"]))
+        assert row["first_divergent_turn"] == ("" if verdict["first_divergent_turn"] is None
+                                               else str(verdict["first_divergent_turn"]))
+        assert row["n_turns"] == str(len(replay(s)) - 1)
+
+
+def test_load_runs_is_a_dataframe(runs: dict[str, Path]) -> None:
+    pytest.importorskip("pandas")
+    df = butterfly.load_runs([runs["oracle"], runs["last-edit"]])
+    assert list(df.columns) == list(CONVERSATION_COLUMNS) and len(df) == 4 * LIMIT
+    means = df.groupby("model")["final_match"].mean()
+    assert means["script/oracle"] == 1.0 and means["script/last-edit"] < 1.0
+    turns = butterfly.load_runs([runs["oracle"]], level="turn")
+    assert len(turns) == 2 * sum(len(s.turns) for s in SUITE[:LIMIT])
+    assert butterfly.tidy_rows([runs["oracle"]])[0]["final_match"] == 1
+
+
+def test_runs_lists_every_run_directory(runs: dict[str, Path], tmp_path: Path) -> None:
+    base = runs["oracle"].parent
+    r = run_cli("runs", str(base))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["run", "model", "suite"] and len(lines) == 3
+    assert "script/oracle" in r.stdout and "100.0% (12)" in r.stdout
+    assert "butterfly-40" in r.stdout and "E,Q" in r.stdout and "complete" in r.stdout
+    data = json.loads(run_cli("runs", str(base), "--json").stdout)
+    assert [d["model"] for d in data] == ["script/last-edit", "script/oracle"]
+    assert data[1]["final_match"] == 1.0 and data[1]["cost_usd"] is None
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{}")
+    r = run_cli("runs", str(tmp_path))
+    assert r.returncode == 0 and "unreadable" in r.stdout
+
+
+def test_export_refuses_an_unknown_level(runs: dict[str, Path]) -> None:
+    r = run_cli("export", str(runs["oracle"]), "--csv", "-", "--level", "scenario")
+    assert r.returncode == 2

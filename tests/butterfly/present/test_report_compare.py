@@ -1,0 +1,85 @@
+"""The report's compare view: runs of one suite compared as ``butterfly compare`` does, each
+scenario linked to both transcripts; the leaderboard's effective final match and cost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from browser import chrome, missing, wait_ready
+from conftest import run_cli
+
+from butterfly.analysis.compare import compare, load_answers
+from butterfly.present.report import build, render_html
+
+LIMIT = 8
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    base = tmp_path_factory.mktemp("runs")
+    made = []
+    for name in ("oracle", "last-edit", "noop"):
+        out = base / name
+        r = run_cli("run", "--model", f"script/{name}", "--out", str(out), "--limit",
+                    str(LIMIT), "--no-cache")
+        assert r.returncode == 0, r.stderr
+        made.append(out)
+    return made
+
+
+def test_compare_section_lists_what_compare_finds(runs: list[Path]) -> None:
+    m = build(runs, compare_method="diff", q=0.1)
+    assert [(c["a"], c["b"]) for c in m["compare"]] == [
+        ("script/oracle", "script/last-edit"), ("script/oracle", "script/noop")]
+    for j, c in enumerate(m["compare"], 1):
+        want = compare(load_answers(runs[0]), load_answers(runs[j]), "diff", 0.1)
+        assert [x["id"] for x in c["regressed"]] == want.regressed and want.regressed
+        assert [x["id"] for x in c["improved"]] == want.improved == []
+        assert c["method"] == "diff" and c["q"] == 0.1
+        x = c["regressed"][0]
+        assert x["a"]["href"] == f"#t/0/{x['id']}/E/0" and x["b"]["href"] == f"#t/{j}/{x['id']}/E/0"
+    html = render_html(m)
+    assert 'id="compare"' in html and "method diff, q = 0.1" in html
+    sid = m["compare"][0]["regressed"][0]["id"]
+    assert f'href="#t/0/{sid}/E/0"' in html and f'href="#t/1/{sid}/E/0"' in html
+
+
+def test_the_default_is_compare_s_default_and_one_run_has_no_section(runs: list[Path]) -> None:
+    m = build(runs[:2])
+    assert m["compare"][0]["method"] == "bh" and m["compare"][0]["q"] == 0.1
+    assert build(runs[:1])["compare"] == []
+    assert 'id="compare"' not in render_html(build(runs[:1]))
+
+
+def test_leaderboard_shows_effective_final_match_and_cost(runs: list[Path]) -> None:
+    m = build(runs)
+    e = m["runs"][1]
+    score = json.loads(run_cli("score", str(runs[1]), "--json").stdout)
+    assert e["effective_final_match"] == score["effective_final_match"]
+    assert e["usage"] == score["usage"]
+    html = render_html(m)
+    assert ">effective</th>" in html and ">cost</th>" in html
+
+
+def test_a_compare_link_opens_the_transcript(runs: list[Path], tmp_path: Path) -> None:
+    why = missing()
+    if why is not None:
+        pytest.fail(why)
+    from selenium.webdriver.common.by import By
+
+    html = tmp_path / "r.html"
+    r = run_cli("report", *map(str, runs), "--html", str(html), "--compare-method", "diff")
+    assert r.returncode == 0, r.stderr
+    with chrome(tmp_path / "profile") as d:
+        d.get(html.as_uri())
+        assert wait_ready(d) == "1"
+        links = d.find_elements(By.CSS_SELECTOR, "#compare a.tlink")
+        assert links
+        row = links[1].find_element(By.XPATH, "./ancestor::tr")
+        sid = row.find_elements(By.TAG_NAME, "td")[1].text
+        links[1].click()  # B of the first regressed scenario
+        view = d.find_element(By.ID, "t-view")
+        assert sid in view.find_element(By.TAG_NAME, "h3").text
+        assert "script/last-edit" in view.text
