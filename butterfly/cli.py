@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=commands.cmd_score)
 
     ex = sub.add_parser("export", help="tidy CSV rows of runs, one per turn or conversation")
-    ex.add_argument("runs", nargs="+", metavar="RUN")
+    ex.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
     ex.add_argument("--csv", required=True, metavar="FILE", help="output file ('-': stdout)")
     ex.add_argument("--level", choices=("turn", "conversation"), default="conversation",
                     help="one row per turn, or per conversation (default)")
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "repeats, status, final match, cost")
     rs.add_argument("dir", nargs="?", default="runs", metavar="DIR",
                     help="where to look (default runs)")
-    rs.add_argument("--json", action="store_true")
+    rs.add_argument("--json", action="store_true", help="one JSON object per run directory")
     rs.set_defaults(func=commands.cmd_runs)
 
     f = sub.add_parser("flips", help="per scenario, one character per run for each layout; "
