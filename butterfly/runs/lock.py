@@ -49,3 +49,21 @@ def writer_lock(out: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor frees the lock
+
+
+def writer_alive(out: Path) -> bool:
+    """Whether a process holds the write lock of ``out`` now (readers take no lock: this only
+    asks, with a shared lock that an exclusive holder refuses)."""
+    try:
+        fd = os.open(out / LOCK, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing frees the shared lock if it was taken
+    return False

@@ -20,6 +20,7 @@ from butterfly.runs.integrity import (
     check_suite_copy,
     index_calls,
 )
+from butterfly.runs.lock import writer_alive
 from butterfly.runs.records import CallRecord, RunManifest, RunParams
 from butterfly.runs.scope import conversation_keys, select
 from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, read_calls, read_manifest
@@ -101,7 +102,8 @@ class Run:
 
 def load_run(path: Path | str) -> Run:
     """Read a run directory: manifest, suite copy, and the latest record of every call, after
-    checking them against each other (:mod:`butterfly.runs.integrity`)."""
+    checking them against each other (:mod:`butterfly.runs.integrity`). A manifest that says
+    ``running`` while no process holds the directory's write lock is read as ``interrupted``."""
     out = Path(path)
     if not (out / MANIFEST).is_file():
         raise UserError(f"{out}: not a run directory (no {MANIFEST})")
@@ -110,6 +112,10 @@ def load_run(path: Path | str) -> Run:
     suite = tuple(load_suite(out / SUITE_COPY, played=True))
     calls = read_calls(out / CALLS)
     check_counts(out, manifest, calls)
+    if manifest.status == "running" and not writer_alive(out):
+        # its writer died without closing it (kill -9, a power cut): the run is interrupted,
+        # whatever the manifest still says; the next run of the same command resumes it
+        manifest = manifest.model_copy(update={"status": "interrupted"})
     done, failed = index_calls(calls, out / CALLS)
     return Run(out, manifest, suite, {**failed, **done})
 

@@ -88,6 +88,29 @@ def test_kill_9_never_leaves_a_stale_lock(tmp_path: Path) -> None:
 
 # --- statuses ---------------------------------------------------------------------------------
 
+def test_a_run_whose_writer_died_reads_as_interrupted(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """kill -9 leaves the manifest saying running; readers ask the lock and say interrupted
+    (and the manifest says running while the writer is alive)."""
+    from butterfly.runs.lock import writer_alive
+    from butterfly.runs.reader import load_run
+
+    out = tmp_path / "run"
+    oracle_run(capsys, out)
+    m = manifest(out)
+    m["status"] = "running"  # as a run killed mid-way leaves it
+    (out / "manifest.json").write_text(json.dumps(m))
+    assert not writer_alive(out)
+    assert load_run(out).manifest.status == "interrupted"
+    with writer_lock(out):
+        assert writer_alive(out)
+        assert load_run(out).manifest.status == "running"
+    assert manifest(out)["status"] == "running"  # a reader never writes
+    code, _, err = cli(capsys, "run", *ORACLE, "--out", str(out), "--limit", "3")
+    assert code == 0, err
+    assert manifest(out)["status"] == "complete"
+
+
 def test_an_unknown_agent_or_provider_leaves_nothing_that_blocks_out(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
