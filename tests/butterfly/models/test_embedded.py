@@ -16,10 +16,13 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from butterfly.models import embedded_child
 from butterfly.models.embedded import (
     INSTALL_HINT,
+    THREADS_ENV,
     EmbeddedModelError,
     EmbeddedServer,
+    metrics,
     resolve_gguf,
 )
 
@@ -103,6 +106,40 @@ def test_chat_is_deterministic_on_loopback(server: EmbeddedServer) -> None:
     assert a == b
     # The second call reused the first one's prompt from the KV cache.
     assert second.json()["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+
+
+def test_metrics_count_the_tokens_the_server_generated(server: EmbeddedServer) -> None:
+    before = metrics(server.base_url)
+    body = {"model": server.model_alias, "messages": MESSAGES, "max_tokens": 8,
+            "temperature": 0, "ignore_eos": True}
+    with httpx.Client(base_url=server.api_base, timeout=120) as client:
+        answer = client.post("/chat/completions", json=body).json()
+    after = metrics(server.base_url)
+    generated = after["tokens_predicted_total"] - before.get("tokens_predicted_total", 0.0)
+    assert generated == answer["usage"]["completion_tokens"] == 8
+    assert after["tokens_predicted_seconds_total"] > before.get("tokens_predicted_seconds_total",
+                                                                 0.0)
+
+
+def test_threads_default_to_one_fewer_than_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A descheduled llama.cpp thread stalls the others at every barrier, so the default
+    leaves one CPU to the harness and any neighbour (bench/embedded.py measures why)."""
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    monkeypatch.setattr(embedded_child, "_cpus", lambda: 2)
+    assert embedded_child._default_threads() == 1
+    assert EmbeddedServer(_smollm2()).threads == 1
+    monkeypatch.setattr(embedded_child, "_cpus", lambda: 1)
+    assert embedded_child._default_threads() == 1
+    monkeypatch.setattr(embedded_child, "_cpus", lambda: 8)
+    assert embedded_child._default_threads() == 7
+    monkeypatch.setenv(THREADS_ENV, "3")
+    server = EmbeddedServer(_smollm2())
+    assert (server.threads, server.threads_batch, server.poll) == (3, 3, 0)
+    monkeypatch.setenv(THREADS_ENV, "0")
+    with pytest.raises(EmbeddedModelError, match=THREADS_ENV):
+        EmbeddedServer(_smollm2())
+    with pytest.raises(ValueError, match="poll"):
+        EmbeddedServer(_smollm2(), poll=101)
 
 
 def test_nonexistent_gguf_is_a_clear_error(tmp_path: Path) -> None:

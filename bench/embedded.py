@@ -1,0 +1,135 @@
+"""The embedded model under load: tokens/s idle and beside a busy neighbour, side by side.
+
+Three figures, each a ratio measured in this one run (never against a remembered figure):
+
+1. **Load.** For each thread setting (the default, one thread fewer than the CPUs, and the
+   old default, every CPU), the server generates a fixed number of tokens per request
+   (``ignore_eos``) idle, then again while one busy process (a Python spin loop) shares the
+   cores. Prints tokens/s from the server's own timings and busy / idle (target: at least 0.5
+   for the default).
+2. **Harness against the server.** A slice of butterfly-40 played through ``butterfly.run``
+   (records on disk, parsing, the same HTTP path as ``butterfly run``) against the server:
+   the completion tokens the records hold per second of wall time, against the tokens the
+   server says it generated per second it spent on prompts and generation (``GET /metrics``).
+   Target: at least 0.9 (the harness keeps the server busy).
+3. **Prompt cache in chat mode.** The share of prompt tokens the server served from its
+   prompt cache (the records' ``tokens.cached`` over ``tokens.prompt``), chat against restate.
+
+    .venv/bin/python bench/embedded.py [--requests 6] [--tokens 48] [--slice 4]
+
+Run it on an otherwise idle machine: it makes its own neighbour. Takes about 3 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+# bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
+
+from butterfly.api import run  # noqa: E402
+from butterfly.core.vocab import Mode  # noqa: E402
+from butterfly.models.embedded import EmbeddedServer, metrics, resolve_gguf  # noqa: E402
+from butterfly.models.embedded_child import _cpus, _default_threads  # noqa: E402
+
+PROMPT = ("Restate this spec of a command-line tool as JSON, one key per setting: "
+          "output_format csv, delimiter comma, encoding utf-8, header true, quote minimal.")
+
+
+def generate(server: EmbeddedServer, requests: int, tokens: int) -> float:
+    """Tokens/s over ``requests`` calls of exactly ``tokens`` tokens, by the server's timings."""
+    n = ms = 0.0
+    for i in range(requests):
+        body = {"model": server.model_alias, "max_tokens": tokens, "temperature": 0,
+                "ignore_eos": True, "cache_prompt": False,
+                "messages": [{"role": "user", "content": f"{PROMPT} ({i})"}]}
+        req = urllib.request.Request(f"{server.api_base}/chat/completions",
+                                     json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            timings = json.load(resp)["timings"]
+        n += timings["predicted_n"]
+        ms += timings["predicted_ms"]
+    return 1000 * n / ms
+
+
+def neighbour() -> subprocess.Popen[bytes]:
+    """One busy process: a Python spin loop, as a test run or another benchmark would be."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def load(threads: int, requests: int, tokens: int) -> tuple[float, float]:
+    """(idle, busy) tokens/s of a server with ``threads`` threads."""
+    with EmbeddedServer(resolve_gguf("local/smollm2"), threads=threads) as server:
+        generate(server, 1, 8)  # warm-up
+        idle = generate(server, requests, tokens)
+        busy_proc = neighbour()
+        try:
+            time.sleep(0.5)
+            busy = generate(server, requests, tokens)
+        finally:
+            busy_proc.kill()
+            busy_proc.wait()
+    return idle, busy
+
+
+def harness(mode: Mode, limit: int) -> tuple[float, float, float]:
+    """(harness tokens/s, server tokens/s, cached share of prompt tokens) over a slice."""
+    with EmbeddedServer(resolve_gguf("local/smollm2")) as server, \
+            tempfile.TemporaryDirectory() as tmp:
+        before = metrics(server.base_url)
+        t0 = time.perf_counter()
+        result = run(f"openai/{server.model_alias}", "butterfly-40", Path(tmp) / "run",
+                     limit=limit, mode=mode, api_base=server.api_base, cache=None)
+        wall = time.perf_counter() - t0
+        after = metrics(server.base_url)
+        recs = list(result.records.values())
+    completion = sum(r.tokens.completion or 0 for r in recs)
+    prompt = sum(r.tokens.prompt or 0 for r in recs)
+    cached = sum(r.tokens.cached or 0 for r in recs)
+
+    def delta(name: str) -> float:
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    server_s = delta("tokens_predicted_seconds_total") + delta("prompt_seconds_total")
+    return completion / wall, delta("tokens_predicted_total") / server_s, cached / max(prompt, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=6, help="requests per measurement")
+    ap.add_argument("--tokens", type=int, default=48, help="tokens generated per request")
+    ap.add_argument("--slice", type=int, default=4, help="butterfly-40 scenarios to play")
+    a = ap.parse_args()
+    cpus = _cpus()
+    print(f"machine: {cpus} CPUs; load average before: {os.getloadavg()[0]:.2f}")
+    print(f"\n1. tokens/s by the server's timings ({a.requests} x {a.tokens} tokens), idle and "
+          "beside one busy process")
+    settings = sorted({_default_threads(), cpus}, reverse=False)
+    for threads in settings:
+        idle, busy = load(threads, a.requests, a.tokens)
+        default = threads == _default_threads()
+        verdict = ("meets" if busy / idle >= 0.5 else "misses") + " the 0.5 target"
+        print(f"   threads={threads} ({'default' if default else 'every CPU, the old default'})"
+              f": idle {idle:6.1f}  busy {busy:6.1f}  busy/idle {busy / idle:.2f}"
+              f"{f' ({verdict})' if default else ''}")
+    print(f"\n2. and 3. butterfly-40, first {a.slice} scenarios, through butterfly.run")
+    modes: tuple[Mode, ...] = ("restate", "chat")
+    for mode in modes:
+        ours, theirs, share = harness(mode, a.slice)
+        print(f"   {mode:7}: harness {ours:6.1f} tok/s, server {theirs:6.1f} tok/s: "
+              f"ratio {ours / theirs:.2f} (target 0.9); prompt tokens from the cache "
+              f"{100 * share:.0f}%")
+
+
+if __name__ == "__main__":
+    main()
