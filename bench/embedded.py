@@ -40,13 +40,15 @@ from butterfly.core.vocab import Mode  # noqa: E402
 from butterfly.models.embedded import EmbeddedServer, metrics, resolve_gguf  # noqa: E402
 from butterfly.models.embedded_child import _cpus, _default_threads  # noqa: E402
 
-PROMPT = ("Restate this spec of a command-line tool as JSON, one key per setting: "
-          "output_format csv, delimiter comma, encoding utf-8, header true, quote minimal.")
+PROMPT = ("Restate this spec of a command-line tool as JSON, one key per setting: " + ", ".join(
+    f"setting_{i} value_{i * 7 % 13}" for i in range(40)) + ".")
+"""About 400 tokens: long enough for a prompt-processing rate."""
 
 
-def generate(server: EmbeddedServer, requests: int, tokens: int) -> float:
-    """Tokens/s over ``requests`` calls of exactly ``tokens`` tokens, by the server's timings."""
-    n = ms = 0.0
+def generate(server: EmbeddedServer, requests: int, tokens: int) -> tuple[float, float]:
+    """(generation, prompt processing) tokens/s over ``requests`` calls of exactly ``tokens``
+    tokens each, by the server's own timings."""
+    n = ms = pn = pms = 0.0
     for i in range(requests):
         body = {"model": server.model_alias, "max_tokens": tokens, "temperature": 0,
                 "ignore_eos": True, "cache_prompt": False,
@@ -58,7 +60,9 @@ def generate(server: EmbeddedServer, requests: int, tokens: int) -> float:
             timings = json.load(resp)["timings"]
         n += timings["predicted_n"]
         ms += timings["predicted_ms"]
-    return 1000 * n / ms
+        pn += timings["prompt_n"]
+        pms += timings["prompt_ms"]
+    return 1000 * n / ms, 1000 * pn / pms
 
 
 def neighbour() -> subprocess.Popen[bytes]:
@@ -66,9 +70,13 @@ def neighbour() -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
-def load(threads: int, requests: int, tokens: int) -> tuple[float, float]:
-    """(idle, busy) tokens/s of a server with ``threads`` threads."""
-    with EmbeddedServer(resolve_gguf("local/smollm2"), threads=threads) as server:
+Rates = tuple[float, float]
+
+
+def load(threads: int, batch: int, requests: int, tokens: int) -> tuple[Rates, Rates]:
+    """(idle, busy) rates of a server with ``threads`` threads (``batch`` for prompts)."""
+    with EmbeddedServer(resolve_gguf("local/smollm2"), threads=threads,
+                        threads_batch=batch) as server:
         generate(server, 1, 8)  # warm-up
         idle = generate(server, requests, tokens)
         busy_proc = neighbour()
@@ -114,14 +122,16 @@ def main() -> None:
     print(f"machine: {cpus} CPUs; load average before: {os.getloadavg()[0]:.2f}")
     print(f"\n1. tokens/s by the server's timings ({a.requests} x {a.tokens} tokens), idle and "
           "beside one busy process")
-    settings = sorted({_default_threads(), cpus}, reverse=False)
-    for threads in settings:
-        idle, busy = load(threads, a.requests, a.tokens)
-        default = threads == _default_threads()
+    default = _default_threads()
+    settings = {(default, default): "the default", (cpus, cpus): "every CPU, the old default",
+                (default, cpus): "every CPU for prompts"}
+    for (threads, batch), label in settings.items():
+        (idle, p_idle), (busy, p_busy) = load(threads, batch, a.requests, a.tokens)
         verdict = ("meets" if busy / idle >= 0.5 else "misses") + " the 0.5 target"
-        print(f"   threads={threads} ({'default' if default else 'every CPU, the old default'})"
-              f": idle {idle:6.1f}  busy {busy:6.1f}  busy/idle {busy / idle:.2f}"
-              f"{f' ({verdict})' if default else ''}")
+        print(f"   threads={threads} batch={batch} ({label}): generation idle {idle:6.1f} "
+              f"busy {busy:6.1f} busy/idle {busy / idle:.2f}"
+              f"{f' ({verdict})' if (threads, batch) == (default, default) else ''}; "
+              f"prompts idle {p_idle:6.1f} busy {p_busy:6.1f}")
     print(f"\n2. and 3. butterfly-40, first {a.slice} scenarios, through butterfly.run")
     modes: tuple[Mode, ...] = ("restate", "chat")
     for mode in modes:
