@@ -35,4 +35,6 @@ test: venv browser
 	$(PIP) install -e '.[dev,kaggle]' --config-settings editable_mode=compat
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	# Two workers (the brief's machine has two cores); tests that start a llama.cpp server share
+	# one xdist group, so no two servers ever run at once.
+	$(BIN)/python -m pytest -n 2 --dist loadgroup

@@ -369,6 +369,7 @@ def other_llama_servers() -> list[int]:
 
 
 @pytest.mark.timeout(1200)
+@pytest.mark.xdist_group("llama")  # one llama.cpp server at a time (tests/.../test_embedded.py)
 def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) -> None:
     """The embedded server answers the notebook (kaggle-benchmarks' OpenAI actor), then
     ``butterfly run --model openai/<alias> --api-base``: same messages, temperature 0, seed 0,

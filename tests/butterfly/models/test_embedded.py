@@ -26,6 +26,10 @@ from butterfly.models.embedded import (
     resolve_gguf,
 )
 
+# `make test` runs two pytest workers; every test that starts a llama.cpp server is in one
+# xdist group, so they run on one worker, one at a time (two servers on two cores starve).
+pytestmark = pytest.mark.xdist_group("llama")
+
 MESSAGES = [
     {"role": "system", "content": "You are a terse assistant."},
     {"role": "user", "content": "Name three colours."},

@@ -12,6 +12,10 @@ from conftest import ROOT, run_cli
 
 from butterfly.suite.load import load_suite
 
+# `make test` runs two pytest workers; every test that starts a llama.cpp server is in one
+# xdist group, so they run on one worker, one at a time (two servers on two cores starve).
+pytestmark = pytest.mark.xdist_group("llama")
+
 
 @pytest.mark.timeout(900)
 def test_smollm2_run_on_two_short_scenarios(tmp_path: Path) -> None:
