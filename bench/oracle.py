@@ -3,7 +3,11 @@
 Generates a 10,000-scenario suite (seeded), then times, in one process on one core:
   1. replay + every validity guard on scenarios already in memory (the oracle itself);
   2. the same including parsing each JSON line into a strict record (what `validate` does).
-Prints turns per second for each and the ratio to the 100,000 turns/s target.
+Prints turns per second for each and the ratio to the 100,000 turns/s target, and, because
+absolute rates drift with the machine's load, ratios against two baselines timed side by side in
+the same run: ``json.loads`` of every line (the least any reader of the suite does) and the naive
+twin oracle of the tests (``tests/oracle/naive.py``: recomputes every spec and guard from the
+whole history after each turn).
 
     .venv/bin/python bench/oracle.py [--count 10000] [--seed 1] [--repeat 3]
 """
@@ -11,9 +15,11 @@ Prints turns per second for each and the ratio to the 100,000 turns/s target.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 # This file is named like the `oracle` package; keep its folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
@@ -21,6 +27,10 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 from butterfly.suite.generate import generate, proportional_counts  # noqa: E402
 from butterfly.suite.load import dumps_suite, parse_line  # noqa: E402
 from oracle import replay  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.append(os.path.join(ROOT, "tests", "oracle"))  # the naive twin of the oracle tests
+from naive import naive  # type: ignore[import-not-found]  # noqa: E402
 
 TARGET = 100_000
 
@@ -41,22 +51,33 @@ def main() -> None:
     turns = sum(len(s.turns) for s in scenarios)
     print(f"suite: {len(scenarios)} scenarios, {turns} turns (generated in {gen_s:.2f} s)")
 
-    best_replay = best_full = float("inf")
+    best_replay = best_full = best_json = best_naive = float("inf")
+    twin = scenarios[: max(1, len(scenarios) // 10)]  # the naive twin is slow: a tenth
+    twin_turns = sum(len(s.turns) for s in twin)
     for _ in range(a.repeat):
-        t0 = time.perf_counter()
-        for s in scenarios:
-            replay(s)  # guards on: raises on the first violation
-        best_replay = min(best_replay, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        for n, line in enumerate(lines, 1):
-            replay(parse_line(line, f"bench:{n}"))
-        best_full = min(best_full, time.perf_counter() - t0)
+        best_replay = min(best_replay, _time(lambda: [replay(s) for s in scenarios]))
+        best_full = min(best_full, _time(lambda: [replay(parse_line(line, f"bench:{n}"))
+                                                  for n, line in enumerate(lines, 1)]))
+        best_json = min(best_json, _time(lambda: [json.loads(line) for line in lines]))
+        best_naive = min(best_naive, _time(lambda: [naive(s) for s in twin]))
 
+    json_rate = turns / best_json
+    print(f"{'baseline: json.loads of every line':40s} {json_rate:12,.0f} turns/s")
+    print(f"{'baseline: the naive twin oracle':40s} {twin_turns / best_naive:12,.0f} turns/s "
+          f"(on {len(twin)} of the scenarios)")
     for label, secs in (("replay + guards (records in memory)", best_replay),
                         ("parse record + replay + guards", best_full)):
         rate = turns / secs
         print(f"{label:40s} {rate:12,.0f} turns/s  ({rate / TARGET:.2f}x the "
-              f"{TARGET:,} turns/s target; best of {a.repeat})")
+              f"{TARGET:,} turns/s target; {json_rate / rate:.1f}x the time of json.loads; "
+              f"{rate / (twin_turns / best_naive):.1f}x the naive twin's rate; best of "
+              f"{a.repeat})")
+
+
+def _time(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

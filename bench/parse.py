@@ -1,4 +1,6 @@
-"""Parser speed on realistic answers, per mode (best of several timeit runs).
+"""Parser speed on realistic answers, per mode (best of several timeit runs), beside a baseline
+timed in the same run: ``json.loads`` of the bare spec (the least any reader of an answer does),
+so each mode is also printed as a multiple of it (absolute times drift with the machine's load).
 
     .venv/bin/python bench/parse.py
 """
@@ -9,6 +11,7 @@ import json
 import os
 import sys
 import timeit
+from collections.abc import Callable
 
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
@@ -27,15 +30,25 @@ ANSWERS = {
 }
 
 
+N = 2000
+
+
+def _best(fn: Callable[[], object]) -> float:
+    """Microseconds per call, best of five."""
+    return 1e6 * min(timeit.repeat(fn, number=N, repeat=5)) / N
+
+
 def main() -> None:
-    print(f"{'answer':38s} {'strict':>10s} {'structured':>11s} {'lenient':>10s}")
+    base = _best(lambda: json.loads(ANSWERS["bare JSON (0.5 KB)"]))
+    print(f"baseline: json.loads of the bare 0.5 KB spec {base:.1f} µs; each cell is µs per "
+          "answer (x the baseline)")
+    print(f"{'answer':38s} {'strict':>16s} {'structured':>16s} {'lenient':>16s}")
     for label, text in ANSWERS.items():
         cells = []
         for mode in ("strict", "structured", "lenient"):
-            n = 2000
-            best = min(timeit.repeat(lambda m=mode, t=text: parse_answer(t, m), number=n, repeat=5))
-            cells.append(f"{1e6 * best / n:8.1f} µs")
-        print(f"{label:38s} {cells[0]:>10s} {cells[1]:>11s} {cells[2]:>10s}")
+            us = _best(lambda m=mode, t=text: parse_answer(t, m))
+            cells.append(f"{us:7.1f} ({us / base:4.1f}x)")
+        print(f"{label:38s} {cells[0]:>16s} {cells[1]:>16s} {cells[2]:>16s}")
 
 
 if __name__ == "__main__":
