@@ -4,7 +4,10 @@ Generates a 2,000-scenario suite, runs five scripted agents on it (oracle, noop,
 lifo, noisy:p=0.3) through the real CLI, builds one report of the five runs, and opens it in
 headless Chromium (networking off) to time what a reader waits for: the page ready with its
 transcripts unpacked, the "failed only" filter over all 10,000 conversations, a full-text
-search, and opening one transcript. Prints the file size and those times, measured in this run.
+search, and opening one transcript. Prints the file size and those times, measured in this run,
+each beside a baseline timed in the same run: the build beside ``butterfly score`` of each of the
+five runs (reading and scoring the same records), and the page's readiness beside a static page
+of the same size (the report's text in a ``<pre>``, no script) loaded in the same browser.
 
     .venv/bin/python bench/report.py [--count 2000] [--keep DIR] [--answers pretty]
 
@@ -23,7 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from html import escape as html_escape
 from pathlib import Path
+from typing import Any
 
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +46,14 @@ def cli(*args: str) -> float:
     if r.returncode != 0:
         raise SystemExit(f"butterfly {' '.join(args)} failed:\n{r.stderr}")
     return time.perf_counter() - t0
+
+
+def wait_loaded(d: Any, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while d.execute_script("return document.readyState") != "complete":
+        if time.monotonic() > deadline:
+            raise SystemExit("the static baseline page did not load")
+        time.sleep(0.01)
 
 
 def pretty(calls: Path) -> None:
@@ -82,12 +95,22 @@ def main() -> None:
             pretty(Path(run) / "calls.jsonl")
     html = work / "report.html"
     build_s = cli("report", *runs, "--html", str(html))
+    score_s = sum(cli("score", run) for run in runs)
     size = html.stat().st_size
     print(f"{len(runs)} runs x {a.count} scenarios: report {size / 1e6:.2f} MB, "
-          f"built in {build_s:.1f} s (CLI, includes interpreter start)")
+          f"built in {build_s:.1f} s (CLI, includes interpreter start); baseline: "
+          f"`butterfly score` of each run {score_s:.1f} s in all: the report costs "
+          f"{build_s / score_s:.2f}x that")
+    static = work / "static.html"
+    static.write_text("<!doctype html><pre>" + html_escape(html.read_text(encoding="utf-8"))
+                      + "</pre>", encoding="utf-8")
     from selenium.webdriver.common.by import By
 
     with chrome(work / "profile") as d:
+        t0 = time.perf_counter()
+        d.get(static.as_uri())
+        wait_loaded(d)
+        static_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         d.get(html.as_uri())
         state = wait_ready(d, timeout=300)
@@ -108,7 +131,8 @@ def main() -> None:
         heap = d.execute_script("return performance.memory ? performance.memory.usedJSHeapSize "
                                 ": null")
         rows = len(d.find_elements(By.CSS_SELECTOR, "#t-list tbody tr"))
-    print(f"browser: ready ({state}) in {ready:.2f} s: {total}; list shows {rows} rows a page")
+    print(f"browser: ready ({state}) in {ready:.2f} s: {total}; list shows {rows} rows a page; "
+          f"baseline: a static page of the same size {static_s:.2f} s: {ready / static_s:.1f}x")
     print(f"  'failed only': {filt:.2f} s ({failed}); search 'undo the earliest': "
           f"{search:.2f} s ({found}); open one transcript ({turns} turns): {view:.2f} s")
     if heap:
