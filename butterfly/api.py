@@ -34,10 +34,10 @@ from butterfly.present.report import write_report
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model, make_params
 from butterfly.runs.play import Progress, pending_calls, run_suite
-from butterfly.runs.reader import Run, load_run
+from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
-from butterfly.runs.store import open_run
+from butterfly.runs.store import RunState, open_run
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario
 
@@ -88,15 +88,16 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
                         max_cost=max_cost)
     check_model(model)
     suite_path = resolve_suite(suite)
-    scenarios = select(load_suite(suite_path), params)
+    whole = load_suite(suite_path)
     target = Path(out) if out else default_out(model, suite_path)
-    _play_all(model, suite_path, scenarios, params, target, api_base=api_base, cache=cache,
-              progress=progress)
-    return load_run(target)
+    state = _play_all(model, suite_path, select(whole, params), params, target,
+                      api_base=api_base, cache=cache, progress=progress)
+    return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
 
 
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
-              out: Path, *, api_base: str | None, cache: str | None, progress: bool) -> None:
+              out: Path, *, api_base: str | None, cache: str | None,
+              progress: bool) -> RunState:
     """Hold ``out``'s write lock, open the model, then create or resume the run: a model that
     cannot be opened leaves nothing behind but the (free) lock file."""
     with contextlib.ExitStack() as stack:
@@ -115,6 +116,7 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
             display = stack.enter_context(ProgressDisplay(todo, f"{model} on {out}"))
             tracker.on_update = display.update
         asyncio.run(_closing(run_suite(scenarios, client, state, out, tracker), client))
+    return state
 
 
 async def _closing(coro: Coroutine[Any, Any, T], client: ModelClient) -> T:

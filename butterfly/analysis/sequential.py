@@ -60,7 +60,7 @@ async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: i
 
     async def one(side: Side, s: Scenario) -> None:
         async with slots:
-            ok = await play_conversation(Conversation(s, "E", repeat), side.player)
+            ok = await play_conversation(Conversation(s, "E", repeat), side.player) is not None
         if not ok:
             failed.append(f"{side.model}:{s.id}")
 

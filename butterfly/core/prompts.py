@@ -240,6 +240,36 @@ def restate_message(scenario: Scenario, turn: int, layout: str = "E",
                     f"{RESTATE_QUESTION} {FORMATS[protocol]}")
 
 
+def added_messages(
+    scenario: Scenario,
+    turn: int,
+    previous: str | None,
+    layout: str = "E",
+    mode: str = "chat",
+    strategy: str = "zero-shot",
+    protocol: str = "schema",
+    sc_base: str = "zero-shot",
+) -> list[Message]:
+    """What ``turn`` adds to what was sent for the turn before it. Chat mode: the system
+    message and the first user message (turn 1), then the model's ``previous`` answer and this
+    turn's user message, so a conversation of n turns builds n user messages, not n(n+1)/2.
+    Restate mode: the whole (stateless) message list, every turn."""
+    plain = (strategy, protocol) in _DEFAULT_STYLE and sc_base == "zero-shot"
+    if mode == "restate":
+        return [{"role": "system", "content": SYSTEM if plain else
+                 _system(strategy, protocol, sc_base)},
+                {"role": "user", "content": restate_message(scenario, turn, layout, protocol)}]
+    if mode != "chat":
+        raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+    user: Message = {"role": "user", "content": user_message(scenario, turn, layout, protocol)}
+    if turn > 1:
+        if previous is None:
+            raise ValueError(f"turn {turn} adds the answer to turn {turn - 1}: give it")
+        return [{"role": "assistant", "content": previous}, user]
+    system = SYSTEM if plain else _system(strategy, protocol, sc_base)
+    return [{"role": "system", "content": system}, user]
+
+
 def messages(
     scenario: Scenario,
     turn: int,
@@ -252,22 +282,17 @@ def messages(
 ) -> list[Message]:
     """Everything sent for ``turn``. Chat mode: the history with the model's ``answers`` to the
     turns before it. Restate mode: the system message and one stateless user message.
-    ``sc_base``: the prompt self-consistency samples (zero-shot, cot or adaptive-cot)."""
-    plain = (strategy, protocol) in _DEFAULT_STYLE and sc_base == "zero-shot"
-    system = SYSTEM if plain else _system(strategy, protocol, sc_base)
-    out: list[Message] = [{"role": "system", "content": system}]
+    ``sc_base``: the prompt self-consistency samples (zero-shot, cot or adaptive-cot). The
+    concatenation of :func:`added_messages` over turns 1..``turn`` (a runner that keeps what
+    it sent calls that instead)."""
+    style = (layout, mode, strategy, protocol, sc_base)
     if mode == "restate":
-        out.append({"role": "user",
-                    "content": restate_message(scenario, turn, layout, protocol)})
-        return out
-    if mode != "chat":
-        raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
-    if len(answers) != turn - 1:
+        return added_messages(scenario, turn, None, *style)
+    if mode == "chat" and len(answers) != turn - 1:
         raise ValueError(f"turn {turn} needs {turn - 1} earlier answers, got {len(answers)}")
+    out: list[Message] = []
     for t in range(1, turn + 1):
-        out.append({"role": "user", "content": user_message(scenario, t, layout, protocol)})
-        if t < turn:
-            out.append({"role": "assistant", "content": answers[t - 1]})
+        out += added_messages(scenario, t, answers[t - 2] if t > 1 else None, *style)
     return out
 
 

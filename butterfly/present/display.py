@@ -25,7 +25,7 @@ from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteL
 from butterfly.models.provider import redact
 from butterfly.runs.play import Progress as RunProgress
 from butterfly.runs.reader import Run
-from butterfly.runs.records import CallRecord
+from butterfly.runs.calls import CallView
 
 
 class ProgressDisplay:
@@ -89,7 +89,7 @@ def failure_lines(run: Run) -> list[str]:
     failed = [r for r in run.records.values() if r.error is not None]
     if not failed:
         return []
-    by_class: dict[str, list[CallRecord]] = {}
+    by_class: dict[str, list[CallView]] = {}
     for r in failed:
         assert r.error is not None
         by_class.setdefault(FAILURE_CLASS.get(r.error.kind, r.error.kind), []).append(r)

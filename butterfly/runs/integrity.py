@@ -12,49 +12,79 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 from butterfly.core.turns import CallKey
 from butterfly.errors import UserError
-from butterfly.runs.records import CallRecord, RunManifest
+from butterfly.runs.records import CallError, RunManifest
 from oracle import Scenario
 
+R = TypeVar("R", bound="Keyed")
 
-def key_of(rec: CallRecord) -> CallKey:
+
+class Keyed(Protocol):
+    """What the index reads of a call (a ``CallRecord`` or its slim view)."""
+
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def turn(self) -> int: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def sample(self) -> int: ...
+    @property
+    def error(self) -> CallError | None: ...
+
+
+def key_of(rec: Keyed) -> CallKey:
     return CallKey(rec.scenario, rec.turn, rec.layout, rec.repeat, rec.sample)
 
 
-def index_calls(records: Sequence[CallRecord], path: Path
-                ) -> tuple[dict[CallKey, CallRecord], dict[CallKey, CallRecord]]:
-    """(answered, failed): the answer of every call, and the last error of every call with no
-    answer. Two answers for one call are refused."""
-    done: dict[CallKey, CallRecord] = {}
-    line_of: dict[CallKey, int] = {}
-    failed: dict[CallKey, CallRecord] = {}
-    for n, rec in enumerate(records, 1):
+@dataclass
+class CallIndex(Generic[R]):
+    """The answer of every call (``done``), and the last error of every call with no answer
+    (``failed``), built line by line. Two answers for one call are refused."""
+
+    path: Path
+    done: dict[CallKey, R] = field(default_factory=dict)
+    failed: dict[CallKey, R] = field(default_factory=dict)
+    _line: dict[CallKey, int] = field(default_factory=dict)
+
+    def add(self, n: int, rec: R) -> None:
+        """Record ``rec``, read from line ``n``."""
         key = key_of(rec)
         if rec.error is not None:
-            if key not in done:
-                failed[key] = rec
-            continue
-        if key in done:
+            if key not in self.done:
+                self.failed[key] = rec
+            return
+        if key in self.done:
             raise UserError(
-                f"{path}:{n}: a second answer for call (scenario {rec.scenario}, turn "
+                f"{self.path}:{n}: a second answer for call (scenario {rec.scenario}, turn "
                 f"{rec.turn}, layout {rec.layout}, repeat {rec.repeat}, sample {rec.sample}); "
-                f"the first is on line {line_of[key]}: two writers, or an edited file. Keep "
+                f"the first is on line {self._line[key]}: two writers, or an edited file. Keep "
                 "one line per call (delete the later ones), or run again into a new --out")
-        done[key] = rec
-        line_of[key] = n
-        failed.pop(key, None)
-    return done, failed
+        self.done[key] = rec
+        self._line[key] = n
+        self.failed.pop(key, None)
 
 
-def check_counts(out: Path, manifest: RunManifest, records: Sequence[CallRecord]) -> None:
+def index_calls(records: Sequence[R], path: Path) -> tuple[dict[CallKey, R], dict[CallKey, R]]:
+    """(answered, failed) of ``records`` in file order (see :class:`CallIndex`)."""
+    index: CallIndex[R] = CallIndex(path)
+    for n, rec in enumerate(records, 1):
+        index.add(n, rec)
+    return index.done, index.failed
+
+
+def check_counts(out: Path, manifest: RunManifest, answered: int, errors: int) -> None:
     """A closed run holds the calls its manifest counts (a running one is still growing)."""
     if manifest.status == "running":
         return
-    answered = sum(1 for r in records if r.error is None)
-    errors = len(records) - answered
     if (answered, errors) != (manifest.n_calls, manifest.n_provider_errors):
         raise UserError(
             f"{out}: calls.jsonl holds {answered} answered and {errors} failed call(s), but the "

@@ -13,18 +13,19 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from butterfly.core.parse import parse_answer
-from butterfly.core.prompts import messages
-from butterfly.core.turns import CallKey, make_turn
+from butterfly.core.prompts import added_messages
+from butterfly.core.turns import CallKey, Turn, make_turn
 from butterfly.core.vocab import RunStatus
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import Request
+from butterfly.runs.calls import CallView
 from butterfly.runs.integrity import key_of
 from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
 from butterfly.runs.scope import conversations
@@ -75,7 +76,7 @@ class Budget:
     unpriced: bool = False
 
     @classmethod
-    def of(cls, limit: float | None, records: Sequence[CallRecord]) -> Budget:
+    def of(cls, limit: float | None, records: Iterable[CallView]) -> Budget:
         """The budget of a run given what its directory has spent already."""
         budget = cls(limit)
         for rec in records:
@@ -143,9 +144,9 @@ class Player:
         return self.state.manifest.params
 
 
-def _recorded(player: Player, conv: Conversation, t: int) -> tuple[list[CallRecord], list[int]]:
+def _recorded(player: Player, conv: Conversation, t: int) -> tuple[list[CallView], list[int]]:
     """The samples of turn ``t`` already answered, and the sample numbers still to call."""
-    have: list[CallRecord] = []
+    have: list[CallView] = []
     todo: list[int] = []
     for k in range(player.params.samples):
         prior = player.state.done.get(CallKey(conv.scenario.id, t, conv.layout, conv.repeat, k))
@@ -156,36 +157,67 @@ def _recorded(player: Player, conv: Conversation, t: int) -> tuple[list[CallReco
     return have, todo
 
 
-async def play_conversation(conv: Conversation, player: Player) -> bool:
-    """Play one conversation to its end; False if a call failed after its retries."""
+class Sent:
+    """The messages of a conversation so far, extended turn by turn, and the running sha256
+    of their JSON (``json.dumps(messages, ensure_ascii=False)``, hashed piece by piece)."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, str]] = []
+        self._hash = hashlib.sha256(b"[")
+
+    def extend(self, added: list[dict[str, str]], restate: bool) -> None:
+        if restate:  # each turn's list is whole: start afresh
+            self.messages, self._hash = [], hashlib.sha256(b"[")
+        for m in added:
+            piece = json.dumps(m, ensure_ascii=False).encode("utf-8")
+            self._hash.update(piece if not self.messages else b", " + piece)
+            self.messages.append(m)
+
+    def sha256(self) -> str:
+        h = self._hash.copy()
+        h.update(b"]")
+        return h.hexdigest()
+
+
+async def play_conversation(conv: Conversation, player: Player) -> Turn | None:
+    """Play one conversation to its end: its last turn, or None if a call failed after its
+    retries (or the budget stopped it)."""
     params = player.params
-    answers: list[str] = []
-    sent: list[dict[str, str]] = []
+    sent = Sent()
+    turn: Turn | None = None
+    style = (conv.layout, params.mode, params.strategy, params.protocol, params.sc_base)
     for t in range(1, len(conv.scenario.turns) + 1):
-        msgs = messages(conv.scenario, t, answers, conv.layout, params.mode, params.strategy,
-                        params.protocol, params.sc_base)
-        added = msgs if params.mode == "restate" else msgs[len(sent):]
-        sent = msgs
+        added = added_messages(conv.scenario, t, None if turn is None else turn.shown, *style)
+        sent.extend(added, params.mode == "restate")
         have, todo = _recorded(player, conv, t)
         if todo:  # the samples of a turn share one prompt: hash and copy it once
-            sha = hashlib.sha256(
-                json.dumps(msgs, ensure_ascii=False).encode("utf-8")).hexdigest()
-            added_msgs = tuple(Message.model_validate(m) for m in added)
-            allowed = [k for k in todo if player.budget.reserve()]
-            calls = [_call(conv, t, k, msgs, sha, added_msgs, player) for k in allowed]
-            fresh = [] if not calls else [await calls[0]] if len(calls) == 1 else list(
-                await asyncio.gather(*calls))
-            for rec in fresh:
-                player.budget.settle(rec)
-                player.log.append(rec)
-                player.progress.add(rec)
-                if rec.error is None:
-                    player.state.done[key_of(rec)] = rec
-            if len(allowed) < len(todo) or any(rec.error is not None for rec in fresh):
-                return False
+            fresh = await _ask(conv, t, todo, sent, added, player)
+            if fresh is None:
+                return None
             have += fresh
-        answers.append(make_turn(sorted(have, key=lambda r: r.sample)).shown)
-    return True
+        turn = make_turn(sorted(have, key=lambda r: r.sample))
+    return turn
+
+
+async def _ask(conv: Conversation, t: int, todo: list[int], sent: Sent,
+               added: list[dict[str, str]], player: Player) -> list[CallView] | None:
+    """Call the samples ``todo`` of turn ``t`` and record them: their views, or None when one
+    failed or the budget refused one."""
+    msgs, sha = sent.messages, sent.sha256()
+    added_msgs = tuple(Message.model_validate(m) for m in added)
+    allowed = [k for k in todo if player.budget.reserve()]
+    calls = [_call(conv, t, k, msgs, sha, added_msgs, player) for k in allowed]
+    fresh = [] if not calls else [await calls[0]] if len(calls) == 1 else list(
+        await asyncio.gather(*calls))
+    state = player.state
+    for rec in fresh:
+        player.budget.settle(rec)
+        player.log.append(rec)
+        state.add(state.lines + 1, rec)
+        player.progress.add(rec)
+    if len(allowed) < len(todo) or any(rec.error is not None for rec in fresh):
+        return None
+    return [state.done[key_of(rec)] for rec in fresh]
 
 
 def _request(conv: Conversation, t: int, sample: int, msgs: list[dict[str, str]],
@@ -259,7 +291,7 @@ async def run_suite(
     """Play every scenario (at most ``concurrency`` conversations at once) and close the run;
     with ``max_cost``, stop (status ``budget``) before a call could exceed it."""
     params = state.manifest.params
-    budget = Budget.of(params.max_cost, list(state.done.values()))
+    budget = Budget.of(params.max_cost, state.done.values())
     player = Player(client, state, CallLog(out / CALLS), progress, budget)
     slots = asyncio.Semaphore(max(1, params.concurrency))
     incomplete: list[str] = []
@@ -268,7 +300,7 @@ async def run_suite(
 
     async def one(s: Scenario, layout: str, repeat: int) -> None:
         async with slots:
-            ok = await play_conversation(Conversation(s, layout, repeat), player)
+            ok = await play_conversation(Conversation(s, layout, repeat), player) is not None
         if not ok and s.id not in incomplete:
             incomplete.append(s.id)
 

@@ -1,50 +1,55 @@
 """The one reader of a run directory: :func:`load_run` returns a typed :class:`Run`.
 
 Every analysis (score, flips, audit, show, report, compare, calibrate) starts from a ``Run``:
-its manifest, the suite copy, the latest record of every call, and the turns rebuilt from them
+its manifest, the suite copy, a slim view of the latest record of every call
+(:class:`butterfly.runs.calls.CallView`: the file is read line by line, each record validated
+once, its messages left on disk), and the turns rebuilt from them
 (:func:`butterfly.core.turns.make_turn`), under the named key types of ``core.turns``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_turn
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
-from butterfly.runs.integrity import (
-    check_counts,
-    check_one_meaning,
-    check_suite_copy,
-    index_calls,
-)
+from butterfly.runs.calls import CallView, Compactor
+from butterfly.runs.integrity import check_counts, check_one_meaning, check_suite_copy
 from butterfly.runs.lock import writer_alive
 from butterfly.runs.records import CallRecord, RunManifest, RunParams
 from butterfly.runs.scope import conversation_keys, select
-from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, read_calls, read_manifest
+from butterfly.runs.store import MANIFEST, SUITE_COPY, RunState, read_manifest, read_state
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
 
-def turns(records: dict[CallKey, CallRecord], params: RunParams,
+def turns(records: Mapping[CallKey, CallView | CallRecord], params: RunParams,
           parse_mode: ParseMode | None = None,
-          protocol: Protocol | None = None) -> dict[TurnKey, Turn]:
+          protocol: Protocol | None = None,
+          compactor: Compactor | None = None) -> dict[TurnKey, Turn]:
     """Every turn whose samples all have a successful answer. ``parse_mode`` or ``protocol``
-    re-parse the raw answers (the run's mode and protocol fill in the one not given)."""
+    re-parse the raw answers (the run's mode and protocol fill in the one not given); the
+    ``compactor`` then shares their equal specs."""
     if parse_mode is not None or protocol is not None:
         parse_mode = parse_mode or params.parse
         protocol = protocol or params.protocol
-    grouped: dict[TurnKey, list[CallRecord]] = {}
+    grouped: dict[TurnKey, list[CallView | CallRecord]] = {}
     for key, rec in records.items():
         if rec.error is None and rec.raw is not None and rec.sample < params.samples:
             grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
                                []).append(rec)
-    return {
+    out = {
         k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode, protocol)
         for k, recs in grouped.items() if len(recs) == params.samples
     }
+    if compactor is not None and (parse_mode is not None or params.samples > 1):
+        for k, turn in out.items():
+            out[k] = dataclasses.replace(turn, spec=compactor.spec(turn.spec))
+    return out
 
 
 @dataclass(frozen=True)
@@ -55,10 +60,11 @@ class Run:
     manifest: RunManifest
     suite: tuple[Scenario, ...]
     """The whole suite copy, in file order (the run plays :attr:`scenarios`)."""
-    records: dict[CallKey, CallRecord]
-    """The latest record of every call: its answer, or its last error."""
+    records: dict[CallKey, CallView]
+    """The latest record of every call (its slim view): its answer, or its last error."""
     _turns: dict[tuple[ParseMode | None, Protocol | None], dict[TurnKey, Turn]] = field(
         default_factory=dict, repr=False, compare=False)
+    compactor: Compactor = field(default_factory=Compactor, repr=False, compare=False)
 
     @property
     def params(self) -> RunParams:
@@ -88,7 +94,8 @@ class Run:
         computed once."""
         key = (parse_mode, protocol)
         if key not in self._turns:
-            self._turns[key] = turns(self.records, self.params, parse_mode, protocol)
+            self._turns[key] = turns(self.records, self.params, parse_mode, protocol,
+                                     self.compactor)
         return self._turns[key]
 
     def layout(self, layout: str | None) -> str:
@@ -110,14 +117,19 @@ def load_run(path: Path | str) -> Run:
     manifest = read_manifest(out)
     check_suite_copy(out, manifest, out / SUITE_COPY)
     suite = tuple(load_suite(out / SUITE_COPY, played=True))
-    calls = read_calls(out / CALLS)
-    check_counts(out, manifest, calls)
+    state = read_state(out, manifest)
+    check_counts(out, manifest, state.tally.answered, state.tally.errors)
     if manifest.status == "running" and not writer_alive(out):
         # its writer died without closing it (kill -9, a power cut): the run is interrupted,
         # whatever the manifest still says; the next run of the same command resumes it
         manifest = manifest.model_copy(update={"status": "interrupted"})
-    done, failed = index_calls(calls, out / CALLS)
-    return Run(out, manifest, suite, {**failed, **done})
+    return run_of(out, manifest, suite, state)
+
+
+def run_of(out: Path, manifest: RunManifest, suite: Sequence[Scenario], state: RunState) -> Run:
+    """The :class:`Run` of a state already read (or just played): nothing is read again."""
+    return Run(out, manifest, tuple(suite), {**state.failed, **state.done},
+               compactor=state.compactor)
 
 
 def check_same_scenarios(runs: Sequence[Run]) -> None:

@@ -28,11 +28,12 @@ from butterfly.core.prompts import prompt_fingerprint
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import Protocol, RunStatus, SCBase, Strategy
 from butterfly.errors import UserError
-from butterfly.runs.integrity import index_calls
+from butterfly.runs.calls import CallView, Compactor, Tally, iter_calls
+from butterfly.runs.calls import read_calls as read_calls  # re-exported: callers read it here
+from butterfly.runs.integrity import CallIndex
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
-from butterfly.runs.usage import total_usage
 from butterfly.suite.load import ROOT
 from oracle import Scenario
 
@@ -77,36 +78,38 @@ def redact_url(url: str | None) -> str | None:
 
 @dataclass
 class RunState:
-    """A run being played: its manifest and the answers recorded so far."""
+    """A run being played: its manifest, a slim view of every call recorded so far (the
+    answers, and the last error of each call with none) and their running counts."""
 
     manifest: RunManifest
-    done: dict[CallKey, CallRecord] = field(default_factory=dict)
-    failed: dict[CallKey, CallRecord] = field(default_factory=dict)
+    index: CallIndex[CallView] = field(default_factory=lambda: CallIndex(Path(CALLS)))
+    tally: Tally = field(default_factory=Tally)
+    compactor: Compactor = field(default_factory=Compactor)
+
+    @property
+    def done(self) -> dict[CallKey, CallView]:
+        return self.index.done
+
+    @property
+    def failed(self) -> dict[CallKey, CallView]:
+        return self.index.failed
+
+    def add(self, n: int, rec: CallRecord) -> None:
+        """Count ``rec`` (line ``n`` of the run's file) and index its view."""
+        self.tally.add(rec)
+        self.index.add(n, self.compactor.view(rec))
+
+    @property
+    def lines(self) -> int:
+        return self.tally.answered + self.tally.errors
 
 
-def read_calls(path: Path, *, repair: bool = False) -> list[CallRecord]:
-    """All call records. A torn last line (a kill mid-write: no newline yet) is ignored, and cut
-    off the file when ``repair``; any other bad line is a corrupt run directory."""
-    if not path.exists():
-        return []
-    try:
-        data = path.read_bytes()
-        cut = data.rfind(b"\n") + 1
-        if cut < len(data) and repair:
-            with path.open("r+b") as f:
-                f.truncate(cut)
-    except OSError as e:
-        raise UserError(f"{path}: cannot {'repair' if repair else 'read'}: "
-                        f"{e.strerror or e}") from None
-    records: list[CallRecord] = []
-    for n, line in enumerate(data[:cut].splitlines(), 1):
-        try:
-            records.append(CallRecord.model_validate_json(line))
-        except ValidationError as e:
-            raise UserError(f"{path}:{n}: corrupt call record ({str(e).splitlines()[0]}): "
-                            "delete that line (its call is asked again when the run's command "
-                            "is re-run)") from None
-    return records
+def read_state(out: Path, manifest: RunManifest, *, repair: bool = False) -> RunState:
+    """The run's records read once, line by line, into a :class:`RunState`."""
+    state = RunState(manifest, CallIndex(out / CALLS))
+    for n, rec in iter_calls(out / CALLS, repair=repair):
+        state.add(n, rec)
+    return state
 
 
 def read_manifest(out: Path) -> RunManifest:
@@ -161,9 +164,7 @@ def _check_same_scope(out: Path, old: RunParams, params: RunParams) -> None:
 
 def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) -> RunState:
     _check_same_scope(out, old.params, params)
-    records = read_calls(out / CALLS, repair=True)
-    state = RunState(old)
-    state.done, state.failed = index_calls(records, out / CALLS)
+    state = read_state(out, old, repair=True)
     copy = out / SUITE_COPY
     if not copy.is_file() or hashlib.sha256(copy.read_bytes()).hexdigest() != old.suite.sha256:
         _copy_suite(suite_path, copy)  # restore the copy from the (checked) suite file
@@ -225,7 +226,7 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         status="running",
     )
     write_manifest(out, manifest)
-    return RunState(manifest)
+    return RunState(manifest, CallIndex(out / CALLS))
 
 
 def write_manifest(out: Path, manifest: RunManifest) -> None:
@@ -240,16 +241,16 @@ def write_manifest(out: Path, manifest: RunManifest) -> None:
 def close_run(out: Path, state: RunState, status: RunStatus,
               incomplete: tuple[str, ...] = (), params: RunParams | None = None,
               failure: str | None = None) -> RunManifest:
-    """Write the manifest's final status and call counts (the one place a run is closed)."""
-    records = read_calls(out / CALLS)
+    """Write the manifest's final status and call counts (the one place a run is closed),
+    from the counts kept as records were read and written: the file is not read again."""
     update: dict[str, object] = {
         "updated_at": now(),
         "status": status,
-        "n_calls": sum(1 for r in records if r.error is None),
-        "n_provider_errors": sum(1 for r in records if r.error is not None),
+        "n_calls": state.tally.answered,
+        "n_provider_errors": state.tally.errors,
         "incomplete_scenarios": incomplete,
         "failure": failure,
-        "usage": total_usage(records),
+        "usage": state.tally.usage(),
     }
     if params is not None:
         update["params"] = params

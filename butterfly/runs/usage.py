@@ -8,40 +8,76 @@ talks to litellm), so summing never imports litellm. A model litellm does not pr
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
 
 from butterfly.core.results import Usage
-from butterfly.runs.records import CallRecord
+from butterfly.runs.records import Tokens
 
 UNPRICED_NOTE = ("litellm's offline price map has no price for this model (a local or "
                  "self-hosted model, or a name it does not know): cost not counted")
 
 
-def total_usage(records: Iterable[CallRecord]) -> Usage:
-    """Totals over every call that got an answer (cost_usd), and over those this run sent
-    itself, not served by the answer cache (spent_usd)."""
-    calls = prompt = completion = cached = reasoning = priced = 0
-    cost = spent = 0.0
-    unpriced = unpriced_sent = False
-    for rec in records:
+class Priced(Protocol):
+    """What usage reads of a call (a ``CallRecord`` or its slim view)."""
+
+    @property
+    def raw(self) -> str | None: ...
+    @property
+    def tokens(self) -> Tokens: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def cached(self) -> bool: ...
+
+
+@dataclass
+class UsageTally:
+    """Running totals over every call that got an answer (cost_usd), and over those this run
+    sent itself, not served by the answer cache (spent_usd)."""
+
+    calls: int = 0
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+    reasoning: int = 0
+    priced: int = 0
+    cost: float = 0.0
+    spent: float = 0.0
+    unpriced: bool = False
+    unpriced_sent: bool = False
+
+    def add(self, rec: Priced) -> None:
         if rec.raw is None:
-            continue
-        calls += 1
+            return
+        self.calls += 1
         t = rec.tokens
-        prompt += t.prompt or 0
-        completion += t.completion or 0
-        cached += t.cached or 0
-        reasoning += t.reasoning or 0
+        self.prompt += t.prompt or 0
+        self.completion += t.completion or 0
+        self.cached += t.cached or 0
+        self.reasoning += t.reasoning or 0
         if rec.cost_usd is None:
-            unpriced = True
-            unpriced_sent = unpriced_sent or not rec.cached
-            continue
-        priced += 1
-        cost += rec.cost_usd
+            self.unpriced = True
+            self.unpriced_sent = self.unpriced_sent or not rec.cached
+            return
+        self.priced += 1
+        self.cost += rec.cost_usd
         if not rec.cached:
-            spent += rec.cost_usd
-    return Usage(
-        calls=calls, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
-        reasoning_tokens=reasoning, cost_usd=None if unpriced else round(cost, 8),
-        spent_usd=None if unpriced_sent else round(spent, 8), priced_calls=priced,
-        note=UNPRICED_NOTE if unpriced else "",
-    )
+            self.spent += rec.cost_usd
+
+    def usage(self) -> Usage:
+        return Usage(
+            calls=self.calls, prompt_tokens=self.prompt, completion_tokens=self.completion,
+            cached_tokens=self.cached, reasoning_tokens=self.reasoning,
+            cost_usd=None if self.unpriced else round(self.cost, 8),
+            spent_usd=None if self.unpriced_sent else round(self.spent, 8),
+            priced_calls=self.priced, note=UNPRICED_NOTE if self.unpriced else "",
+        )
+
+
+def total_usage(records: Iterable[Priced]) -> Usage:
+    """The usage of ``records`` (see :class:`UsageTally`)."""
+    tally = UsageTally()
+    for rec in records:
+        tally.add(rec)
+    return tally.usage()

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from butterfly.core.agents import noisy_rate, noisy_spec
 from butterfly.core.vote import vote
 from butterfly.runs.play import SAMPLE_SEED_STRIDE
+from butterfly.runs.calls import read_calls
 from butterfly.runs.reader import load_run, turns
 from butterfly.runs.records import RunParams
 from butterfly.suite.load import load_suite
@@ -113,7 +114,7 @@ def test_self_consistency_run_samples_votes_and_feeds_back_the_vote(tmp_path: Pa
     n_turns = sum(len(s.turns) for s in scenarios[:12])
     assert len(records) == 5 * n_turns
     by_turn: dict[tuple[str, int], list[Any]] = {}
-    for rec in records.values():
+    for rec in read_calls(tmp_path / "sc" / "calls.jsonl"):  # whole records: messages too
         by_turn.setdefault((rec.scenario, rec.turn), []).append(rec)
     voted = turns(records, manifest.params)
     oracle = {s.id: replay(s) for s in scenarios}
@@ -178,7 +179,7 @@ def test_ties_abstain_and_the_history_shows_sample_zero(tmp_path: Path) -> None:
     manifest, _, records = loaded.manifest, list(loaded.suite), loaded.records
     voted = turns(records, manifest.params)
     assert {t.abstention for t in voted.values()} == {"vote_tie"}
-    two = [r for r in records.values() if r.turn == 2 and r.sample == 1]
+    two = [r for r in read_calls(out / "calls.jsonl") if r.turn == 2 and r.sample == 1]
     assert two and all(
         [m.content for m in r.messages_added if m.role == "assistant"]
         == [json.dumps(_with(log_level="debug"))] for r in two
