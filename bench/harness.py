@@ -1,24 +1,31 @@
-"""Harness time per model call, with full records kept on disk.
+"""Harness time per model call, with full records kept on disk, against two baselines measured
+side by side in the same run.
 
-Runs a generated suite against the built-in ``script/oracle`` agent, whose answer costs almost
-nothing, through the real runner: prompt building, the client wrapper (concurrency, retries,
-timeouts), parsing, the append-only call log and the manifest. Everything measured is harness
-time. Prints milliseconds per call and the ratio to the 0.5 ms target (inspect-ai spends about
-4.9 ms per call on this machine class, measured by the brief; not re-measured here).
+A generated suite is played against the built-in ``script/oracle`` agent, whose answer costs
+almost nothing, so everything measured is harness time (prompt building, the client wrapper
+with its concurrency, retries and timeouts, parsing, the append-only call log, the manifest):
 
-    .venv/bin/python bench/harness.py [--count 2000] [--concurrency 8] [--litellm]
+- **runner**: the real runner in this process (``run_suite``), imports excluded;
+- **command line**: ``butterfly run`` as a fresh process, start-up and end-of-run score included;
+- **bare loop**: the floor: builds the same messages turn by turn and writes one JSON record
+  per call, nothing else;
+- **inspect-ai**: the same multi-turn samples (the same system and user messages) through
+  ``inspect_ai.eval`` with its mock model ``mockllm/model``, one ``generate`` per turn, its log
+  written, measured by ``bench/harness_inspect.py`` in a throw-away virtualenv installed when
+  the benchmark runs (cached between runs in ``--venv``). If it cannot be installed the column
+  is skipped and the reason printed; no remembered figure stands in for it.
 
-With ``--litellm`` the answers come instead from the test suite's fake OpenAI-compatible server
-on loopback, through litellm: the figure then also includes litellm, HTTP on loopback and the
-fake server's own handling (which is not ours), so it is an upper bound on harness time.
+    .venv/bin/python bench/harness.py [--count 1000] [--concurrency 8] [--no-inspect]
+                                      [--inspect-version 0.3.285] [--venv /tmp/bb-inspect-venv]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
-import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +34,7 @@ from pathlib import Path
 # bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
+from butterfly.core.prompts import SYSTEM, added_messages, user_message  # noqa: E402
 from butterfly.models.client import ModelClient  # noqa: E402
 from butterfly.models.scripted import ScriptedProvider  # noqa: E402
 from butterfly.runs.play import Progress, run_suite  # noqa: E402
@@ -34,57 +42,134 @@ from butterfly.runs.records import RunParams  # noqa: E402
 from butterfly.runs.store import open_run  # noqa: E402
 from butterfly.suite.generate import generate, proportional_counts  # noqa: E402
 from butterfly.suite.load import dumps_suite  # noqa: E402
+from oracle import Scenario, replay  # noqa: E402
 
-TARGET_MS = 0.5
-INSPECT_MS = 4.9
+HERE = Path(__file__).resolve().parent
+BUTTERFLY = Path(sys.executable).parent / "butterfly"
+
+
+def bare_loop(scenarios: list[Scenario], path: Path) -> float:
+    """Seconds to build every turn's messages (extended turn by turn) and write a record."""
+    t0 = time.perf_counter()
+    with path.open("w", encoding="utf-8") as f:
+        for s in scenarios:
+            specs = replay(s)
+            sent: list[dict[str, str]] = []
+            answer: str | None = None
+            for t in range(1, len(s.turns) + 1):
+                added = added_messages(s, t, answer)
+                sent += added
+                answer = json.dumps(specs[t])
+                f.write(json.dumps({"scenario": s.id, "turn": t, "messages_added": added,
+                                    "raw": answer}) + "\n")
+    return time.perf_counter() - t0
+
+
+def runner(scenarios: list[Scenario], suite: Path, out: Path, concurrency: int) -> float:
+    """Seconds of the real runner in this process (open, play, close)."""
+    calls = sum(len(s.turns) for s in scenarios)
+    t0 = time.perf_counter()
+    state = open_run(out, "script/oracle", suite, scenarios, RunParams(concurrency=concurrency))
+    client = ModelClient(ScriptedProvider("oracle", {s.id: s for s in scenarios}),
+                         concurrency=concurrency)
+    result = asyncio.run(run_suite(scenarios, client, state, out, Progress(total=calls)))
+    secs = time.perf_counter() - t0
+    assert result.n_calls == calls and not result.incomplete
+    return secs
+
+
+def command_line(suite: Path, out: Path, concurrency: int) -> float:
+    """Seconds of ``butterfly run`` as a fresh process (start-up and final score included)."""
+    t0 = time.perf_counter()
+    subprocess.run([str(BUTTERFLY), "run", "--model", "script/oracle", "--suite", str(suite),
+                    "--out", str(out), "--no-cache", "--concurrency", str(concurrency)],
+                   check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def inspect_python(venv: Path, version: str) -> tuple[Path | None, str]:
+    """The venv's python with inspect-ai installed (installed now if missing), or why not."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import inspect_ai, importlib.metadata as m; "
+             "print(m.version('inspect-ai'))"]
+    if python.exists():
+        got = subprocess.run(probe, capture_output=True, text=True, check=False)
+        if got.returncode == 0:
+            return python, got.stdout.strip()
+    print(f"installing inspect-ai=={version} into {venv} (once; cached for later runs)",
+          flush=True)
+    steps = [[sys.executable, "-m", "venv", str(venv)],
+             [str(python), "-m", "pip", "install", "-q", f"inspect-ai=={version}"]]
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True, check=False)
+        if done.returncode != 0 and "pip" in step:
+            done = subprocess.run([*step[:-1], "inspect-ai"], capture_output=True, text=True,
+                                  check=False)  # the pinned version is gone: the newest
+        if done.returncode != 0:
+            return None, (done.stderr.strip().splitlines() or ["no output"])[-1]
+    got = subprocess.run(probe, capture_output=True, text=True, check=False)
+    return (python, got.stdout.strip()) if got.returncode == 0 else (None, got.stderr[-300:])
+
+
+def inspect_ai(scenarios: list[Scenario], tmp: Path, python: Path,
+               concurrency: int) -> tuple[int, float]:
+    """(calls, seconds of ``eval``) for the same samples through inspect-ai's mock model."""
+    data = [{"id": s.id, "system": SYSTEM, "answer": json.dumps(s.initial),
+             "turns": [user_message(s, t) for t in range(1, len(s.turns) + 1)]}
+            for s in scenarios]
+    samples = tmp / "samples.json"
+    samples.write_text(json.dumps(data), encoding="utf-8")
+    done = subprocess.run([str(python), str(HERE / "harness_inspect.py"), str(samples),
+                           str(tmp / "inspect-logs"), str(concurrency)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip()[-500:])
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return int(got["calls"]), float(got["seconds"])
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--count", type=int, default=2000)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=1000, help="scenarios (default 1000)")
     ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--litellm", action="store_true", help="answer through litellm + fake server")
+    ap.add_argument("--no-inspect", action="store_true", help="skip the inspect-ai column")
+    ap.add_argument("--inspect-version", default="0.3.285")
+    ap.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "bb-inspect-venv")
     a = ap.parse_args()
-    if a.litellm:
-        a.count = min(a.count, 300)
     scenarios = generate(proportional_counts(a.count), seed=3)
     calls = sum(len(s.turns) for s in scenarios)
-    with tempfile.TemporaryDirectory() as tmp:
-        suite = Path(tmp) / "suite.jsonl"
+    ms: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bb-harness-") as d:
+        tmp = Path(d)
+        suite = tmp / "suite.jsonl"
         suite.write_text(dumps_suite(scenarios))
-        out = Path(tmp) / "run"
-        params = RunParams(concurrency=a.concurrency)
-        t0 = time.perf_counter()
-        state = open_run(out, "script/oracle", suite, scenarios, params)
-        if a.litellm:
-            sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
-            from fakeserver import FakeServer
+        ms["bare loop"] = 1000 * bare_loop(scenarios, tmp / "bare.jsonl") / calls
+        ms["runner"] = 1000 * runner(scenarios, suite, tmp / "run", a.concurrency) / calls
+        ms["command line"] = 1000 * command_line(suite, tmp / "cli", a.concurrency) / calls
+        why = "--no-inspect"
+        if not a.no_inspect:
+            python, why = inspect_python(a.venv, a.inspect_version)
+            if python is not None:
+                n, secs = inspect_ai(scenarios, tmp, python, a.concurrency)
+                assert n == calls
+                ms[f"inspect-ai {why}"] = 1000 * secs / n
+    report(len(scenarios), calls, ms, why)
 
-            from butterfly.models.litellm_seam import LiteLLMProvider
 
-            answer = '{"python_version": "3.11"}'
-            with FakeServer(lambda body: answer) as srv:
-                client = ModelClient(LiteLLMProvider(api_base=srv.api_base, api_key="sk-x",
-                                                     litellm_model="openai/fake"),
-                                     concurrency=a.concurrency)
-                t0 = time.perf_counter()
-                result = asyncio.run(run_suite(scenarios, client, state, out,
-                                               Progress(total=calls)))
-        else:
-            provider = ScriptedProvider("oracle", {s.id: s for s in scenarios})
-            client = ModelClient(provider, concurrency=a.concurrency)
-            result = asyncio.run(run_suite(scenarios, client, state, out, Progress(total=calls)))
-        secs = time.perf_counter() - t0
-        size = (out / "calls.jsonl").stat().st_size
-    assert result.n_calls == calls and not result.incomplete
-    per_call = 1000 * secs / calls
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{len(scenarios)} scenarios, {calls} calls in {secs:.2f} s "
-          f"(records: {size / 1e6:.1f} MB, peak RSS {rss:.0f} MB)")
-    label = "harness + litellm + loopback HTTP + fake server" if a.litellm else "harness"
-    print(f"{label} time per call: {per_call:.3f} ms  = {per_call / TARGET_MS:.2f}x the "
-          f"{TARGET_MS} ms target; {INSPECT_MS / per_call:.1f}x less than inspect-ai's "
-          f"{INSPECT_MS} ms")
+def report(n: int, calls: int, ms: dict[str, float], why: str) -> None:
+    print(f"{n} scenarios, {calls} calls (multi-turn), script/oracle, records on disk")
+    for name, v in ms.items():
+        print(f"  {name:22} {v:7.3f} ms per call")
+    bare, run, cli = ms["bare loop"], ms["runner"], ms["command line"]
+    print(f"runner = {run / bare:.1f}x the bare loop; command line = {cli / bare:.1f}x")
+    ours = [k for k in ms if k.startswith("inspect-ai")]
+    if not ours:
+        print(f"inspect-ai: skipped ({why})")
+        return
+    ins = ms[ours[0]]
+    print(f"{ours[0]} = {ins / run:.1f}x the runner, {ins / cli:.1f}x the command line, "
+          f"{ins / bare:.0f}x the bare loop")
 
 
 if __name__ == "__main__":

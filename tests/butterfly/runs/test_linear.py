@@ -1,0 +1,113 @@
+"""The harness's own cost grows linearly: a conversation's messages are extended turn by turn
+(counted calls of the message builder at 200 turns, not timings), each record is validated
+once, and closing a run reads nothing back. What is sent stays what ``prompts.messages``
+builds, byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import butterfly.core.prompts as prompts
+import butterfly.runs.calls as calls
+import butterfly.runs.store as store
+from butterfly.models.client import ModelClient
+from butterfly.models.provider import Request, Response
+from butterfly.runs.play import Progress, run_suite
+from butterfly.runs.reader import load_run
+from butterfly.runs.records import RunParams
+from butterfly.runs.store import open_run
+from butterfly.suite.chains import generate_chain
+from butterfly.suite.load import dumps_suite
+from oracle import Scenario
+
+TURNS = 200
+
+
+class Recorder:
+    """A provider that answers every call with the same spec and keeps what it was sent."""
+
+    cacheable = False
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+
+    async def __call__(self, request: Request, timeout: float) -> Response:
+        self.sent.append((request.meta["turn"], request.messages))
+        return Response(text='{"log_level": "debug"}', finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _play(tmp: Path, scenario: Scenario, **params: Any) -> Recorder:
+    suite = tmp / "suite.jsonl"
+    suite.write_text(dumps_suite([scenario]))
+    out = tmp / "run"
+    state = open_run(out, "test/recorder", suite, [scenario], RunParams(**params))
+    provider = Recorder()
+    asyncio.run(run_suite([scenario], ModelClient(provider), state, out, Progress(total=TURNS)))
+    return provider
+
+
+@pytest.fixture(scope="module")
+def chain() -> Scenario:
+    return generate_chain(TURNS, seed=5, scenario_id="long-200-00")
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    count = [0]
+    real = getattr(module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return count
+
+
+def test_chat_builds_each_user_message_once_at_200_turns(
+        tmp_path: Path, chain: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    users = _counting(monkeypatch, prompts, "user_message")
+    provider = _play(tmp_path, chain)
+    assert len(provider.sent) == TURNS
+    assert users[0] == TURNS  # rebuilt every turn, it was TURNS * (TURNS + 1) / 2 = 20,100
+
+
+def test_what_is_sent_is_what_messages_builds(tmp_path: Path, chain: Scenario) -> None:
+    provider = _play(tmp_path, chain)
+    answers: list[str] = []
+    recs = {r.turn: r for r in calls.read_calls(tmp_path / "run" / store.CALLS)}
+    for turn, sent in provider.sent:
+        expected = prompts.messages(chain, turn, answers)
+        assert list(sent) == expected
+        digest = hashlib.sha256(json.dumps(expected, ensure_ascii=False).encode()).hexdigest()
+        assert recs[turn].messages_sha256 == digest
+        answers.append('{"log_level": "debug"}')
+
+
+def test_restate_sends_the_whole_list_each_turn(tmp_path: Path, chain: Scenario) -> None:
+    short = chain.model_copy(update={"turns": chain.turns[:12]})
+    provider = _play(tmp_path, short, mode="restate")
+    recs = {r.turn: r for r in calls.read_calls(tmp_path / "run" / store.CALLS)}
+    for turn, sent in provider.sent:
+        expected = prompts.messages(short, turn, [], mode="restate")
+        assert list(sent) == expected
+        assert [m.model_dump() for m in recs[turn].messages_added] == expected
+
+
+def test_each_record_validated_once_and_close_reads_nothing(
+        tmp_path: Path, chain: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = _counting(monkeypatch, store, "iter_calls")
+    _play(tmp_path, chain)
+    assert reads[0] == 0  # a fresh run: the file is written, never read back
+    validated = _counting(monkeypatch, calls.CallRecord, "model_validate_json")
+    run = load_run(tmp_path / "run")
+    assert validated[0] == TURNS and reads[0] == 1
+    assert run.manifest.n_calls == TURNS and len(run.turns()) == TURNS
