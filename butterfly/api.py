@@ -30,7 +30,6 @@ from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.registry import open_client
 from butterfly.present.display import ProgressDisplay
-from butterfly.present.report import write_report
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model, make_params
 from butterfly.runs.play import Progress, pending_calls, run_suite
@@ -132,5 +131,7 @@ def report(runs: Sequence[str | Path | Run], html: str | Path,
     of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
     if not runs:
         raise UserError("report: give at least one run directory")
+    from butterfly.present.report import write_report  # matplotlib, jinja2, scipy: when asked
+
     paths = [r.path if isinstance(r, Run) else Path(r) for r in runs]
     return write_report(paths, Path(html), title, compare_method, q)

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from butterfly.analysis.compare import compare, load_answers
 from butterfly.errors import UserError
 
 
@@ -53,6 +52,8 @@ def compare_view(runs: Sequence[Path], suites: Sequence[str], labels: Sequence[s
                  method: str = "bh", q: float = 0.1) -> list[Comparison]:
     """One entry per pair (A = the first run of a suite, B = each later run of it): the
     method, q, the regressed and improved scenarios with links, or why the pair has none."""
+    from butterfly.analysis.compare import compare, load_answers  # scipy: only for a pair
+
     out: list[Comparison] = []
     first: dict[str, int] = {}
     for j, sha in enumerate(suites):

@@ -23,9 +23,9 @@ from rich.text import Text
 from butterfly.core.printable import printable
 from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteLabel, Usage
 from butterfly.models.provider import redact
+from butterfly.runs.calls import CallView
 from butterfly.runs.play import Progress as RunProgress
 from butterfly.runs.reader import Run
-from butterfly.runs.calls import CallView
 
 
 class ProgressDisplay:

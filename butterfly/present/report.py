@@ -13,10 +13,7 @@ a report of 5 runs x 2,000 scenarios stays usable (``bench/report.py`` measures 
 
 from __future__ import annotations
 
-import base64
-import gzip
 import io
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, TypedDict
@@ -29,6 +26,7 @@ from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
+from butterfly.present.packing import pack
 from butterfly.runs.reader import check_same_scenarios, load_run
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay
 
@@ -165,10 +163,10 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
         answered = run.turns()
         run_score = score_run(run)
         score: RunEntry = run_score.to_json()
-        convs = [conversation_of(s, answered, lay, r)
-                 for s in chosen for lay in params.layouts for r in range(params.repeats)]
         for s in chosen:
             _add_scenario(scen_data, s)
+        convs = (conversation_of(s, answered, lay, r)  # one at a time: only its page data kept
+                 for s in chosen for lay in params.layouts for r in range(params.repeats))
         for c in convs:
             convs_out.append(ConversationData(
                 r=i, id=c["id"], l=c["layout"], k=c["repeat"], v=c["verdict"],
@@ -360,12 +358,6 @@ def _horizon_chart(runs: Sequence[RunEntry]) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # HTML
-
-
-def pack(obj: Any) -> str:
-    """gzip + base64 of compact JSON (mtime 0: the same data gives the same bytes)."""
-    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
 def render_html(model: ReportModel) -> str:

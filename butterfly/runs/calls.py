@@ -133,8 +133,8 @@ def iter_calls(path: Path, *, repair: bool = False) -> Iterator[tuple[int, CallR
     try:
         size, cut = _cut(path)
         if cut < size and repair:
-            with path.open("r+b") as f:
-                f.truncate(cut)
+            with path.open("r+b") as torn:
+                torn.truncate(cut)
         f = path.open("rb")
     except OSError as e:
         raise UserError(f"{path}: cannot {'repair' if repair else 'read'}: "
