@@ -17,12 +17,14 @@ with its concurrency, retries and timeouts, parsing, the append-only call log, t
 
     .venv/bin/python bench/harness.py [--count 1000] [--concurrency 8] [--no-inspect]
                                       [--inspect-version 0.3.285] [--venv /tmp/bb-inspect-venv]
+                                      [--litellm]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 # bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
@@ -65,15 +68,29 @@ def bare_loop(scenarios: list[Scenario], path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def runner(scenarios: list[Scenario], suite: Path, out: Path, concurrency: int) -> float:
-    """Seconds of the real runner in this process (open, play, close)."""
+def runner(scenarios: list[Scenario], suite: Path, out: Path, concurrency: int,
+           litellm: bool = False) -> float:
+    """Seconds of the real runner in this process (open, play, close); with ``litellm``, the
+    answers come through litellm from the test suite's loopback fake server."""
     calls = sum(len(s.turns) for s in scenarios)
-    t0 = time.perf_counter()
-    state = open_run(out, "script/oracle", suite, scenarios, RunParams(concurrency=concurrency))
-    client = ModelClient(ScriptedProvider("oracle", {s.id: s for s in scenarios}),
-                         concurrency=concurrency)
-    result = asyncio.run(run_suite(scenarios, client, state, out, Progress(total=calls)))
-    secs = time.perf_counter() - t0
+    with contextlib.ExitStack() as stack:
+        if litellm:
+            sys.path.append(str(HERE.parent / "tests"))
+            from fakeserver import FakeServer
+
+            from butterfly.models.litellm_seam import LiteLLMProvider
+
+            srv = stack.enter_context(FakeServer(lambda body: '{"python_version": "3.11"}'))
+            provider: Any = LiteLLMProvider(api_base=srv.api_base, api_key="sk-x",
+                                            litellm_model="openai/fake")
+        else:
+            provider = ScriptedProvider("oracle", {s.id: s for s in scenarios})
+        t0 = time.perf_counter()
+        state = open_run(out, "script/oracle", suite, scenarios,
+                         RunParams(concurrency=concurrency))
+        client = ModelClient(provider, concurrency=concurrency)
+        result = asyncio.run(run_suite(scenarios, client, state, out, Progress(total=calls)))
+        secs = time.perf_counter() - t0
     assert result.n_calls == calls and not result.incomplete
     return secs
 
@@ -134,9 +151,14 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=1000, help="scenarios (default 1000)")
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--no-inspect", action="store_true", help="skip the inspect-ai column")
+    ap.add_argument("--litellm", action="store_true",
+                    help="the runner answers through litellm from a loopback fake server "
+                    "(then also litellm, HTTP and the fake server's time: an upper bound)")
     ap.add_argument("--inspect-version", default="0.3.285")
     ap.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "bb-inspect-venv")
     a = ap.parse_args()
+    if a.litellm:
+        a.count = min(a.count, 300)
     scenarios = generate(proportional_counts(a.count), seed=3)
     calls = sum(len(s.turns) for s in scenarios)
     ms: dict[str, float] = {}
@@ -145,7 +167,9 @@ def main() -> None:
         suite = tmp / "suite.jsonl"
         suite.write_text(dumps_suite(scenarios))
         ms["bare loop"] = 1000 * bare_loop(scenarios, tmp / "bare.jsonl") / calls
-        ms["runner"] = 1000 * runner(scenarios, suite, tmp / "run", a.concurrency) / calls
+        name = "runner + litellm" if a.litellm else "runner"
+        ms[name] = 1000 * runner(scenarios, suite, tmp / "run", a.concurrency,
+                                 a.litellm) / calls
         ms["command line"] = 1000 * command_line(suite, tmp / "cli", a.concurrency) / calls
         why = "--no-inspect"
         if not a.no_inspect:
@@ -161,7 +185,8 @@ def report(n: int, calls: int, ms: dict[str, float], why: str) -> None:
     print(f"{n} scenarios, {calls} calls (multi-turn), script/oracle, records on disk")
     for name, v in ms.items():
         print(f"  {name:22} {v:7.3f} ms per call")
-    bare, run, cli = ms["bare loop"], ms["runner"], ms["command line"]
+    run = ms.get("runner", ms.get("runner + litellm", 0.0))
+    bare, cli = ms["bare loop"], ms["command line"]
     print(f"runner = {run / bare:.1f}x the bare loop; command line = {cli / bare:.1f}x")
     ours = [k for k in ms if k.startswith("inspect-ai")]
     if not ours:
