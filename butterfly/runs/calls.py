@@ -3,8 +3,8 @@
 A call record on disk carries what was sent (``messages_added``: in restate mode the whole
 prompt, every turn) beside what came back. No reader needs the messages once the record is
 checked, so a run is held as one :class:`CallView` per call: its key, the raw answer, the
-parsed spec or abstention, finish reason, tokens, cost, cache flag and error. Equal specs,
-equal token counts and repeated strings are shared between views (:class:`Compactor`), so a
+parsed spec or abstention, finish reason, tokens, cost, cache flag and error. Equal answers,
+specs, token counts and repeated strings are shared between views (:class:`Compactor`), so a
 10,000-scenario run is held in a small multiple of its answers' size, not of its file's.
 
 :class:`Tally` keeps the counts and usage a run's manifest records, as records are read or
@@ -62,6 +62,7 @@ class Compactor:
 
     _specs: dict[tuple[str, ...], dict[str, str]] = field(default_factory=dict)
     _tokens: dict[tuple[int | None, ...], Tokens] = field(default_factory=dict)
+    _raws: dict[str, str] = field(default_factory=dict)
 
     def spec(self, spec: dict[str, str] | None) -> dict[str, str] | None:
         if spec is None:
@@ -76,10 +77,14 @@ class Compactor:
     def tokens(self, t: Tokens) -> Tokens:
         return self._tokens.setdefault((t.prompt, t.completion, t.cached, t.reasoning), t)
 
+    def raw(self, raw: str | None) -> str | None:
+        """Equal answers (a deterministic model, a scripted agent) held once."""
+        return None if raw is None else self._raws.setdefault(raw, raw)
+
     def view(self, rec: CallRecord) -> CallView:
         return CallView(
             sys.intern(rec.scenario), rec.turn, sys.intern(rec.layout), rec.repeat, rec.sample,
-            rec.raw, rec.finish_reason, self.spec(rec.spec),
+            self.raw(rec.raw), rec.finish_reason, self.spec(rec.spec),
             None if rec.abstention is None else sys.intern(rec.abstention),
             sys.intern(rec.abstention_detail), self.tokens(rec.tokens), rec.cost_usd,
             rec.cached, rec.error)
