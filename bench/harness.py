@@ -6,7 +6,8 @@ almost nothing, so everything measured is harness time (prompt building, the cli
 with its concurrency, retries and timeouts, parsing, the append-only call log, the manifest):
 
 - **runner**: the real runner in this process (``run_suite``), imports excluded;
-- **command line**: ``butterfly run`` as a fresh process, start-up and end-of-run score included;
+- **command line**: ``butterfly run`` as a fresh process, start-up and end-of-run score included
+  (the score alone is timed too, on the runner's directory);
 - **bare loop**: the floor: builds the same messages turn by turn and writes one JSON record
   per call, nothing else;
 - **inspect-ai**: the same multi-turn samples (the same system and user messages) through
@@ -95,6 +96,17 @@ def runner(scenarios: list[Scenario], suite: Path, out: Path, concurrency: int,
     return secs
 
 
+def end_score(out: Path) -> float:
+    """Seconds of the score ``butterfly run`` prints at its end, on the runner's directory."""
+    from butterfly.analysis.scoring import score_run
+    from butterfly.runs.reader import load_run
+
+    run = load_run(out)  # the command line scores the Run it played, without this read
+    t0 = time.perf_counter()
+    score_run(run)
+    return time.perf_counter() - t0
+
+
 def command_line(suite: Path, out: Path, concurrency: int) -> float:
     """Seconds of ``butterfly run`` as a fresh process (start-up and final score included)."""
     t0 = time.perf_counter()
@@ -170,6 +182,7 @@ def main() -> None:
         name = "runner + litellm" if a.litellm else "runner"
         ms[name] = 1000 * runner(scenarios, suite, tmp / "run", a.concurrency,
                                  a.litellm) / calls
+        ms["end-of-run score"] = 1000 * end_score(tmp / "run") / calls
         ms["command line"] = 1000 * command_line(suite, tmp / "cli", a.concurrency) / calls
         why = "--no-inspect"
         if not a.no_inspect:
@@ -187,7 +200,8 @@ def report(n: int, calls: int, ms: dict[str, float], why: str) -> None:
         print(f"  {name:22} {v:7.3f} ms per call")
     run = ms.get("runner", ms.get("runner + litellm", 0.0))
     bare, cli = ms["bare loop"], ms["command line"]
-    print(f"runner = {run / bare:.1f}x the bare loop; command line = {cli / bare:.1f}x")
+    print(f"runner = {run / bare:.1f}x the bare loop; command line = {cli / bare:.1f}x; the "
+          f"end-of-run score is {100 * ms['end-of-run score'] / cli:.0f}% of the command line")
     ours = [k for k in ms if k.startswith("inspect-ai")]
     if not ours:
         print(f"inspect-ai: skipped ({why})")
