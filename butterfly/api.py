@@ -25,10 +25,10 @@ from pydantic import JsonValue
 from butterfly.analysis.scoring import score_run
 from butterfly.analysis.tidy import load_runs, tidy_rows
 from butterfly.core.results import ScoreReport
-from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy
+from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy, Via
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.registry import open_client
+from butterfly.models.registry import open_client, transport
 from butterfly.present.display import ProgressDisplay
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model, make_params
@@ -36,7 +36,7 @@ from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
-from butterfly.runs.store import RunState, open_run
+from butterfly.runs.store import RunState, note_transport, open_run
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario
 
@@ -70,12 +70,13 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
         parse: ParseMode = DEFAULTS.parse, strategy: Strategy = DEFAULTS.strategy,
         samples: int | None = None, protocol: Protocol | None = None,
         sc_base: SCBase | None = None, model_args: Mapping[str, JsonValue] | None = None,
-        no_seed: bool = False, max_cost: float | None = None,
+        no_seed: bool = False, max_cost: float | None = None, via: Via = DEFAULTS.via,
         cache: str | None = DEFAULTS.cache, progress: bool = False) -> Run:
     """Run ``suite`` against ``model`` into ``out`` (created, or resumed when it holds the same
     run) and return the run as written. ``cache=None`` turns the answer cache off;
     ``progress`` shows a progress bar on stderr. ``model_args`` are sent with every call
-    (``-M KEY=VALUE``); ``max_cost`` (USD) stops the run before a call could exceed it. The
+    (``-M KEY=VALUE``); ``max_cost`` (USD) stops the run before a call could exceed it;
+    ``via="litellm"`` sends through litellm what would take the fast path. The
     manifest's status says whether every conversation completed (``complete``) or some await
     a re-run (``incomplete``, or ``budget``: re-run with a larger ``max_cost``)."""
     params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
@@ -84,7 +85,7 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
                         retries=retries, api_base=api_base, no_schema=no_schema, parse=parse,
                         strategy=strategy, samples=samples, protocol=protocol,
                         sc_base=sc_base, model_args=model_args, no_seed=no_seed,
-                        max_cost=max_cost)
+                        max_cost=max_cost, via=via)
     check_model(model)
     suite_path = resolve_suite(suite)
     whole = load_suite(suite_path)
@@ -103,9 +104,10 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
         stack.enter_context(writer_lock(out))
         client = open_client(stack, model, scenarios, concurrency=params.concurrency,
                              retries=params.retries, timeout=params.timeout, api_base=api_base,
-                             cache_path=cache)
+                             cache_path=cache, via=params.via)
         try:
             state = open_run(out, model, suite_path, scenarios, params)
+            note_transport(out, state, transport(model, api_base, params.via))
         except BaseException:
             asyncio.run(client.aclose())
             raise

@@ -25,6 +25,7 @@ from butterfly.core.vocab import (
     SC_BASES,
     SEQUENTIAL_METHODS,
     STRATEGIES,
+    VIAS,
 )
 from butterfly.core.vocab import DEFAULTS as D
 from butterfly.errors import RunFailed, UserError
@@ -131,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--retries", type=int, default=D.retries,
                    help="retries per call after a failure")
     r.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
+    r.add_argument("--via", choices=VIAS, default=D.via,
+                   help="auto (default): chat completions straight over one pooled HTTP "
+                   "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
+                   "local/ models, litellm for every other provider; litellm: always litellm")
     r.add_argument("--no-schema", action="store_true",
                    help="do not send the spec's JSON Schema as response_format")
     r.add_argument("--parse", choices=PARSE_MODES, default=D.parse,
@@ -287,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--retries", type=int, default=D.retries,
                     help="retries per call after a failure")
     sq.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
+    sq.add_argument("--via", choices=VIAS, default=D.via,
+                    help="auto (default): chat completions straight over one pooled HTTP "
+                    "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
+                    "local/ models, litellm for every other provider; litellm: always litellm")
     sq.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
     sq.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")

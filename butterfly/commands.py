@@ -133,7 +133,8 @@ def cmd_schema(a: argparse.Namespace) -> int:
 
 RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "temperature",
                "max_tokens", "concurrency", "timeout", "retries", "api_base", "no_schema",
-               "parse", "strategy", "samples", "protocol", "sc_base", "no_seed", "max_cost")
+               "parse", "strategy", "samples", "protocol", "sc_base", "no_seed", "max_cost",
+               "via")
 """The flags of ``butterfly run`` that are the API's ``run`` options as they are."""
 
 
@@ -280,7 +281,8 @@ def cmd_sequential(a: argparse.Namespace) -> int:
 
     params = run_params(temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
                         limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
-                        timeout=a.timeout, retries=a.retries, api_base=a.api_base)
+                        timeout=a.timeout, retries=a.retries, api_base=a.api_base,
+                        via=a.via)
     suite_path = resolve_suite(a.suite)
     out_a = Path(a.out_a) if a.out_a else default_out(a.model_a, suite_path, "seq-")
     out_b = Path(a.out_b) if a.out_b else default_out(a.model_b, suite_path, "seq-")

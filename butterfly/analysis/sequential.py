@@ -27,12 +27,12 @@ from butterfly.core.turns import CallKey
 from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.registry import open_client
+from butterfly.models.registry import open_client, transport
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model
 from butterfly.runs.play import Conversation, Player, Progress, play_conversation
 from butterfly.runs.scope import select
-from butterfly.runs.store import CALLS, CallLog, close_run, open_run
+from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario, replay
 
@@ -109,11 +109,12 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                 providers[model] = open_client(
                     stack, model, scenarios, concurrency=run_params.concurrency,
                     retries=run_params.retries, timeout=run_params.timeout, api_base=api_base,
-                    cache_path=cache_path)
+                    cache_path=cache_path, via=run_params.via)
         sides = []
         progress = Progress(total=0)
         for model, out in ((model_a, out_a), (model_b, out_b)):
             state = open_run(out, model, suite_path, scenarios, run_params)
+            note_transport(out, state, transport(model, api_base, run_params.via))
             player = Player(providers[model], state, CallLog(out / CALLS), progress)
             sides.append(Side(model, out, player, finals))
         rounds = 0

@@ -23,6 +23,12 @@ RunStatus = Literal["running", "complete", "incomplete", "interrupted", "failed"
 """``failed``: the provider refused the run's calls (the manifest's ``failure`` says why).
 ``budget``: stopped by ``--max-cost`` before a call could exceed it (re-run with a larger
 budget to complete it)."""
+Via = Literal["auto", "litellm"]
+"""``--via``: auto takes the fast path where it applies (an OpenAI-compatible ``--api-base``,
+``local/...``) and litellm elsewhere; litellm forces litellm."""
+Transport = Literal["direct", "litellm", "scripted"]
+"""How a run's calls were sent: direct (the fast path: chat completions over one pooled
+aiohttp session), litellm, or scripted (no model at all)."""
 CompareMethod = Literal["diff", "fixed", "bh", "ebh", "gs"]
 SequentialMethod = Literal["ebh", "gs"]
 
@@ -38,6 +44,7 @@ MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 LAYOUTS: Final[tuple[Layout, ...]] = get_args(Layout)
 """E evidence first; Q question first; H hedged (E plus the UNSURE sentence)."""
 ERROR_CLASSES: Final[tuple[ErrorClass, ...]] = get_args(ErrorClass)
+VIAS: Final[tuple[Via, ...]] = get_args(Via)
 COMPARE_METHODS: Final[tuple[CompareMethod, ...]] = get_args(CompareMethod)
 """Regression methods of ``butterfly compare`` (docs/statistics.md)."""
 SEQUENTIAL_METHODS: Final[tuple[SequentialMethod, ...]] = get_args(SequentialMethod)
@@ -63,6 +70,7 @@ class Defaults:
     samples: int = 5
     """Self-consistency: answers sampled per turn when ``--samples`` is not given."""
     sc_base: SCBase = "zero-shot"
+    via: Via = "auto"
     model: str = "local/smollm2"
     suite: str = "butterfly-40"
     cache: str = "~/.cache/butterfly/answers.sqlite"

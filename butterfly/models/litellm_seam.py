@@ -24,7 +24,15 @@ import litellm
 from litellm import exceptions as lx
 
 from butterfly.errors import UserError
-from butterfly.models.provider import ProviderError, Request, Response, redact
+from butterfly.models.provider import (
+    FatalProviderError,
+    ProviderError,
+    Request,
+    Response,
+    redact,
+    refusal,
+    retry_after_of,
+)
 
 litellm.telemetry = False
 litellm.suppress_debug_info = True
@@ -32,8 +40,7 @@ warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited",
                         category=RuntimeWarning)  # litellm's async logging, after a refusal
 
 
-class FatalProviderError(UserError):
-    """The provider refused the request itself (bad key, unknown model, bad parameter)."""
+__all__ = ["FatalProviderError", "LiteLLMProvider", "check_route", "classify", "price"]
 
 
 def check_route(model: str) -> None:
@@ -49,17 +56,8 @@ def check_route(model: str) -> None:
 
 def _retry_after(e: Exception) -> float | None:
     response = getattr(e, "response", None)
-    headers = getattr(response, "headers", None) or getattr(e, "headers", None) or {}
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-    except AttributeError:
-        return None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+    headers = getattr(response, "headers", None) or getattr(e, "headers", None)
+    return retry_after_of(headers)
 
 
 def classify(e: Exception, secrets: tuple[str | None, ...] = ()
@@ -76,11 +74,7 @@ def classify(e: Exception, secrets: tuple[str | None, ...] = ()
         return FatalProviderError(f"no credentials for this provider: {msg}")
     if isinstance(e, (lx.AuthenticationError, lx.PermissionDeniedError, lx.NotFoundError,
                       lx.BadRequestError, lx.UnsupportedParamsError)):
-        hint = ""
-        low = str(e).lower()
-        if "response_format" in low or "json_schema" in low or "schema" in low:
-            hint = " (if the model does not support structured output, add --no-schema)"
-        return FatalProviderError(f"the provider refused the request: {msg}{hint}")
+        return refusal(msg, str(e))
     text = str(e).lower()
     if "invalid response from llm endpoint" in text or "expecting value" in text or (
         "json" in text and "decode" in text

@@ -3,8 +3,13 @@
 | prefix | provider |
 |---|---|
 | ``script/NAME`` | a built-in scripted agent (:mod:`butterfly.models.scripted`) |
-| ``local/smollm2``, ``local/PATH.gguf`` | the embedded llama.cpp server, spoken to via litellm |
+| ``local/smollm2``, ``local/PATH.gguf`` | the embedded llama.cpp server, over the fast path |
+| ``openai/M``, ``hosted_vllm/M`` + ``--api-base`` | the fast path (``openai_http``) |
 | anything else | litellm as it is (with ``--api-base`` if given) |
+
+The fast path speaks chat completions directly over one pooled aiohttp session; ``via="litellm"``
+(``--via litellm``) sends those through litellm instead. Both send the same request, so the
+answer cache and a run's answer key do not depend on the path.
 
 A new kind of provider is one opener function and one entry in :data:`OPENERS` (and a name
 check in :data:`CHECKS`).
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from butterfly.core.vocab import Transport, Via
 from butterfly.errors import UserError
 from butterfly.models.cache import Cache
 from butterfly.models.client import ModelClient
@@ -40,6 +46,7 @@ class OpenRequest:
     scenarios: Sequence[Scenario]
     concurrency: int = 1
     api_base: str | None = None
+    via: Via = "auto"
 
 
 Opener = Callable[[OpenRequest], Provider]
@@ -49,25 +56,64 @@ def _scripted(req: OpenRequest) -> Provider:
     return ScriptedProvider(req.model.removeprefix("script/"), {s.id: s for s in req.scenarios})
 
 
-def _embedded(req: OpenRequest) -> Provider:
-    from butterfly.models.litellm_seam import LiteLLMProvider  # litellm: seconds to import
+def _direct(api_base: str, api_key: str, concurrency: int, *, model: str | None = None,
+            price_model: str | None = None) -> Provider:
+    from butterfly.models.openai_http import OpenAIHTTPProvider  # aiohttp: only when called
 
+    return OpenAIHTTPProvider(api_base=api_base, api_key=api_key, model=model,
+                              price_model=price_model, connections=concurrency)
+
+
+def _embedded(req: OpenRequest) -> Provider:
     try:
         gguf = resolve_gguf(req.model)
         server = req.stack.enter_context(EmbeddedServer(gguf, parallel=req.concurrency))
     except EmbeddedModelError as e:
         raise UserError(str(e)) from None
-    return LiteLLMProvider(api_base=server.api_base, api_key="sk-local",
-                           litellm_model=f"openai/{server.model_alias}")
+    alias = f"openai/{server.model_alias}"
+    if req.via == "litellm":
+        from butterfly.models.litellm_seam import LiteLLMProvider  # litellm: seconds to import
+
+        return LiteLLMProvider(api_base=server.api_base, api_key="sk-local", litellm_model=alias)
+    return _direct(server.api_base, "sk-local", req.concurrency, model=server.model_alias,
+                   price_model=alias)
+
+
+KEY_ENV: Final = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY"}
+"""Where the fast path finds the key for each prefix it serves (never recorded)."""
+
+
+def direct_key(model: str) -> str:
+    """The fast path's API key: the prefix's environment variable, else ``sk-no-key`` (a
+    self-hosted OpenAI-compatible server usually wants none)."""
+    env = next((v for p, v in KEY_ENV.items() if model.startswith(p)), "OPENAI_API_KEY")
+    return os.environ.get(env) or "sk-no-key"
+
+
+def takes_fast_path(model: str, api_base: str | None, via: Via = "auto") -> bool:
+    """Whether ``model`` goes over the fast path (else litellm, or a scripted agent)."""
+    if via == "litellm" or model.startswith("script/"):
+        return False
+    return model.startswith("local/") or (
+        bool(api_base) and any(model.startswith(p) for p in KEY_ENV))
 
 
 def _litellm(req: OpenRequest) -> Provider:
+    if req.api_base and takes_fast_path(req.model, req.api_base, req.via):
+        return _direct(req.api_base, direct_key(req.model), req.concurrency)
     from butterfly.models.litellm_seam import LiteLLMProvider
 
     api_key = None
     if req.api_base and req.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
         api_key = "sk-no-key"  # a self-hosted OpenAI-compatible server usually wants none
     return LiteLLMProvider(api_base=req.api_base, api_key=api_key)
+
+
+def transport(model: str, api_base: str | None, via: Via = "auto") -> Transport:
+    """How calls to ``model`` are sent (recorded in the run's manifest)."""
+    if model.startswith("script/"):
+        return "scripted"
+    return "direct" if takes_fast_path(model, api_base, via) else "litellm"
 
 
 def _check_scripted(model: str) -> None:
@@ -82,6 +128,13 @@ def _check_embedded(model: str) -> None:
             raise UserError(str(e)) from None
 
 
+def _check_wire(model: str) -> None:
+    """``openai/NAME``, ``hosted_vllm/NAME``: litellm routes any NAME of these (no import)."""
+    if not model.partition("/")[2].strip():
+        raise UserError(f"--model {model}: name the model after the prefix, e.g. "
+                        "openai/gpt-4o-mini or hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
+
+
 def _check_litellm(model: str) -> None:
     from butterfly.models.litellm_seam import check_route
 
@@ -92,7 +145,9 @@ OPENERS: Final[dict[str, Opener]] = {"script/": _scripted, "local/": _embedded}
 """Model-name prefix -> opener; a name with no registered prefix goes to litellm."""
 FALLBACK: Final[Opener] = _litellm
 CHECKS: Final[dict[str, Callable[[str], None]]] = {"script/": _check_scripted,
-                                                   "local/": _check_embedded}
+                                                   "local/": _check_embedded,
+                                                   "openai/": _check_wire,
+                                                   "hosted_vllm/": _check_wire}
 """Model-name prefix -> a check of the name that starts nothing (run before a run directory
 is created); a name with no registered prefix is checked by litellm's routing."""
 
@@ -108,18 +163,19 @@ def opener_of(model: str) -> Opener:
 
 
 def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
-                  concurrency: int = 1, api_base: str | None = None) -> Provider:
+                  concurrency: int = 1, api_base: str | None = None,
+                  via: Via = "auto") -> Provider:
     """The provider for ``model``; servers it starts are stopped when ``stack`` closes."""
-    return opener_of(model)(OpenRequest(stack, model, scenarios, concurrency, api_base))
+    return opener_of(model)(OpenRequest(stack, model, scenarios, concurrency, api_base, via))
 
 
 def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                 concurrency: int, retries: int, timeout: float, api_base: str | None = None,
-                cache_path: str | None = None) -> ModelClient:
+                cache_path: str | None = None, via: Via = "auto") -> ModelClient:
     """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
     or the provider is not worth caching), retries, timeouts and concurrency."""
     provider = open_provider(stack, model, scenarios, concurrency=concurrency,
-                             api_base=api_base)
+                             api_base=api_base, via=via)
     cache = None
     if cache_path is not None and provider.cacheable:
         cache = Cache(Path(cache_path).expanduser(), api_base=api_base)

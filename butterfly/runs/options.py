@@ -15,12 +15,14 @@ from butterfly.core.vocab import (
     DEFAULTS,
     LAYOUTS,
     SC_BASES,
+    VIAS,
     Layout,
     Mode,
     ParseMode,
     Protocol,
     SCBase,
     Strategy,
+    Via,
 )
 from butterfly.errors import UserError
 from butterfly.models.registry import check_model_name
@@ -191,7 +193,7 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 timeout: float = DEFAULTS.timeout, retries: int = DEFAULTS.retries,
                 api_base: str | None = None, sc_base: SCBase | None = None,
                 model_args: Mapping[str, JsonValue] | None = None, no_seed: bool = False,
-                max_cost: float | None = None) -> RunParams:
+                max_cost: float | None = None, via: Via = DEFAULTS.via) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
     _finite(temperature=temperature, timeout=timeout)
     if temperature < 0:
@@ -205,6 +207,8 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
               limit=(limit, 1), per_category=(per_category, 1), repeats=(repeats, 1))
     if timeout <= 0:
         raise UserError("--timeout must be positive")
+    if via not in VIAS:
+        raise UserError(f"--via takes one of {', '.join(VIAS)}, got {via!r}")
     return RunParams(
         temperature=temperature, max_tokens=max_tokens, seed=seed,
         schema_output=chosen == "schema", strategy=strategy, samples=n_samples,
@@ -212,5 +216,5 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
         layouts=parse_layouts(layouts), repeats=repeats, mode=mode, concurrency=concurrency,
         timeout=timeout, retries=retries, api_base=redact_url(api_base), sc_base=base,
         model_args=check_model_args(model_args or {}), send_seed=not no_seed,
-        max_cost=max_cost,
+        max_cost=max_cost, via=via,
     )

@@ -24,6 +24,8 @@ from butterfly.core.vocab import (
     RunStatus,
     SCBase,
     Strategy,
+    Transport,
+    Via,
 )
 
 RUN_SCHEMA_VERSION: Literal[1] = 1
@@ -70,6 +72,9 @@ class RunParams(BaseModel):
     timeout: float = DEFAULTS.timeout
     retries: int = DEFAULTS.retries
     api_base: str | None = None
+    via: Via = Field(DEFAULTS.via, description="--via: auto (the fast path for an "
+                     "OpenAI-compatible --api-base and local/ models, litellm elsewhere) or "
+                     "litellm. Not part of the answer key: both send the same request.")
 
     def answer_key(self) -> dict[str, float | int | bool | str | dict[str, JsonValue]]:
         return {
@@ -119,6 +124,10 @@ class RunManifest(BaseModel):
                                 "provider's refusal, secrets redacted; null otherwise.")
     usage: Usage | None = Field(None, description="Tokens and cost of the run's answers "
                                 "(written when the run closes).")
+    transports: tuple[Transport, ...] = Field(
+        (), description="How the calls were sent, each way once in order of first use: direct "
+        "(the fast path: chat completions over one pooled aiohttp session), litellm, or "
+        "scripted. A run resumed through the other path lists both.")
 
 
 class Tokens(BaseModel):

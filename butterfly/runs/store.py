@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from butterfly import __version__
 from butterfly.core.prompts import prompt_fingerprint
 from butterfly.core.turns import CallKey
-from butterfly.core.vocab import Protocol, RunStatus, SCBase, Strategy
+from butterfly.core.vocab import Protocol, RunStatus, SCBase, Strategy, Transport
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor, Tally, iter_calls
 from butterfly.runs.calls import read_calls as read_calls  # re-exported: callers read it here
@@ -227,6 +227,14 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
     )
     write_manifest(out, manifest)
     return RunState(manifest, CallIndex(out / CALLS))
+
+
+def note_transport(out: Path, state: RunState, way: Transport) -> None:
+    """Add ``way`` to the manifest's ``transports`` (written now: a killed run keeps it)."""
+    if way not in state.manifest.transports:
+        state.manifest = state.manifest.model_copy(
+            update={"transports": (*state.manifest.transports, way)})
+        write_manifest(out, state.manifest)
 
 
 def write_manifest(out: Path, manifest: RunManifest) -> None:

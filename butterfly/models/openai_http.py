@@ -1,0 +1,172 @@
+"""The fast path: OpenAI-compatible chat completions spoken directly over one pooled
+aiohttp session, for ``--api-base`` servers (``openai/MODEL``, ``hosted_vllm/MODEL``) and the
+embedded server (``local/...``).
+
+It sends the body litellm sends for these models (``tests/butterfly/models/
+test_openai_http.py`` compares the two on the wire), classifies failures as
+:func:`butterfly.models.litellm_seam.classify` does, and prices calls from litellm's offline
+price map without importing litellm (:mod:`butterfly.models.prices`). One session per event
+loop, its connector sized to the run's concurrency, so connections are reused and nothing
+below ``--concurrency`` caps the calls in flight. What it does not do that litellm does is in
+docs/running.md ("Transport").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import aiohttp
+
+from butterfly.core.vocab import TRANSIENT_STATUS
+from butterfly.models.prices import cost_usd
+from butterfly.models.provider import (
+    ProviderError,
+    Request,
+    Response,
+    redact,
+    refusal,
+    retry_after_of,
+)
+
+WIRE_PREFIXES: Final = ("openai/", "hosted_vllm/")
+"""Model-name prefixes the fast path serves with ``--api-base`` (stripped on the wire)."""
+
+
+def wire_model(model: str) -> str:
+    """The model name the server is given: ours without the routing prefix."""
+    return next((model.removeprefix(p) for p in WIRE_PREFIXES if model.startswith(p)), model)
+
+
+def request_body(request: Request, model: str) -> dict[str, Any]:
+    """The chat-completions body: litellm's for these models (model arguments as top-level
+    keys, then ``extra_body`` merged over them)."""
+    body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in request.messages],
+                            "temperature": request.temperature,
+                            "max_tokens": request.max_tokens}
+    if request.send_seed:
+        body["seed"] = request.seed
+    if request.response_format is not None:
+        body["response_format"] = dict(request.response_format)
+    body.update({k: v for k, v in request.extra.items() if k != "extra_body"})
+    extra_body = request.extra.get("extra_body")
+    if isinstance(extra_body, dict):
+        body.update(extra_body)
+    return body
+
+
+def _server_message(raw: bytes) -> str:
+    """The first line of a server's error: ``error.message`` of an OpenAI-style error body,
+    else the body's text."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            err = err.get("message") or err.get("detail") or err
+        text = err if isinstance(err, str) else json.dumps(err)
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def status_error(status: int, headers: Mapping[str, str], raw: bytes,
+                 secrets: tuple[str | None, ...] = ()) -> Exception:
+    """An HTTP error answer as our error classes (``classify``'s mapping for litellm)."""
+    msg = redact(f"HTTP {status}: {_server_message(raw)}", secrets)[:500]
+    if status == 429:
+        return ProviderError("rate_limit", msg, retry_after_of(headers))
+    if status == 408:
+        return ProviderError("timeout", msg)
+    if status >= 500 or status in TRANSIENT_STATUS:
+        return ProviderError("server", msg, retry_after_of(headers))
+    return refusal(msg)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _detail(usage: Mapping[str, Any], field: str, key: str) -> int | None:
+    details = usage.get(field)
+    return _int(details.get(key)) if isinstance(details, dict) else None
+
+
+def parse_completion(raw: bytes, price_model: str) -> Response:
+    """A 200 answer's text, finish reason, tokens and price; ``bad_response`` if malformed."""
+    try:
+        data = json.loads(raw)
+        choice = data["choices"][0]
+        text = choice["message"].get("content")
+        finish = choice.get("finish_reason")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+        head = raw[:120].decode("utf-8", errors="replace")
+        raise ProviderError("bad_response", redact(f"malformed completion ({type(e).__name__}"
+                                                   f"): {head}")[:500]) from None
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    prompt, completion = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    return Response(text="" if text is None else str(text),
+                    finish_reason=finish if isinstance(finish, str) else None,
+                    prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
+                    reasoning_tokens=_detail(usage, "completion_tokens_details",
+                                             "reasoning_tokens"),
+                    cost_usd=cost_usd(price_model, prompt, completion, cached))
+
+
+class OpenAIHTTPProvider:
+    """An OpenAI-compatible server at ``api_base``, over one pooled aiohttp session."""
+
+    cacheable = True
+
+    def __init__(self, *, api_base: str, api_key: str, model: str | None = None,
+                 price_model: str | None = None, connections: int = 1) -> None:
+        self.url = api_base.rstrip("/") + "/chat/completions"
+        self.api_key = api_key
+        self.model = model
+        """The name the server is given, when it is not ``wire_model`` of ours (local/)."""
+        self.price_model = price_model
+        self.connections = max(1, connections)
+        self._headers = {"Authorization": f"Bearer {api_key}",
+                         "Content-Type": "application/json"}
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        """The session of the running event loop (a new one when the loop changed)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            if self._session is not None and not self._session.closed:
+                with contextlib.suppress(Exception):  # its loop is gone: drop its sockets
+                    self._session.connector.close()  # type: ignore[union-attr]
+            connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=0)
+            self._session = aiohttp.ClientSession(connector=connector)
+            self._loop = loop
+        return self._session
+
+    async def __call__(self, request: Request, timeout: float) -> Response:
+        data = json.dumps(request_body(request, self.model or wire_model(request.model)),
+                          ensure_ascii=False).encode("utf-8")
+        try:
+            async with self.session().post(self.url, data=data, headers=self._headers,
+                                           timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+                raw = await r.read()
+                status, headers = r.status, r.headers
+        except TimeoutError:
+            raise ProviderError("timeout", f"no answer within {timeout:g} s") from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise ProviderError("connection", redact(f"{type(e).__name__}: {e}",
+                                                     (self.api_key,))[:500]) from None
+        if status != 200:
+            raise status_error(status, headers, raw, (self.api_key,))
+        return parse_completion(raw, self.price_model or request.model)
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            with contextlib.suppress(RuntimeError):  # a session of a loop already closed
+                await self._session.close()
+        self._session = None

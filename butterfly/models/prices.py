@@ -1,0 +1,82 @@
+"""A call's price from litellm's offline price map, without importing litellm.
+
+litellm ships its price map as a JSON file inside its package; importing litellm takes
+seconds, reading the file a few tens of milliseconds. The file is found with
+``importlib.util.find_spec`` (which imports nothing), read once, lazily, the first time a
+model's price is looked up, and each model's rates are decided once (an unpriced model is
+``None`` for the rest of the process, never looked up per call). The sum is litellm's for
+chat models without tiered prices: uncached prompt tokens at the input rate, cached ones at
+the cache-read rate (the input rate when there is none), completion tokens (reasoning
+included) at the output rate (``tests/butterfly/models/test_prices.py`` checks it against
+``litellm.cost_per_token``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PRICE_FILE = "model_prices_and_context_window_backup.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """USD per token."""
+
+    prompt: float
+    completion: float
+    cached: float
+
+
+@functools.cache
+def _price_map() -> dict[str, Any]:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / PRICE_FILE
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else {}
+    return {}
+
+
+def _number(entry: dict[str, Any], key: str) -> float | None:
+    value = entry.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+@functools.cache
+def rates(model: str) -> Rates | None:
+    """The rates of ``model`` (``openai/gpt-4o-mini``, ``hosted_vllm/NAME``), or None when the
+    map does not price it as a chat model of that provider."""
+    provider, _, bare = model.partition("/")
+    table = _price_map()
+    for key in (model, bare):
+        entry = table.get(key)
+        if not isinstance(entry, dict) or entry.get("litellm_provider") != provider:
+            continue
+        prompt = _number(entry, "input_cost_per_token")
+        completion = _number(entry, "output_cost_per_token")
+        if prompt is None or completion is None:
+            continue
+        cached = _number(entry, "cache_read_input_token_cost")
+        return Rates(prompt, completion, prompt if cached is None else cached)
+    return None
+
+
+def cost_usd(model: str, prompt: int | None, completion: int | None,
+             cached: int | None = None) -> float | None:
+    """The call's price in USD, or None (an unpriced model, or no token counts)."""
+    if prompt is None or completion is None:
+        return None
+    r = rates(model)
+    if r is None:
+        return None
+    hit = min(max(cached or 0, 0), prompt)
+    return round((prompt - hit) * r.prompt + hit * r.cached + completion * r.completion, 10)
