@@ -5,8 +5,10 @@ still fails after its retries comes back with ``error`` set (its class and messa
 runner can mark the scenario incomplete instead of scoring a glitch as a model failure.
 
 Retries use exponential backoff with full jitter (``core.vocab.CLI_RETRY``: base 0.5 s, cap
-30 s) and honour a server's Retry-After when it gives one. The concurrency slot is released
-while a call waits to retry.
+30 s) and honour a server's Retry-After (or ``x-ratelimit-reset-*``) when it gives one. The
+concurrency slot is released while a call waits to retry. How many calls are in flight adapts
+to rate limits (:mod:`butterfly.models.window`): halved on a 429, grown back by answers, never
+above ``concurrency``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass
 from butterfly.models.cache import Cache
 from butterfly.models.provider import Provider, ProviderError, Request, Response
+from butterfly.models.window import Signal, Window
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -55,6 +58,7 @@ class ModelClient:
         backoff_cap: float = CLI_RETRY.cap,
         rng: random.Random | None = None,
         sleep: Sleep = asyncio.sleep,
+        adaptive: bool = True,
     ) -> None:
         self.provider = provider
         self.retries = retries
@@ -68,7 +72,7 @@ class ModelClient:
         self.backoff_cap = backoff_cap
         self._rng = rng or random.Random(0)
         self._sleep = sleep
-        self._slots = asyncio.Semaphore(concurrency)
+        self.window = Window(concurrency, adaptive=adaptive)
         self.sent = 0
         self.failed_attempts = 0
 
@@ -90,15 +94,9 @@ class ModelClient:
         while True:
             attempt += 1
             try:
-                async with self._slots:
-                    self.sent += 1
-                    response = await asyncio.wait_for(
-                        self.provider(request, self.timeout), self.timeout + 5.0
-                    )
+                response = await self._attempt(request)
             except ProviderError as e:
                 err = e
-            except TimeoutError:
-                err = ProviderError("timeout", f"no answer within {self.timeout:g} s")
             else:
                 if self.cache is not None:
                     self.cache.put(request, response)
@@ -108,6 +106,24 @@ class ModelClient:
                 return Outcome(None, Failure(err.kind, err.message), attempt,
                                time.perf_counter() - start, False)
             await self._sleep(self.backoff(attempt, err.retry_after))
+
+    async def _attempt(self, request: Request) -> Response:
+        """One call to the provider inside the window (a timeout is a ``ProviderError``)."""
+        epoch = await self.window.acquire()
+        signal: Signal = "other"
+        try:
+            self.sent += 1
+            async with asyncio.timeout(self.timeout + 5.0):
+                response = await self.provider(request, self.timeout)
+            signal = "ok"
+            return response
+        except ProviderError as e:
+            signal = "rate_limit" if e.kind == "rate_limit" else "other"
+            raise
+        except TimeoutError:
+            raise ProviderError("timeout", f"no answer within {self.timeout:g} s") from None
+        finally:
+            self.window.release(epoch, signal)
 
     async def aclose(self) -> None:
         await self.provider.aclose()

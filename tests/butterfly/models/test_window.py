@@ -1,0 +1,118 @@
+"""Adaptive concurrency: the window halves on a 429, grows back on answers, never exceeds
+``--concurrency``; and a client behind it sends far fewer calls into a rate limit. No real
+sleeps: the client is given a ``sleep`` that only yields."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from butterfly.models.client import ModelClient
+from butterfly.models.provider import ProviderError, Request, Response
+from butterfly.models.window import Window
+
+
+def test_a_429_halves_the_window_once_per_burst_and_answers_grow_it_back() -> None:
+    w = Window(8)
+    sent = [w._take() for _ in range(3)]  # three calls sent in epoch 0
+    w.release(sent[0], "rate_limit")
+    assert w.size == 4 and w.epoch == 1
+    w.release(sent[1], "rate_limit")  # same burst: sent before the decrease
+    assert w.size == 4
+    w.release(sent[2], "ok")
+    assert w.size == pytest.approx(4.25)
+    for _ in range(200):
+        w._take()
+        w.release(w.epoch, "ok")
+    assert w.size == 8 and w.smallest == 4  # never above the ceiling
+
+
+def test_the_window_never_falls_below_one() -> None:
+    w = Window(4)
+    for _ in range(10):
+        w.release(w._take(), "rate_limit")
+    assert w.size == 1.0 and w.smallest == 1
+
+
+def test_without_adaptive_it_is_a_plain_semaphore() -> None:
+    w = Window(4, adaptive=False)
+    w.release(w._take(), "rate_limit")
+    assert w.size == 4
+
+
+def test_a_full_window_makes_callers_wait_and_a_cancelled_waiter_frees_nothing() -> None:
+    async def scenario() -> tuple[int, int]:
+        w = Window(2)
+        a, b = await w.acquire(), await w.acquire()
+        waiting = asyncio.ensure_future(w.acquire())
+        cancelled = asyncio.ensure_future(w.acquire())
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        cancelled.cancel()
+        await asyncio.sleep(0)
+        w.release(a, "ok")
+        await waiting
+        in_flight = w.in_flight
+        w.release(b, "ok")
+        return in_flight, w.in_flight
+
+    assert asyncio.run(scenario()) == (2, 1)
+
+
+class Capacity:
+    """A provider that answers 429 (Retry-After 0) when more than ``limit`` calls are in
+    flight at once, as a server with a concurrency limit does."""
+
+    cacheable = False
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_flight = 0
+        self.rate_limited = 0
+        self.answered = 0
+
+    async def __call__(self, request: Request, timeout: float) -> Response:
+        self.in_flight += 1
+        try:
+            if self.in_flight > self.limit:
+                self.rate_limited += 1
+                raise ProviderError("rate_limit", "HTTP 429: slow down", 0.0)
+            for _ in range(5):  # the answer takes a while
+                await asyncio.sleep(0)
+            self.answered += 1
+            return Response("ok")
+        finally:
+            self.in_flight -= 1
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _yield(_seconds: float) -> None:
+    await asyncio.sleep(0)
+
+
+def _drive(adaptive: bool, calls: int = 400) -> tuple[Capacity, ModelClient]:
+    provider = Capacity(limit=4)
+    client = ModelClient(provider, concurrency=32, retries=10_000, sleep=_yield,
+                         rng=random.Random(0), adaptive=adaptive)
+    req = Request(model="m", messages=({"role": "user", "content": "x"},), temperature=0.0,
+                  max_tokens=5, seed=0)
+
+    async def go() -> None:
+        outs = await asyncio.gather(*(client.call(req) for _ in range(calls)))
+        assert all(o.error is None for o in outs)
+
+    asyncio.run(go())
+    return provider, client
+
+
+def test_adaptive_concurrency_sends_far_fewer_calls_into_a_rate_limit() -> None:
+    fixed, _ = _drive(adaptive=False)
+    adaptive, client = _drive(adaptive=True)
+    assert fixed.answered == adaptive.answered == 400
+    assert adaptive.rate_limited * 4 < fixed.rate_limited, (adaptive.rate_limited,
+                                                            fixed.rate_limited)
+    assert client.window.smallest <= 4 and client.window.most_in_flight <= 32
