@@ -1,10 +1,13 @@
-"""Shared fixtures: paths and a helper to run the CLI in a subprocess."""
+"""Shared fixtures: paths, and helpers to run the CLI in a subprocess or in this process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,41 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
         [sys.executable, "-m", "butterfly.cli", *args],
         input=stdin, capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=timeout,
     )
+
+
+@contextlib.contextmanager
+def _patched_env(env: dict[str, str]) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_inproc(*args: str, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    """``butterfly ARGS`` in this process (from the repo root, ``env`` set meanwhile): what
+    :func:`run_cli` returns, without a new interpreter importing litellm again (seconds)."""
+    from butterfly.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = Path.cwd()
+    with _patched_env(env or {}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        os.chdir(ROOT)
+        try:
+            code = main(list(args))
+        except SystemExit as e:  # argparse
+            code = e.code if isinstance(e.code, int) else 2
+        finally:
+            os.chdir(cwd)
+    return subprocess.CompletedProcess(["butterfly", *args], code, out.getvalue(),
+                                       err.getvalue())
 
 
 @pytest.fixture

@@ -253,6 +253,7 @@ def error_body(
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 512  # many clients connecting at once are queued, not dropped
 
     def __init__(self, address: tuple[str, int], owner: FakeServer) -> None:
         self.owner = owner
@@ -433,6 +434,7 @@ class FakeServer:
         self._fault_log: list[tuple[int, str]] = []
         self._errors: list[str] = []
         self._conns: set[socket.socket] = set()
+        self._opened = 0
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -514,6 +516,12 @@ class FakeServer:
             return len(self._requests)
 
     @property
+    def connections(self) -> int:
+        """TCP connections accepted so far (keep-alive reuse shows as fewer than requests)."""
+        with self._lock:
+            return self._opened
+
+    @property
     def fault_log(self) -> list[tuple[int, str]]:
         """``(request index, applied fault spec)`` for each request (``"ok"`` when none)."""
         with self._lock:
@@ -544,6 +552,7 @@ class FakeServer:
                 self._conns.discard(conn)
                 return
             self._conns.add(conn)
+            self._opened += 1
         if self._stopping.is_set():  # accepted while stop() was closing connections
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)

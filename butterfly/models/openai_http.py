@@ -18,6 +18,7 @@ import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -131,8 +132,9 @@ class OpenAIHTTPProvider:
         """The name the server is given, when it is not ``wire_model`` of ours (local/)."""
         self.price_model = price_model
         self.connections = max(1, connections)
-        self._headers = {"Authorization": f"Bearer {api_key}",
-                         "Content-Type": "application/json"}
+        self._headers = {"Content-Type": "application/json"}
+        if urlsplit(self.url).username is None:  # else Basic auth from the URL, as httpx does
+            self._headers["Authorization"] = f"Bearer {api_key}"
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -141,8 +143,8 @@ class OpenAIHTTPProvider:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
             if self._session is not None and not self._session.closed:
-                with contextlib.suppress(Exception):  # its loop is gone: drop its sockets
-                    self._session.connector.close()  # type: ignore[union-attr]
+                with contextlib.suppress(Exception):  # its loop is gone: mark it closed
+                    self._session.connector._close()  # type: ignore[union-attr]
             connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=0)
             self._session = aiohttp.ClientSession(connector=connector)
             self._loop = loop

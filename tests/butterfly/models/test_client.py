@@ -1,4 +1,5 @@
-"""The model client against the fake server: retries, Retry-After, timeouts, error classes."""
+"""The model client against the fake server: retries, Retry-After, timeouts, error classes,
+through both transports (the fast path and litellm: ``via``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from fakeserver import FakeServer
 from butterfly.models.cache import Cache
 from butterfly.models.client import ModelClient
 from butterfly.models.litellm_seam import FatalProviderError, LiteLLMProvider
-from butterfly.models.provider import Request
+from butterfly.models.openai_http import OpenAIHTTPProvider
+from butterfly.models.provider import Provider, Request
 
 
 def _req(content: str = "hello", seed: int = 0) -> Request:
@@ -27,10 +29,25 @@ class Sleeps:
         self.calls.append(s)
 
 
+VIA = "auto"
+
+
+@pytest.fixture(params=["auto", "litellm"], autouse=True)
+def via(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs through both transports."""
+    monkeypatch.setattr(f"{__name__}.VIA", request.param)
+    return str(request.param)
+
+
+def _provider(srv: FakeServer, key: str = "sk-test") -> Provider:
+    if VIA == "litellm":
+        return LiteLLMProvider(api_base=srv.api_base, api_key=key)
+    return OpenAIHTTPProvider(api_base=srv.api_base, api_key=key)
+
+
 def _client(srv: FakeServer, *, retries: int = 4, timeout: float = 5.0,
             cache: Cache | None = None, sleep: Sleeps | None = None) -> ModelClient:
-    return ModelClient(LiteLLMProvider(api_base=srv.api_base, api_key="sk-test"),
-                       retries=retries, timeout=timeout, cache=cache,
+    return ModelClient(_provider(srv), retries=retries, timeout=timeout, cache=cache,
                        sleep=sleep or Sleeps(), rng=random.Random(1))
 
 
@@ -103,7 +120,7 @@ def test_cache_key_ignores_timeout_and_concurrency(tmp_path) -> None:  # type: i
     cache = Cache(tmp_path / "c.sqlite")
     with FakeServer(lambda b: "a") as srv:
         asyncio.run(_client(srv, cache=cache, timeout=5).call(_req()))
-        c2 = ModelClient(LiteLLMProvider(api_base=srv.api_base, api_key="k"), timeout=50,
+        c2 = ModelClient(_provider(srv, "k"), timeout=50,
                          concurrency=4, retries=9, cache=cache)
         out = asyncio.run(c2.call(_req()))
         assert out.cached and srv.count == 1

@@ -13,7 +13,8 @@ from fakeserver import FakeServer
 from providerfakes import WireFake, anthropic_reply, gemini_reply, ollama_reply
 
 from butterfly.models.litellm_seam import FatalProviderError, LiteLLMProvider
-from butterfly.models.provider import Request, Response
+from butterfly.models.openai_http import OpenAIHTTPProvider
+from butterfly.models.provider import Provider, Request, Response
 from butterfly.runs.play import RESPONSE_FORMAT
 from oracle import canonical_initial, spec_json_schema
 
@@ -26,12 +27,20 @@ MESSAGES = ({"role": "system", "content": "You keep the spec."},
 
 
 def _ask(model: str, api_base: str, *, schema: bool = True, send_seed: bool = True,
-         extra: dict[str, Any] | None = None) -> Response:
+         extra: dict[str, Any] | None = None, via: str = "litellm") -> Response:
     request = Request(model=model, messages=MESSAGES, temperature=0.0, max_tokens=512, seed=7,
                       response_format=RESPONSE_FORMAT if schema else None, extra=extra or {},
                       send_seed=send_seed)
-    provider = LiteLLMProvider(api_base=api_base, api_key="sk-test")
-    return asyncio.run(provider(request, 10.0))
+    provider: Provider = (LiteLLMProvider(api_base=api_base, api_key="sk-test") if via == "litellm"
+                          else OpenAIHTTPProvider(api_base=api_base, api_key="sk-test"))
+
+    async def ask() -> Response:
+        try:
+            return await provider(request, 10.0)
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(ask())
 
 
 def _same_schema(sent: dict[str, Any]) -> None:
@@ -44,9 +53,10 @@ def _same_schema(sent: dict[str, Any]) -> None:
     assert sorted(sent["required"]) == sorted(SCHEMA["required"])
 
 
-def test_openai_chat_completions_gets_response_format_model_args_and_no_seed() -> None:
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_openai_chat_completions_gets_response_format_model_args_and_no_seed(via: str) -> None:
     with FakeServer(lambda body: json.dumps(SPEC)) as srv:
-        resp = _ask("openai/gpt-4o-mini", srv.api_base, send_seed=False,
+        resp = _ask("openai/gpt-4o-mini", srv.api_base, send_seed=False, via=via,
                     extra={"top_p": 0.5, "stop": ["###"],
                            "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}})
         body = srv.requests[0]
@@ -68,9 +78,10 @@ def test_an_argument_the_model_does_not_take_is_refused_before_sending() -> None
         assert srv.count == 0
 
 
-def test_openai_sends_the_seed_by_default_and_an_unpriced_model_costs_none() -> None:
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_openai_sends_the_seed_by_default_and_an_unpriced_model_costs_none(via: str) -> None:
     with FakeServer(lambda body: json.dumps(SPEC)) as srv:
-        resp = _ask("openai/fake-model", srv.api_base)
+        resp = _ask("openai/fake-model", srv.api_base, via=via)
         body = srv.requests[0]
     assert body["seed"] == 7
     assert resp.cost_usd is None and resp.prompt_tokens is not None

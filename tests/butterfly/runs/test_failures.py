@@ -1,5 +1,7 @@
 """Runs the provider refuses or fails (issue 12): a true ``failed`` status, a summary of
-failures by class with secrets redacted, no litellm noise, and a cache keyed on the server."""
+failures by class with secrets redacted, no litellm noise, and a cache keyed on the server.
+Refusals and failures run through both transports (``--via auto``, the fast path, in a
+subprocess; ``--via litellm`` in this process)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, run_inproc
 from fakeserver import FakeServer
 
 KEY = "sk-test-SECRET-4242-abcdef"
@@ -61,9 +63,10 @@ def echo401() -> Iterator[EchoKeyServer]:
         yield srv
 
 
-def _run(out: Path, api_base: str, *extra: str) -> Any:
-    return run_cli("run", "--model", "openai/fake", "--api-base", api_base, "--out", str(out),
-                   "--limit", "2", "--no-cache", "--timeout", "5", *extra, env=ENV)
+def _run(out: Path, api_base: str, *extra: str, via: str = "auto") -> Any:
+    runner = run_inproc if via == "litellm" else run_cli
+    return runner("run", "--model", "openai/fake", "--api-base", api_base, "--out", str(out),
+                  "--limit", "2", "--no-cache", "--timeout", "5", "--via", via, *extra, env=ENV)
 
 
 def _no_secret(out: Path, *texts: str) -> None:
@@ -74,10 +77,11 @@ def _no_secret(out: Path, *texts: str) -> None:
             assert "SECRET" not in path.read_text(errors="replace"), path
 
 
+@pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_a_refused_run_is_failed_with_its_reason_and_score_says_so(
-        tmp_path: Path, echo401: EchoKeyServer) -> None:
+        tmp_path: Path, echo401: EchoKeyServer, via: str) -> None:
     out = tmp_path / "run"
-    r = _run(out, echo401.api_base)
+    r = _run(out, echo401.api_base, via=via)
     assert r.returncode == 5, r.stderr
     assert "the run failed" in r.stderr and "refused" in r.stderr
     assert "Traceback" not in r.stderr and "never awaited" not in r.stderr
@@ -91,16 +95,18 @@ def test_a_refused_run_is_failed_with_its_reason_and_score_says_so(
     assert ok.returncode == 0, ok.stderr  # a run that never answered does not block --out
 
 
-def test_failures_are_summarised_by_class_with_secrets_redacted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_failures_are_summarised_by_class_with_secrets_redacted(tmp_path: Path,
+                                                                via: str) -> None:
     out = tmp_path / "run"
     with EchoKeyServer(500) as srv:
-        r = _run(out, srv.api_base, "--retries", "1")
+        r = _run(out, srv.api_base, "--retries", "1", via=via)
     assert r.returncode == 4, r.stderr
     assert "call(s) failed after their retries: 2 HTTP status (5xx)" in r.stderr
     assert "[redacted]" in r.stderr and "Traceback" not in r.stderr
     _no_secret(out, r.stderr, r.stdout)
     with FakeServer(lambda body: "not json", faults=["drop"] * 50) as srv:
-        r = _run(tmp_path / "conn", srv.api_base, "--retries", "0")
+        r = _run(tmp_path / "conn", srv.api_base, "--retries", "0", via=via)
     assert r.returncode == 4 and "connection" in r.stderr, r.stderr
 
 

@@ -1,5 +1,7 @@
 """The runner end to end through the fake server: faults, resume after SIGKILL, refusals,
-secrets, and no connection beyond loopback."""
+secrets, and no connection beyond loopback. The fault, resume and record tests run through
+both transports (``--via auto``: the fast path, in a subprocess as a user runs it; ``--via
+litellm``: in this process, so litellm is imported once, not per test)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_inproc
 from fakeserver import FakeServer
 
 from butterfly.core.prompts import messages
@@ -24,6 +26,7 @@ SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
 SCENARIOS = load_suite(SUITE)[:8]
 N_CALLS = sum(len(s.turns) for s in SCENARIOS)
 FAST = {"BUTTERFLY_BACKOFF_BASE": "0.01"}
+VIAS = ["auto", "litellm"]
 
 
 def oracle_responder() -> Any:
@@ -44,11 +47,16 @@ def oracle_responder() -> Any:
     return respond
 
 
-def _run(out: Path, srv: FakeServer, *extra: str, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    return run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--out", str(out),
-                   "--limit", str(len(SCENARIOS)), "--no-cache", "--timeout", "2", *extra,
-                   env={**FAST, "OPENAI_API_KEY": "sk-test-SECRET-123", **(env or {})})
+def _run(out: Path, srv: FakeServer, *extra: str, env: dict[str, str] | None = None,
+         via: str = "auto") -> subprocess.CompletedProcess[str]:
+    runner = run_inproc if via == "litellm" else run_cli
+    return runner("run", "--model", "openai/fake", "--api-base", srv.api_base, "--out", str(out),
+                  "--limit", str(len(SCENARIOS)), "--no-cache", "--timeout", "2", "--via", via,
+                  *extra, env={**FAST, "OPENAI_API_KEY": "sk-test-SECRET-123", **(env or {})})
+
+
+def _transports(out: Path) -> list[str]:
+    return json.loads((out / "manifest.json").read_text())["transports"]  # type: ignore[no-any-return]
 
 
 def _score(out: Path) -> dict[str, Any]:
@@ -75,12 +83,15 @@ def test_clean_run_is_perfect(clean: dict[str, Any]) -> None:
     assert clean["final_match"] == 1.0 and clean["n_scenarios"] == len(SCENARIOS)
 
 
-def test_failing_server_gives_the_same_score(tmp_path: Path, clean: dict[str, Any]) -> None:
+@pytest.mark.parametrize("via", VIAS)
+def test_failing_server_gives_the_same_score(tmp_path: Path, clean: dict[str, Any],
+                                             via: str) -> None:
     cycle = ["500", "429:0.05", None, "503", "hang:4", None, "nonjson", "drop", None]
     out = tmp_path / "run"
     with FakeServer(oracle_responder(), faults=lambda i: cycle[i % len(cycle)]) as srv:
-        r = _run(out, srv, "--retries", "6", "--timeout", "1")
+        r = _run(out, srv, "--retries", "6", "--timeout", "1", via=via)
     assert r.returncode == 0, r.stderr
+    assert _transports(out) == ["direct" if via == "auto" else "litellm"]
     recs = _records(out)
     assert len(recs) == N_CALLS and all(x["error"] is None for x in recs)
     assert any(x["attempts"] > 1 for x in recs)
@@ -100,8 +111,9 @@ def test_garbage_answer_is_an_abstention_not_an_error(tmp_path: Path) -> None:
     assert _score(out)["abstention"] > 0
 
 
+@pytest.mark.parametrize("via", VIAS)
 def test_provider_failure_marks_incomplete_then_rerun_completes(
-    tmp_path: Path, clean: dict[str, Any]
+    tmp_path: Path, clean: dict[str, Any], via: str
 ) -> None:
     victim = SCENARIOS[2]
     marker = victim.turns[0].text
@@ -111,7 +123,7 @@ def test_provider_failure_marks_incomplete_then_rerun_completes(
 
     out = tmp_path / "run"
     with FakeServer(oracle_responder(), faults=fail_victim) as srv:
-        r = _run(out, srv, "--retries", "2")
+        r = _run(out, srv, "--retries", "2", via=via)
     assert r.returncode == 4, r.stderr
     assert "incomplete" in r.stderr and "Traceback" not in r.stderr
     s = _score(out)
@@ -120,7 +132,7 @@ def test_provider_failure_marks_incomplete_then_rerun_completes(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "incomplete"
     with FakeServer(oracle_responder()) as srv:
-        r = _run(out, srv)
+        r = _run(out, srv, via=via)
         assert r.returncode == 0, r.stderr
         assert srv.count == len(victim.turns)  # only the missing calls are sent
     assert _score(out)["final_match"] == clean["final_match"]
@@ -166,10 +178,11 @@ def test_sigkill_then_resume_loses_nothing(tmp_path: Path, clean: dict[str, Any]
         with calls.open("a") as f:
             f.write('{"schema_version": 1, "scenario": "torn wri')  # a write cut by the kill
         sent_before = srv.count
-        r = _run(out, srv)
+        r = _run(out, srv, via="litellm")  # killed on the fast path, resumed through litellm
         assert r.returncode == 0, r.stderr
         resent = srv.count - sent_before
     assert resent <= N_CALLS - done_before + 1  # at most the call in flight is asked again
+    assert _transports(out) == ["direct", "litellm"]
     recs = _records(out)
     keys = [(x["scenario"], x["turn"]) for x in recs if x["error"] is None]
     assert len(keys) == len(set(keys)) == N_CALLS
@@ -192,13 +205,15 @@ def test_out_of_another_model_or_suite_is_refused(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
-def test_no_secret_reaches_any_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", VIAS)
+def test_no_secret_reaches_any_file(tmp_path: Path, via: str) -> None:
     out = tmp_path / "run"
+    runner = run_inproc if via == "litellm" else run_cli
     with FakeServer(oracle_responder()) as srv:
         base = srv.api_base.replace("http://", "http://user:pw-SECRET-456@")
-        r = run_cli("run", "--model", "openai/fake", "--api-base", base, "--out", str(out),
-                    "--limit", "2", "--no-cache",
-                    env={"OPENAI_API_KEY": "sk-test-SECRET-123"})
+        r = runner("run", "--model", "openai/fake", "--api-base", base, "--out", str(out),
+                   "--limit", "2", "--no-cache", "--via", via,
+                   env={"OPENAI_API_KEY": "sk-test-SECRET-123"})
         assert r.returncode == 0, r.stderr
     for path in out.rglob("*"):
         if path.is_file():
@@ -239,6 +254,7 @@ def test_commands_without_a_provider_never_import_litellm(tmp_path: Path) -> Non
         "except SystemExit:\n"
         "    pass\n"
         "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
+        "assert 'aiohttp' not in sys.modules, 'aiohttp was imported'\n"
     )
     for args in (["validate", str(SUITE)], ["oracle", str(SUITE)], ["score", str(run)],
                  ["export", str(run), "--csv", str(tmp_path / "x.csv")], ["runs", str(tmp_path)],

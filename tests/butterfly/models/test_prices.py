@@ -1,0 +1,61 @@
+"""Prices from litellm's price file, read without litellm, equal ``litellm.cost_per_token``;
+the file is read once and an unpriced model is decided once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from butterfly.models import prices
+from butterfly.models.litellm_seam import litellm
+
+MODELS = ["openai/gpt-4o-mini", "openai/gpt-4o", "openai/gpt-4.1-nano", "openai/o3-mini",
+          "openai/gpt-3.5-turbo"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize(("prompt", "completion", "cached"), [(1200, 300, 0), (1200, 300, 1024),
+                                                              (5, 1, None), (0, 0, None)])
+def test_our_price_is_litellms(model: str, prompt: int, completion: int,
+                               cached: int | None) -> None:
+    from litellm.types.utils import PromptTokensDetailsWrapper, Usage
+
+    details = None if cached is None else PromptTokensDetailsWrapper(cached_tokens=cached)
+    usage = Usage(prompt_tokens=prompt, completion_tokens=completion,
+                  total_tokens=prompt + completion, prompt_tokens_details=details)
+    p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
+                                  completion_tokens=completion, usage_object=usage)
+    ours = prices.cost_usd(model, prompt, completion, cached)
+    assert ours is not None and ours == pytest.approx(round(p + c, 10), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("model", ["openai/fake", "hosted_vllm/Qwen/Qwen2.5-7B",
+                                   "openai/claude-haiku-4-5"])
+def test_an_unpriced_model_costs_none(model: str) -> None:
+    assert prices.cost_usd(model, 10, 5) is None
+    with pytest.raises(Exception):  # noqa: B017 - litellm raises for a model it does not price
+        litellm.cost_per_token(model=model, prompt_tokens=10, completion_tokens=5)
+
+
+def test_no_tokens_no_price() -> None:
+    assert prices.cost_usd("openai/gpt-4o-mini", None, 5) is None
+
+
+def test_the_price_file_is_read_once_and_each_model_decided_once() -> None:
+    prices.rates.cache_clear()
+    prices.cost_usd("openai/unpriced-x", 1, 1)
+    prices.cost_usd("openai/unpriced-x", 2, 2)
+    prices.cost_usd("openai/gpt-4o-mini", 2, 2)
+    info = prices.rates.cache_info()
+    assert (info.misses, info.hits) == (2, 1)
+    assert prices._price_map.cache_info().misses <= 1
+
+
+def test_pricing_imports_no_litellm() -> None:
+    code = ("import sys\nfrom butterfly.models.prices import cost_usd\n"
+            "assert cost_usd('openai/gpt-4o-mini', 1000, 100) > 0\n"
+            "assert 'litellm' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
