@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_inproc
 from fakeserver import FakeServer
 
 from butterfly.core.prompts import messages
@@ -42,11 +42,13 @@ def oracle_responder(unsure: frozenset[str] = frozenset()) -> Any:
     return respond
 
 
-def _run(out: Path, srv: FakeServer, *extra: str, model: str = "openai/gpt-4o-mini"
-         ) -> Any:
-    return run_cli("run", "--model", model, "--api-base", srv.api_base, "--out", str(out),
-                   "--limit", str(len(SCENARIOS)), "--no-cache", "--timeout", "5", *extra,
-                   env=FAST)
+def _run(out: Path, srv: FakeServer, *extra: str, model: str = "openai/gpt-4o-mini",
+         via: str = "auto") -> Any:
+    """``--via auto`` (the fast path) in a subprocess; ``--via litellm`` in this process."""
+    runner = run_inproc if via == "litellm" else run_cli
+    return runner("run", "--model", model, "--api-base", srv.api_base, "--out", str(out),
+                  "--limit", str(len(SCENARIOS)), "--no-cache", "--timeout", "5", "--via", via,
+                  *extra, env=FAST)
 
 
 def _manifest(out: Path) -> dict[str, Any]:
@@ -94,12 +96,14 @@ def test_model_args_and_the_seed_are_part_of_the_cache_key() -> None:
     assert len(keys) == 3
 
 
-def test_model_args_reach_the_provider_the_manifest_and_the_answer_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_model_args_reach_the_provider_the_manifest_and_the_answer_key(tmp_path: Path,
+                                                                       via: str) -> None:
     out = tmp_path / "run"
     (tmp_path / "a.json").write_text(json.dumps({"extra_body": THINK_OFF}))
     with FakeServer(oracle_responder()) as srv:
         r = _run(out, srv, "-M", "top_p=0.5", "--model-arg", 'stop=["###"]', "--model-args",
-                 str(tmp_path / "a.json"), "--no-seed", model="openai/fake")
+                 str(tmp_path / "a.json"), "--no-seed", model="openai/fake", via=via)
         assert r.returncode == 0, r.stderr
         assert srv.count == N_CALLS
         for body in srv.requests:
@@ -112,6 +116,18 @@ def test_model_args_reach_the_provider_the_manifest_and_the_answer_key(tmp_path:
     with FakeServer(oracle_responder()) as srv:
         r = _run(out, srv, "-M", "top_p=0.9", "--no-seed", model="openai/fake")
         assert r.returncode == 1 and "answer-changing" in r.stderr and srv.count == 0
+
+
+def test_both_paths_record_the_same_tokens_and_cost(tmp_path: Path) -> None:
+    recs = {}
+    for via in ("auto", "litellm"):
+        with FakeServer(oracle_responder()) as srv:
+            assert _run(tmp_path / via, srv, via=via).returncode == 0
+        recs[via] = [(x["scenario"], x["turn"], x["tokens"], x["cost_usd"], x["raw"])
+                     for x in map(json.loads, (tmp_path / via / "calls.jsonl").read_text()
+                                  .splitlines())]
+    assert sorted(recs["auto"]) == sorted(recs["litellm"])
+    assert all(cost > 0 for *_, cost, _raw in recs["auto"])
 
 
 def test_tokens_and_cost_per_call_and_per_run(tmp_path: Path) -> None:
