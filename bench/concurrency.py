@@ -56,6 +56,7 @@ class Setting:
 
 SETTINGS = {"gpu": Setting(256, 0.5, 0.9), "50ms": Setting(64, 0.05, 0.6)}
 CPU_TARGET_MS = 1.5
+DEFAULT_RETRIES = 4  # butterfly.core.vocab.DEFAULTS.retries (checked in main)
 
 
 # -- the loopback server (its own process) ------------------------------------------------
@@ -198,6 +199,8 @@ class Measured:
     cpu: float
     server: dict[str, int]
     window: str = ""
+    failed: int = 0
+    """Calls still failing after their retries (their conversations left incomplete)."""
 
 
 def _suite(n: int, tmp: Path) -> tuple[list[Any], Path]:
@@ -221,7 +224,8 @@ def _provider(way: str, api_base: str, concurrency: int) -> Any:
 
 
 def run_harness(way: str, scenarios: list[Any], suite: Path, srv: Server, concurrency: int,
-                tmp: Path, adaptive: bool = True, label: str | None = None) -> Measured:
+                tmp: Path, adaptive: bool = True, label: str | None = None,
+                decrease: float | None = None, retries: int = 50) -> Measured:
     """``butterfly run``'s machinery: run_suite, ModelClient, the provider, records on disk."""
     from butterfly.models.client import ModelClient
     from butterfly.runs.play import Progress, run_suite
@@ -229,10 +233,14 @@ def run_harness(way: str, scenarios: list[Any], suite: Path, srv: Server, concur
     from butterfly.runs.store import open_run
 
     out = Path(tempfile.mkdtemp(dir=tmp))
-    params = RunParams(concurrency=concurrency, retries=50, timeout=60)
+    params = RunParams(concurrency=concurrency, retries=retries, timeout=60)
     state = open_run(out, "openai/fake", suite, scenarios, params)
     client = ModelClient(_provider(way, srv.api_base, concurrency), concurrency=concurrency,
-                         retries=50, timeout=60, adaptive=adaptive)
+                         retries=retries, timeout=60, adaptive=adaptive)
+    if decrease is not None:
+        from butterfly.models.window import Window
+
+        client.window = Window(concurrency, decrease=decrease)
     calls = sum(len(s.turns) for s in scenarios)
 
     async def play() -> Any:
@@ -245,10 +253,11 @@ def run_harness(way: str, scenarios: list[Any], suite: Path, srv: Server, concur
     wall, cpu = time.perf_counter(), time.process_time()
     result = asyncio.run(play())
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    assert result.n_calls == calls and not result.incomplete, result
+    assert retries < 50 or (result.n_calls == calls and not result.incomplete), result
     w = client.window
-    return Measured(label or way, len(scenarios), calls, wall, cpu, srv.stats(),
-                    f"{w.smallest}..{w.ceiling} (now {w.size:.0f})")
+    answered = result.n_calls - result.provider_errors
+    return Measured(label or way, len(scenarios), answered, wall, cpu, srv.stats(),
+                    f"{w.smallest}..{w.ceiling} (now {w.size:.0f})", result.provider_errors)
 
 
 def run_bare(scenarios: list[Any], srv: Server, concurrency: int) -> Measured:
@@ -332,16 +341,23 @@ def rate_limited(a: argparse.Namespace, tmp: Path) -> None:
     header = "Retry-After" if a.retry_after else "x-ratelimit-reset-requests"
     print(f"\n## rate limit: {a.rate:g} calls/s (token bucket, burst {a.burst:g}; 429 with "
           f"{header}), {c} in flight, latency {lat:g} s; {calls} calls, ideal {ideal:.2f} s")
-    print(f"{'path':<22}{'wall s':>8}{'answered/s':>12}{'of limit':>10}{'429s':>7}"
+    limit = calls / ideal
+    print(f"the limit allows {limit:.0f} answered calls/s here; every call has the default "
+          f"{DEFAULT_RETRIES} retries")
+    print(f"{'path':<22}{'wall s':>8}{'answered/s':>12}{'of limit':>10}{'failed':>8}{'429s':>7}"
           f"{'429 share':>11}{'CPU ms/call':>13}{'window':>22}")
+    ways: list[tuple[str, bool, float | None]] = [("fast, adaptive", True, None)]
+    ways += [(f"fast, adaptive x{d:g}", True, d) for d in a.decrease]
+    ways.append(("fast, fixed window", False, None))
     with Server(lat, a.rate, a.burst, a.retry_after) as srv:
-        for adaptive in (True, False):
-            label = "fast, adaptive" if adaptive else "fast, fixed window"
-            m = run_harness("fast", scenarios, suite, srv, c, tmp, adaptive, label)
+        for label, adaptive, decrease in ways:
+            m = run_harness("fast", scenarios, suite, srv, c, tmp, adaptive, label, decrease,
+                            retries=DEFAULT_RETRIES)
             s = m.server
-            print(f"{m.path:<22}{m.wall:>8.2f}{m.calls / m.wall:>12.0f}{ideal / m.wall:>10.2f}"
-                  f"{s['rate_limited']:>7}{s['rate_limited'] / s['requests']:>11.2f}"
-                  f"{1000 * m.cpu / m.calls:>13.2f}{m.window:>22}", flush=True)
+            print(f"{m.path:<22}{m.wall:>8.2f}{m.calls / m.wall:>12.0f}"
+                  f"{m.calls / m.wall / limit:>10.2f}{m.failed:>8}{s['rate_limited']:>7}"
+                  f"{s['rate_limited'] / s['requests']:>11.2f}"
+                  f"{1000 * m.cpu / max(1, m.calls):>13.2f}{m.window:>22}", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -353,13 +369,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-litellm", action="store_true", help="skip the litellm path")
     ap.add_argument("--rate-limit", action="store_true", help="the 429 benchmark instead")
     ap.add_argument("--rate", type=float, default=200.0, help="--rate-limit: calls/s allowed")
-    ap.add_argument("--burst", type=float, default=20.0, help="--rate-limit: bucket size")
-    ap.add_argument("--concurrency", type=int, default=64, help="--rate-limit: in flight")
+    ap.add_argument("--burst", type=float, default=40.0,
+                    help="--rate-limit: bucket size (default: one round trip at the rate)")
+    ap.add_argument("--concurrency", type=int, default=96, help="--rate-limit: in flight "
+                    "(default: what answers a third of a fixed window's calls 429)")
     ap.add_argument("--latency", type=float, default=0.2, help="server latency (--serve, "
                     "--rate-limit)")
     ap.add_argument("--retry-after", action="store_true", help="429s say Retry-After")
+    ap.add_argument("--decrease", type=lambda t: [float(x) for x in t.split(",")], default=[],
+                    help="--rate-limit: also adaptive windows shrinking by these factors "
+                    "(e.g. 0.5,0.9; the client's own is 0.75)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    from butterfly.core.vocab import DEFAULTS
+
+    assert DEFAULTS.retries == DEFAULT_RETRIES
     if a.serve:
         serve(a.latency, a.rate, a.burst, a.retry_after)
         return

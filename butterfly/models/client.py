@@ -77,11 +77,14 @@ class ModelClient:
         self.failed_attempts = 0
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based)."""
-        ceiling = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
-        delay = self._rng.uniform(0, ceiling)
+        """Seconds to wait before retry number ``attempt`` (1-based): full jitter under
+        ``min(cap, base * 2 ** (attempt - 1))``, and at least the server's wait when it gave
+        one (at most ten times the cap; up to a quarter more, so that the calls it refused
+        together do not all come back at once)."""
+        delay = self._rng.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)))
         if retry_after is not None:
-            delay = max(delay, min(retry_after, 10 * self.backoff_cap))
+            wait = min(retry_after, 10 * self.backoff_cap)
+            delay = max(delay, wait * (1 + self._rng.uniform(0, 0.25)))
         return delay
 
     async def call(self, request: Request) -> Outcome:
@@ -111,6 +114,7 @@ class ModelClient:
         """One call to the provider inside the window (a timeout is a ``ProviderError``)."""
         epoch = await self.window.acquire()
         signal: Signal = "other"
+        sent = self.window.clock()
         try:
             self.sent += 1
             async with asyncio.timeout(self.timeout + 5.0):
@@ -123,7 +127,7 @@ class ModelClient:
         except TimeoutError:
             raise ProviderError("timeout", f"no answer within {self.timeout:g} s") from None
         finally:
-            self.window.release(epoch, signal)
+            self.window.release(epoch, signal, self.window.clock() - sent)
 
     async def aclose(self) -> None:
         await self.provider.aclose()

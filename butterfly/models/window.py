@@ -1,10 +1,13 @@
 """How many calls may be in flight: adaptive concurrency (additive increase, multiplicative
-decrease), never above ``--concurrency``.
+decrease), never above ``--concurrency``, never below one.
 
-A rate limit (HTTP 429) halves the window; each answered call grows it by ``1 / window``, so a
-full window of answers grows it by one call. Only the first 429 among the calls sent before a
-decrease counts: the others of the same burst were sent under the old window, and halving
-again for each would collapse it to one. The wait a server asks for (Retry-After,
+A rate limit (HTTP 429) shrinks the window to ``decrease`` times its size (three quarters);
+each answered call grows it by ``1 / window``, so a full window of answers grows it by one
+call. The window shrinks at most once per round trip (the smoothed latency of answered calls),
+and only for a call sent since the last shrink: the other 429s of a burst were sent under the
+old window, and shrinking again for each would collapse it to one. Three quarters, not TCP's
+half: the window then stays near what the limit allows instead of sawing between half and all
+of it (``bench/concurrency.py --rate-limit`` prints both). The wait a server asks for (Retry-After,
 ``x-ratelimit-reset-*``) is the client's business (:mod:`butterfly.models.client`); the window
 only decides how many calls are sent at once. Without ``adaptive`` it is a plain semaphore.
 """
@@ -12,7 +15,9 @@ only decides how many calls are sent at once. Without ``adaptive`` it is a plain
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import Literal
 
 Signal = Literal["ok", "rate_limit", "other"]
@@ -21,10 +26,15 @@ Signal = Literal["ok", "rate_limit", "other"]
 class Window:
     """A semaphore whose size moves between 1 and ``ceiling`` with the answers."""
 
-    def __init__(self, ceiling: int, *, adaptive: bool = True, decrease: float = 0.5) -> None:
+    def __init__(self, ceiling: int, *, adaptive: bool = True, decrease: float = 0.75,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.ceiling = max(1, ceiling)
         self.adaptive = adaptive
         self.decrease = decrease
+        self.clock = clock
+        self.rtt = 0.0
+        """Smoothed seconds an answered call took (the window shrinks at most once per rtt)."""
+        self._cut_at = float("-inf")
         self.size = float(self.ceiling)
         self.in_flight = 0
         self.epoch = 0
@@ -57,9 +67,12 @@ class Window:
             raise
         return self.epoch
 
-    def release(self, epoch: int, signal: Signal) -> None:
-        """A call sent in ``epoch`` ended with ``signal``: resize, then wake who fits."""
+    def release(self, epoch: int, signal: Signal, took: float | None = None) -> None:
+        """A call sent in ``epoch`` ended with ``signal`` after ``took`` seconds: resize, then
+        wake who fits."""
         self.in_flight -= 1
+        if signal == "ok" and took is not None:
+            self.rtt = took if self.rtt == 0 else 0.8 * self.rtt + 0.2 * took
         if self.adaptive:
             self._resize(epoch, signal)
         while self._waiters and self._room():
@@ -70,6 +83,10 @@ class Window:
 
     def _resize(self, epoch: int, signal: Signal) -> None:
         if signal == "rate_limit" and epoch == self.epoch:
+            now = self.clock()
+            if now - self._cut_at < self.rtt:
+                return
+            self._cut_at = now
             self.size = max(1.0, self.size * self.decrease)
             self.epoch += 1
             self.smallest = min(self.smallest, int(self.size))

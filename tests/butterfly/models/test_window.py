@@ -14,19 +14,33 @@ from butterfly.models.provider import ProviderError, Request, Response
 from butterfly.models.window import Window
 
 
-def test_a_429_halves_the_window_once_per_burst_and_answers_grow_it_back() -> None:
+def test_a_429_shrinks_the_window_once_per_burst_and_answers_grow_it_back() -> None:
     w = Window(8)
     sent = [w._take() for _ in range(3)]  # three calls sent in epoch 0
     w.release(sent[0], "rate_limit")
-    assert w.size == 4 and w.epoch == 1
+    assert w.size == 6 and w.epoch == 1
     w.release(sent[1], "rate_limit")  # same burst: sent before the decrease
-    assert w.size == 4
+    assert w.size == 6
     w.release(sent[2], "ok")
-    assert w.size == pytest.approx(4.25)
+    assert w.size == pytest.approx(6 + 1 / 6)
     for _ in range(200):
         w._take()
         w.release(w.epoch, "ok")
-    assert w.size == 8 and w.smallest == 4  # never above the ceiling
+    assert w.size == 8 and w.smallest == 6  # never above the ceiling
+
+
+def test_the_window_shrinks_at_most_once_per_round_trip() -> None:
+    now = [100.0]
+    w = Window(64, clock=lambda: now[0])
+    w.release(w._take(), "ok", took=0.5)  # answers take half a second
+    w.release(w._take(), "rate_limit")
+    assert w.size == 48
+    now[0] += 0.1  # a call sent after the cut, refused within the same round trip
+    w.release(w._take(), "rate_limit")
+    assert w.size == 48
+    now[0] += 0.5
+    w.release(w._take(), "rate_limit")
+    assert w.size == 36 and w.epoch == 2
 
 
 def test_the_window_never_falls_below_one() -> None:
