@@ -9,7 +9,8 @@ The server (aiohttp, in a separate process, so its CPU is not counted as ours) a
 call after a fixed latency. Each path plays the same generated suite: **fast** is ``butterfly
 run``'s machinery (``run_suite``, the real ``ModelClient`` and the fast-path provider, every
 record written to disk), **litellm** the same through ``LiteLLMProvider`` (on fewer scenarios
-by default: it costs about 20 ms of CPU per call), **bare** a plain aiohttp loop that builds
+by default: it costs several ms of CPU per call; **litellm-httpx** is litellm as the seam ran
+it before, over httpx), **bare** a plain aiohttp loop that builds
 the same conversations and keeps nothing. The **ideal** is the conversations scheduled
 greedily in suite order, each turn waiting for the previous one, every call taking exactly the
 server's latency (a simulation of the suite's turn counts at the concurrency); each path is
@@ -213,10 +214,21 @@ def _suite(n: int, tmp: Path) -> tuple[list[Any], Path]:
     return scenarios, path
 
 
+def _litellm_transport(httpx: bool) -> None:
+    """litellm over httpx (how the seam ran before issue 15) or its aiohttp transport (now);
+    its cached clients are dropped so the next call builds one of the chosen kind."""
+    from butterfly.models.litellm_seam import UNPRICED, litellm
+
+    litellm.disable_aiohttp_transport = httpx
+    litellm.in_memory_llm_clients_cache.flush_cache()
+    UNPRICED.clear()
+
+
 def _provider(way: str, api_base: str, concurrency: int) -> Any:
-    if way == "litellm":
+    if way.startswith("litellm"):
         from butterfly.models.litellm_seam import LiteLLMProvider
 
+        _litellm_transport(httpx=way.endswith("httpx"))
         return LiteLLMProvider(api_base=api_base, api_key=KEY)
     from butterfly.models.openai_http import OpenAIHTTPProvider
 
@@ -324,8 +336,9 @@ def one_setting(name: str, a: argparse.Namespace, tmp: Path) -> None:
         bare = run_bare(scenarios, srv, st.concurrency)
         print(row(bare, ideal), flush=True)
         if not a.no_litellm:
-            print(row(run_harness("litellm", few, few_suite, srv, st.concurrency, tmp),
-                      ideal_few), flush=True)
+            for way in ("litellm", "litellm-httpx"):
+                print(row(run_harness(way, few, few_suite, srv, st.concurrency, tmp),
+                          ideal_few), flush=True)
     frac, cpu = ideal / fast.wall, 1000 * fast.cpu / fast.calls
     print(f"target: fast path >= {st.target} of ideal: {frac:.2f}, {verdict(frac >= st.target)}"
           f"; harness CPU <= {CPU_TARGET_MS} ms/call: {cpu:.2f}, "

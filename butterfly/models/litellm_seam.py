@@ -4,6 +4,12 @@ litellm runs offline: its model cost map is read from the package, not fetched, 
 is off. The environment is set before the import; this module is imported only by commands that
 call a provider (litellm takes seconds to import). litellm's own retries are off: retries,
 timeouts, concurrency and the cache belong to :mod:`butterfly.models.client`.
+
+litellm's own aiohttp transport is used (its default: pooled connections; httpx opened a
+connection for most calls and capped them at 100 in flight, ``bench/concurrency.py``), except
+for an ``api_base`` carrying ``user:password@``, which that transport refuses beside the API
+key header: httpx then sends them as Basic auth, as before. A model litellm does not price is
+looked up once, not per call.
 """
 
 from __future__ import annotations
@@ -12,13 +18,13 @@ import os
 import warnings
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "True")
 os.environ.setdefault("LITELLM_TELEMETRY", "False")
-os.environ.setdefault("DISABLE_AIOHTTP_TRANSPORT", "True")
 
 import litellm
 from litellm import exceptions as lx
@@ -109,17 +115,22 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+UNPRICED: set[str] = set()
+"""Models litellm does not price: known after their first call, never looked up again."""
+
+
 def price(model: str, usage: Any) -> float | None:
     """The call's cost in USD from litellm's offline price map; None for a model it does not
     price (or a response without token counts), never an error."""
     prompt = _int(getattr(usage, "prompt_tokens", None))
     completion = _int(getattr(usage, "completion_tokens", None))
-    if prompt is None or completion is None:
+    if prompt is None or completion is None or model in UNPRICED:
         return None
     try:
         p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
                                       completion_tokens=completion, usage_object=usage)
     except Exception:  # litellm raises for a model it does not know
+        UNPRICED.add(model)
         return None
     return round(float(p) + float(c), 10)
 
@@ -135,6 +146,8 @@ class LiteLLMProvider:
         self.api_key = api_key
         self.litellm_model = litellm_model
         """The name litellm is given, when it differs from ours (``local/...`` models)."""
+        if api_base and urlsplit(api_base).username is not None:
+            litellm.disable_aiohttp_transport = True  # URL credentials: httpx's Basic auth
 
     async def __call__(self, request: Request, timeout: float) -> Response:
         kwargs: dict[str, object] = {
