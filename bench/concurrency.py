@@ -44,7 +44,6 @@ from typing import Any
 # bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
-ANSWER = '{"python_version": "3.11"}'
 KEY = "sk-bench"
 
 
@@ -60,98 +59,14 @@ CPU_TARGET_MS = 1.5
 DEFAULT_RETRIES = 4  # butterfly.core.vocab.DEFAULTS.retries (checked in main)
 
 
-# -- the loopback server (its own process) ------------------------------------------------
-
-class Bucket:
-    """A token bucket: ``rate`` calls a second, at most ``burst`` at once."""
-
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate, self.burst, self.tokens, self.at = rate, burst, burst, time.monotonic()
-
-    def take(self) -> float | None:
-        """None when a call is admitted, else the seconds until it would be."""
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return None
-        return (1 - self.tokens) / self.rate
-
-
-def _limit_headers(wait: float, retry_after: bool) -> dict[str, str]:
-    if retry_after:
-        return {"Retry-After": f"{wait:.3f}"}
-    return {"x-ratelimit-reset-requests": f"{max(1, round(wait * 1000))}ms",
-            "x-ratelimit-remaining-requests": "0"}
-
-
-def serve(latency: float, rate: float, burst: float, retry_after: bool) -> None:
-    """Serve chat completions on a free loopback port (printed on stdout) until killed."""
-    import weakref
-
-    from aiohttp import web
-
-    stats = {"requests": 0, "rate_limited": 0, "opened": 0, "now": 0, "most_in_flight": 0}
-    seen: weakref.WeakSet[Any] = weakref.WeakSet()
-    bucket = Bucket(rate, burst) if rate > 0 else None
-    body = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "fake",
-                       "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                           "role": "assistant", "content": ANSWER}}],
-                       "usage": {"prompt_tokens": 90, "completion_tokens": 9,
-                                 "total_tokens": 99}}).encode()
-
-    async def chat(request: web.Request) -> web.Response:
-        if request.transport not in seen:
-            seen.add(request.transport)
-            stats["opened"] += 1
-        await request.read()
-        stats["requests"] += 1
-        wait = bucket.take() if bucket is not None else None
-        if wait is not None:
-            stats["rate_limited"] += 1
-            return web.json_response({"error": {"message": "Rate limit reached"}}, status=429,
-                                     headers=_limit_headers(wait, retry_after))
-        stats["now"] += 1
-        stats["most_in_flight"] = max(stats["most_in_flight"], stats["now"])
-        try:
-            await asyncio.sleep(latency)
-        finally:
-            stats["now"] -= 1
-        return web.Response(body=body, content_type="application/json")
-
-    async def get_stats(request: web.Request) -> web.Response:
-        return web.json_response(stats)
-
-    async def reset(request: web.Request) -> web.Response:
-        stats.update(requests=0, rate_limited=0, opened=0, most_in_flight=0)
-        seen.clear()
-        if bucket is not None:
-            bucket.tokens, bucket.at = bucket.burst, time.monotonic()
-        return web.json_response(stats)
-
-    async def main() -> None:
-        app = web.Application()
-        app.add_routes([web.post("/v1/chat/completions", chat), web.get("/stats", get_stats),
-                        web.post("/reset", reset)])
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=2048)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(port, flush=True)
-        await asyncio.Event().wait()
-
-    asyncio.run(main())
-
-
 class Server:
-    """The loopback server in a child process."""
+    """The loopback server (``bench/loopback.py``) in a child process."""
 
     def __init__(self, latency: float, rate: float = 0, burst: float = 1,
                  retry_after: bool = False) -> None:
-        cmd = [sys.executable, __file__, "--serve", "--latency", str(latency), "--rate",
-               str(rate), "--burst", str(burst)] + (["--retry-after"] if retry_after else [])
+        cmd = [sys.executable, str(Path(__file__).with_name("loopback.py")), "--latency",
+               str(latency), "--rate", str(rate), "--burst", str(burst)]
+        cmd += ["--retry-after"] if retry_after else []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}"
@@ -386,20 +301,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="--rate-limit: bucket size (default: one round trip at the rate)")
     ap.add_argument("--concurrency", type=int, default=96, help="--rate-limit: in flight "
                     "(default: what answers a third of a fixed window's calls 429)")
-    ap.add_argument("--latency", type=float, default=0.2, help="server latency (--serve, "
-                    "--rate-limit)")
+    ap.add_argument("--latency", type=float, default=0.2, help="--rate-limit: server latency")
     ap.add_argument("--retry-after", action="store_true", help="429s say Retry-After")
     ap.add_argument("--decrease", type=lambda t: [float(x) for x in t.split(",")], default=[],
                     help="--rate-limit: also adaptive windows shrinking by these factors "
                     "(e.g. 0.5,0.9; the client's own is 0.75)")
-    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     from butterfly.core.vocab import DEFAULTS
 
     assert DEFAULTS.retries == DEFAULT_RETRIES
-    if a.serve:
-        serve(a.latency, a.rate, a.burst, a.retry_after)
-        return
     print(f"bench/concurrency.py on {os.cpu_count()} cores (load average "
           f"{os.getloadavg()[0]:.2f}); the server runs in its own process")
     with tempfile.TemporaryDirectory() as tmp:
