@@ -59,6 +59,7 @@ class ModelClient:
         rng: random.Random | None = None,
         sleep: Sleep = asyncio.sleep,
         adaptive: bool = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.provider = provider
         self.retries = retries
@@ -72,7 +73,7 @@ class ModelClient:
         self.backoff_cap = backoff_cap
         self._rng = rng or random.Random(0)
         self._sleep = sleep
-        self.window = Window(concurrency, adaptive=adaptive)
+        self.window = Window(concurrency, adaptive=adaptive, clock=clock)
         self.sent = 0
         self.failed_attempts = 0
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 
 import pytest
 
@@ -130,3 +131,94 @@ def test_adaptive_concurrency_sends_far_fewer_calls_into_a_rate_limit() -> None:
     assert adaptive.rate_limited * 4 < fixed.rate_limited, (adaptive.rate_limited,
                                                             fixed.rate_limited)
     assert client.window.smallest <= 4 and client.window.most_in_flight <= 32
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock jumps to the next timer when nothing else is ready: sleeps,
+    latencies and timeouts take no real time, and the run is deterministic."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._now = 0.0
+        select = self._selector.select  # type: ignore[attr-defined]
+
+        def jump(timeout: float | None = None) -> list[Any]:
+            events = select(0)
+            if not events and timeout is not None and timeout > 0:
+                self._now += timeout
+            return events  # type: ignore[no-any-return]
+
+        self._selector.select = jump  # type: ignore[attr-defined]
+
+    def time(self) -> float:
+        return self._now
+
+
+class TokenBucket:
+    """A provider with a rate limit: ``rate`` calls a second (at most ``burst`` at once)
+    answered after ``latency``; the rest 429 at once, with the wait until the next token."""
+
+    cacheable = False
+
+    def __init__(self, rate: float, burst: float, latency: float) -> None:
+        self.rate, self.burst, self.latency = rate, burst, latency
+        self.tokens, self.at = burst, 0.0
+        self.refused = self.answered = 0
+
+    async def __call__(self, request: Request, timeout: float) -> Response:
+        now = asyncio.get_running_loop().time()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens < 1:
+            self.refused += 1
+            raise ProviderError("rate_limit", "HTTP 429", (1 - self.tokens) / self.rate)
+        self.tokens -= 1
+        await asyncio.sleep(self.latency)
+        self.answered += 1
+        return Response("ok")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _conversations(adaptive: bool) -> tuple[float, TokenBucket, int]:
+    """300 conversations of 6 turns, 96 at once, against 200 calls/s: the virtual seconds
+    taken, the provider, and the calls that failed after the default retries."""
+    loop = VirtualTimeLoop()
+    bucket = TokenBucket(rate=200, burst=40, latency=0.2)
+    client = ModelClient(bucket, concurrency=96, rng=random.Random(0), adaptive=adaptive,
+                         clock=loop.time)
+    req = Request(model="m", messages=({"role": "user", "content": "x"},), temperature=0.0,
+                  max_tokens=5, seed=0)
+    slots = asyncio.Semaphore(96)
+    failed = 0
+
+    async def conversation() -> None:
+        nonlocal failed
+        async with slots:
+            for _ in range(6):
+                if (await client.call(req)).error is not None:
+                    failed += 1
+                    return
+
+    async def play() -> float:
+        await asyncio.gather(*(conversation() for _ in range(300)))
+        return loop.time()
+
+    try:
+        return loop.run_until_complete(play()), bucket, failed
+    finally:
+        loop.close()
+
+
+def test_a_rate_limited_provider_is_used_near_its_limit() -> None:
+    """Without adaptation about a third of the calls are refused; with it, the suite takes
+    little more than the limit allows (1,800 calls at 200/s: 9 s)."""
+    fixed_s, fixed, fixed_failed = _conversations(adaptive=False)
+    adaptive_s, adaptive, adaptive_failed = _conversations(adaptive=True)
+    assert adaptive.answered == 1800 and adaptive_failed == 0
+    assert fixed_failed > 0  # conversations left incomplete after the default retries
+    assert fixed.refused > (fixed.answered + fixed.refused) / 4  # about a third refused
+    assert adaptive.refused * 4 < fixed.refused
+    assert (1800 - 40) / 200 / adaptive_s > 0.8, adaptive_s
+    assert adaptive_s < fixed_s

@@ -267,6 +267,15 @@ def test_commands_without_a_provider_never_import_litellm(tmp_path: Path) -> Non
     r = subprocess.run([sys.executable, "-c", probe, "parse", "--mode", "strict"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60, input="UNSURE")
     assert r.returncode == 0 and "litellm" not in r.stderr
+    with FakeServer(oracle_responder()) as srv:  # the fast path calls a provider without it
+        fast = probe.replace("assert 'aiohttp' not in sys.modules, 'aiohttp was imported'",
+                             "assert 'aiohttp' in sys.modules, 'not the fast path'")
+        assert fast != probe
+        r = subprocess.run([sys.executable, "-c", fast,
+                            "run", "--model", "openai/fake", "--api-base", srv.api_base,
+                            "--out", str(tmp_path / "r3"), "--limit", "1", "--no-cache"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
 
 
 def test_plain_progress_lines_when_not_a_terminal(tmp_path: Path) -> None:
