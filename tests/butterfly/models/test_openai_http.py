@@ -18,7 +18,7 @@ from providerfakes import WireFake
 
 from butterfly.errors import UserError
 from butterfly.models.litellm_seam import LiteLLMProvider
-from butterfly.models.openai_http import OpenAIHTTPProvider, status_error
+from butterfly.models.openai_http import OpenAIHTTPProvider, parse_completion, status_error
 from butterfly.models.provider import FatalProviderError, Provider, ProviderError, Request
 from butterfly.models.registry import check_model_name, open_provider, transport
 from butterfly.runs.play import RESPONSE_FORMAT
@@ -133,6 +133,14 @@ def test_the_fast_path_classifies_like_litellm(fault: str, kind: str) -> None:
                 _ask(provider, _request())
             kinds.append(e.value.kind)
     assert kinds == [kind, kind]
+
+
+@pytest.mark.parametrize("raw", [b"{}", b'{"choices": []}', b'{"choices": [{"text": 1}]}',
+                                 b"<html>oops</html>", b'[1, 2]'])
+def test_a_malformed_completion_is_a_bad_response(raw: bytes) -> None:
+    with pytest.raises(ProviderError) as e:
+        parse_completion(raw, "openai/fake")
+    assert e.value.kind == "bad_response"
 
 
 def test_connection_refused_is_a_connection_error() -> None:
