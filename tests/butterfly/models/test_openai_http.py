@@ -232,3 +232,13 @@ def test_the_fast_path_key_comes_from_the_environment(monkeypatch: pytest.Monkey
 def test_an_empty_model_name_after_the_prefix_is_refused() -> None:
     with pytest.raises(UserError, match="name the model"):
         check_model_name("openai/")
+
+
+def test_via_is_checked_recorded_and_not_part_of_the_answer_key() -> None:
+    from butterfly.runs.options import make_params
+
+    with pytest.raises(UserError, match="--via takes one of auto, litellm"):
+        make_params(via="httpx")  # type: ignore[arg-type]
+    litellm_params = make_params(via="litellm")
+    assert litellm_params.via == "litellm" and make_params().via == "auto"
+    assert litellm_params.answer_key() == make_params().answer_key()
