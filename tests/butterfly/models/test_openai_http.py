@@ -151,20 +151,22 @@ def test_connection_refused_is_a_connection_error() -> None:
     assert e.value.kind == "connection"
 
 
-def _in_flight_server(hold: float) -> tuple[FakeServer, dict[str, int]]:
+def _in_flight_server(want: int) -> tuple[FakeServer, dict[str, int]]:
+    """A server that holds each call until ``want`` are in flight at once (or 5 s pass), so
+    the most it saw does not depend on how fast a loaded machine opens connections."""
     seen = {"now": 0, "most": 0}
-    lock = threading.Lock()
+    arrived = threading.Condition()
 
-    def slow(body: dict[str, Any]) -> str:
-        with lock:
+    def hold(body: dict[str, Any]) -> str:
+        with arrived:
             seen["now"] += 1
             seen["most"] = max(seen["most"], seen["now"])
-        time.sleep(hold)
-        with lock:
+            arrived.notify_all()
+            arrived.wait_for(lambda: seen["most"] >= want, timeout=5)
             seen["now"] -= 1
         return "ok"
 
-    return FakeServer(slow), seen
+    return FakeServer(hold), seen
 
 
 def _many(provider: Provider, n: int) -> None:
@@ -179,7 +181,7 @@ def _many(provider: Provider, n: int) -> None:
 
 def test_nothing_caps_the_calls_in_flight_below_the_concurrency() -> None:
     """aiohttp's connector allows 100 connections unless told: 150 are in flight at once."""
-    srv, seen = _in_flight_server(hold=0.6)
+    srv, seen = _in_flight_server(want=150)
     with srv:
         _many(OpenAIHTTPProvider(api_base=srv.api_base, api_key="k", connections=150), 150)
     assert seen["most"] == 150
