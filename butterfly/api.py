@@ -28,7 +28,8 @@ from butterfly.core.results import ScoreReport
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy, Via
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.registry import open_client, transport
+from butterfly.models.registry import check_router, open_client, transport
+from butterfly.models.router import RouterConfig, load_router
 from butterfly.present.display import ProgressDisplay
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model, make_params
@@ -37,6 +38,7 @@ from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
 from butterfly.runs.store import RunState, note_transport, open_run
+from butterfly.runs.sweep import parse_shard, router_ref
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario
 
@@ -50,9 +52,13 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-")
 
 
-def default_out(model: str, suite_path: Path, prefix: str = "") -> Path:
-    """``runs/MODEL__SUITE``: where a run goes when no ``out`` is given."""
-    return Path("runs") / f"{prefix}{_slug(model)}__{suite_path.stem}"
+def default_out(model: str, suite_path: Path, prefix: str = "",
+                shard: str | None = None) -> Path:
+    """``runs/MODEL__SUITE`` (``...__SUITE.shard-I-of-N`` for a shard): where a run goes
+    when no ``out`` is given."""
+    part = parse_shard(shard)
+    tail = "" if part is None else f".shard-{part.index}-of-{part.count}"
+    return Path("runs") / f"{prefix}{_slug(model)}__{suite_path.stem}{tail}"
 
 
 def run_params(**options: Any) -> RunParams:
@@ -71,40 +77,55 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
         samples: int | None = None, protocol: Protocol | None = None,
         sc_base: SCBase | None = None, model_args: Mapping[str, JsonValue] | None = None,
         no_seed: bool = False, max_cost: float | None = None, via: Via = DEFAULTS.via,
+        router: str | Path | None = None, shard: str | None = None,
         cache: str | None = DEFAULTS.cache, progress: bool = False) -> Run:
     """Run ``suite`` against ``model`` into ``out`` (created, or resumed when it holds the same
     run) and return the run as written. ``cache=None`` turns the answer cache off;
     ``progress`` shows a progress bar on stderr. ``model_args`` are sent with every call
     (``-M KEY=VALUE``); ``max_cost`` (USD) stops the run before a call could exceed it;
-    ``via="litellm"`` sends through litellm what would take the fast path. The
+    ``via="litellm"`` sends through litellm what would take the fast path.
+    ``router`` (a litellm Router file) spreads the calls over the deployments named ``model``;
+    ``shard`` (``"I/N"``) plays slice I of N of the conversations (docs/scale.md). The
     manifest's status says whether every conversation completed (``complete``) or some await
     a re-run (``incomplete``, or ``budget``: re-run with a larger ``max_cost``)."""
+    config = _router(router, model)
     params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
                         repeats=repeats, mode=mode, temperature=temperature,
                         max_tokens=max_tokens, concurrency=concurrency, timeout=timeout,
                         retries=retries, api_base=api_base, no_schema=no_schema, parse=parse,
                         strategy=strategy, samples=samples, protocol=protocol,
                         sc_base=sc_base, model_args=model_args, no_seed=no_seed,
-                        max_cost=max_cost, via=via)
-    check_model(model)
+                        max_cost=max_cost, via=via,
+                        router=None if config is None else router_ref(config), shard=shard)
+    if config is None:
+        check_model(model)
     suite_path = resolve_suite(suite)
     whole = load_suite(suite_path)
-    target = Path(out) if out else default_out(model, suite_path)
+    target = Path(out) if out else default_out(model, suite_path, shard=shard)
     state = _play_all(model, suite_path, select(whole, params), params, target,
-                      api_base=api_base, cache=cache, progress=progress)
+                      api_base=api_base, cache=cache, progress=progress, router=config)
     return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
 
 
+def _router(path: str | Path | None, model: str) -> RouterConfig | None:
+    """The router file's deployments of ``model``, checked before anything is created."""
+    if path is None:
+        return None
+    config = load_router(path, model)
+    check_router(config)
+    return config
+
+
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
-              out: Path, *, api_base: str | None, cache: str | None,
-              progress: bool) -> RunState:
+              out: Path, *, api_base: str | None, cache: str | None, progress: bool,
+              router: RouterConfig | None = None) -> RunState:
     """Hold ``out``'s write lock, open the model, then create or resume the run: a model that
     cannot be opened leaves nothing behind but the (free) lock file."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(writer_lock(out))
         client = open_client(stack, model, scenarios, concurrency=params.concurrency,
                              retries=params.retries, timeout=params.timeout, api_base=api_base,
-                             cache_path=cache, via=params.via)
+                             cache_path=cache, via=params.via, router=router)
         try:
             state = open_run(out, model, suite_path, scenarios, params)
             note_transport(out, state, transport(model, api_base, params.via))

@@ -136,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto (default): chat completions straight over one pooled HTTP "
                    "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
                    "local/ models, litellm for every other provider; litellm: always litellm")
+    r.add_argument("--router", metavar="FILE", help="a litellm Router file (JSON or YAML "
+                   "model_list, router_settings): calls spread over the deployments named "
+                   "--model, with litellm's routing, cooldowns and retries (docs/scale.md; "
+                   "default: none, one server)")
+    r.add_argument("--shard", metavar="I/N", help="play only slice I of N of the run's "
+                   "conversations (balanced by calls; join the shards with butterfly merge; "
+                   "default: the whole run)")
     r.add_argument("--no-schema", action="store_true",
                    help="do not send the spec's JSON Schema as response_format")
     r.add_argument("--parse", choices=PARSE_MODES, default=D.parse,
@@ -164,6 +171,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SQLite answer cache shared by runs")
     r.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     r.set_defaults(func=commands.cmd_run)
+
+    mg = sub.add_parser("merge", help="join the shards of a sweep (run --shard I/N) into one "
+                        "run directory (docs/scale.md)",
+                        description="Join shards 1/N .. N/N of one sweep into one run directory "
+                        "that score, show, report,\ncompare, export and runs read as one run, "
+                        "and that run --out RUN resumes. Refused (one line,\nexit 1, nothing "
+                        "written): shards of different suites, models, answer-changing "
+                        "parameters,\nprompts, versions or scopes; a shard given twice or "
+                        "missing; a call outside its shard;\na non-empty --out.",
+                        epilog="exit status: 0 merged (the merged run's status is printed: "
+                        "incomplete when a shard was), 1 refused")
+    mg.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the run directories of "
+                    "shards 1/N .. N/N, in any order")
+    mg.add_argument("--out", required=True, metavar="RUN", help="the merged run directory "
+                    "(new or empty)")
+    mg.set_defaults(func=commands.cmd_merge)
 
     s = sub.add_parser("score", help="score a run directory")
     s.add_argument("run", metavar="RUN", help="a run directory")

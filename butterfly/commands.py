@@ -134,7 +134,7 @@ def cmd_schema(a: argparse.Namespace) -> int:
 RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "temperature",
                "max_tokens", "concurrency", "timeout", "retries", "api_base", "no_schema",
                "parse", "strategy", "samples", "protocol", "sc_base", "no_seed", "max_cost",
-               "via")
+               "via", "router", "shard")
 """The flags of ``butterfly run`` that are the API's ``run`` options as they are."""
 
 
@@ -151,7 +151,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         result = run(model, a.suite, out, cache=None if a.no_cache else a.cache, progress=True,
                      model_args=model_args, **{k: getattr(a, k) for k in RUN_OPTIONS})
     except KeyboardInterrupt:
-        where = out or default_out(model, resolve_suite(a.suite))
+        where = out or default_out(model, resolve_suite(a.suite), shard=a.shard)
         print(f"butterfly: interrupted; answers so far are kept in {where}. Re-run the same "
               "command to resume.", file=sys.stderr)
         return 130
@@ -176,6 +176,20 @@ def cmd_run(a: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 4
+    return 0
+
+
+def cmd_merge(a: argparse.Namespace) -> int:
+    from butterfly.runs.merge import merge
+
+    manifest = merge([Path(p) for p in a.shards], Path(a.out))
+    print(f"merged {len(manifest.merged_from)} shards into {a.out}: {manifest.n_calls} "
+          f"answered and {manifest.n_provider_errors} failed call(s), status "
+          f"{manifest.status}", file=sys.stderr)
+    if manifest.status != "complete":
+        print(f"butterfly: the merged run is {manifest.status}: butterfly run --out {a.out} "
+              "with the sweep's model, suite and flags (no --shard) completes it",
+              file=sys.stderr)
     return 0
 
 

@@ -1,6 +1,6 @@
 """``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name and
-sha, layouts and repeats, status, final match, cost). A directory that does not read as a run
-is listed with its error, never skipped silently."""
+sha, layouts and repeats, status and shard, final match, cost). A directory that does not read
+as a run is listed with its error, never skipped silently."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ class RunLine:
     n_conversations: int | None = None
     cost_usd: float | None = None
     error: str | None = None
+    shard: str | None = None
+    """``I/N`` for a shard of a sweep (``run --shard``); its figures are the shard's only."""
 
     def to_json(self) -> dict[str, str | int | float | None]:
         return asdict(self)
@@ -50,6 +52,7 @@ def describe(path: Path) -> RunLine:
         suite_sha256=m.suite.sha256, layouts=",".join(p.layouts), repeats=p.repeats,
         status=m.status, final_match=score.final_match, n_conversations=score.n_conversations,
         cost_usd=None if score.usage is None else score.usage.cost_usd,
+        shard=None if p.shard is None else str(p.shard),
     )
 
 
@@ -68,8 +71,9 @@ def render(lines: list[RunLine]) -> str:
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
+        status = (x.status or "") + ("" if x.shard is None else f" (shard {x.shard})")
         rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12],
-                     x.layouts or "", str(x.repeats), x.status or "", fm, cost))
+                     x.layouts or "", str(x.repeats), status, fm, cost))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                      for r in rows)

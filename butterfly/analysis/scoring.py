@@ -14,6 +14,7 @@ from butterfly.core.results import FlipCounts, ScoreReport, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run
+from butterfly.runs.scope import conversation_keys, select
 from butterfly.runs.usage import total_usage
 from butterfly.suite.load import frozen_version
 
@@ -54,6 +55,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             turn = done[TurnKey(key.scenario, t, key.layout, key.repeat)]
             if turn.spec is None and turn.abstention is not None:
                 reasons[turn.abstention] += 1
+    shard, sweep = shard_of(run)
     effective = (None if overall.final_match is None or overall.coverage is None
                  else round(overall.final_match * overall.coverage, 6))
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted)
@@ -63,7 +65,17 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        parse=parse_mode or params.parse, suite=suite_label(run),
                        horizon=horizon, effective_final_match=effective,
                        abstention_by_reason=dict(sorted(reasons.items())),
-                       usage=total_usage(run.records.values()))
+                       usage=total_usage(run.records.values()), shard=shard,
+                       sweep_conversations=sweep)
+
+
+def shard_of(run: Run) -> tuple[str | None, int | None]:
+    """A shard's ``I/N`` and the conversations of its whole sweep; (None, None) for a whole
+    run."""
+    if run.params.shard is None:
+        return None, None
+    whole = run.params.model_copy(update={"shard": None})
+    return str(run.params.shard), len(conversation_keys(select(run.suite, whole), whole))
 
 
 def suite_label(run: Run) -> SuiteLabel:

@@ -212,6 +212,12 @@ class ScoreReport(Totals, Aggregate, _Named):
         default_factory=dict, description="Abstained answers of the complete conversations, "
         "by reason (docs/parser.md).")
     usage: Usage | None = None
+    shard: str | None = Field(None, description="'I/N' when the run is shard I of N of a "
+                              "sweep (run --shard): every figure covers that shard's "
+                              "conversations only; null for a whole run.")
+    sweep_conversations: int | None = Field(
+        None, description="A shard's: the conversations of the whole sweep (its own are "
+        "n_total + not_played); null for a whole run.")
 
     @property
     def overall(self) -> Aggregate:

@@ -45,6 +45,13 @@ class Outcome:
     cached: bool
 
 
+def _cancelling() -> bool:
+    """Whether this task is being cancelled: ``asyncio.wait_for`` (Python 3.11) returns the
+    result of a call that ended as the cancel came, and the cancel would be lost."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 class ModelClient:
     def __init__(
         self,
@@ -101,6 +108,10 @@ class ModelClient:
                 response = await self._attempt(request)
             except ProviderError as e:
                 err = e
+            except Exception:
+                if _cancelling():  # the run is being cancelled: not this call's failure
+                    raise asyncio.CancelledError from None
+                raise
             else:
                 if self.cache is not None:
                     self.cache.put(request, response)
@@ -109,6 +120,8 @@ class ModelClient:
             if attempt > self.retries:
                 return Outcome(None, Failure(err.kind, err.message), attempt,
                                time.perf_counter() - start, False)
+            if _cancelling():
+                raise asyncio.CancelledError
             await self._sleep(self.backoff(attempt, err.retry_after))
 
     async def _attempt(self, request: Request) -> Response:

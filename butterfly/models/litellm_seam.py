@@ -3,7 +3,9 @@
 litellm runs offline: its model cost map is read from the package, not fetched, and telemetry
 is off. The environment is set before the import; this module is imported only by commands that
 call a provider (litellm takes seconds to import). litellm's own retries are off: retries,
-timeouts, concurrency and the cache belong to :mod:`butterfly.models.client`.
+timeouts, concurrency and the cache belong to :mod:`butterfly.models.client`; only behind
+``--router`` (:class:`RouterProvider`) are the Router's retries over the replicas litellm's,
+and our client retries what the Router gave up on (docs/scale.md).
 
 litellm's own aiohttp transport is used (its default: pooled connections; httpx opened a
 connection for most calls and capped them at 100 in flight, ``bench/concurrency.py``), except
@@ -14,9 +16,11 @@ looked up once, not per call.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +32,8 @@ os.environ.setdefault("LITELLM_TELEMETRY", "False")
 
 import litellm
 from litellm import exceptions as lx
+from litellm.router import Router
+from litellm.types.router import RouterRateLimitError, RouterRateLimitErrorBasic
 
 from butterfly.errors import UserError
 from butterfly.models.provider import (
@@ -39,6 +45,7 @@ from butterfly.models.provider import (
     refusal,
     retry_after_of,
 )
+from butterfly.models.router import RouterConfig
 
 litellm.telemetry = False
 litellm.suppress_debug_info = True
@@ -115,24 +122,100 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-UNPRICED: set[str] = set()
-"""Models litellm does not price: known after their first call, never looked up again."""
+SHIPPED: frozenset[str] = frozenset(litellm.model_cost)
+"""The price map's models as shipped, before any ``litellm.Router`` registers each of its
+deployments' models there without prices (which litellm would then price at $0)."""
+_RATES: dict[str, tuple[float, float] | None] = {}
+UNPRICED = _RATES
+"""The per-model look-ups (``bench/concurrency.py`` clears them between settings)."""
 
 
-def price(model: str, usage: Any) -> float | None:
-    """The call's cost in USD from litellm's offline price map; None for a model it does not
-    price (or a response without token counts), never an error."""
-    prompt = _int(getattr(usage, "prompt_tokens", None))
-    completion = _int(getattr(usage, "completion_tokens", None))
-    if prompt is None or completion is None or model in UNPRICED:
-        return None
+def _cost(model: str, prompt: int, completion: int, usage: Any) -> float | None:
     try:
         p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
                                       completion_tokens=completion, usage_object=usage)
     except Exception:  # litellm raises for a model it does not know
-        UNPRICED.add(model)
         return None
     return round(float(p) + float(c), 10)
+
+
+@contextlib.contextmanager
+def _as_shipped() -> Iterator[None]:
+    """litellm's price map as shipped for the block: entries a Router added are set aside,
+    and litellm's look-up caches cleared around it."""
+    added = {k: litellm.model_cost.pop(k) for k in list(litellm.model_cost) if k not in SHIPPED}
+    invalidate = getattr(litellm.utils, "_invalidate_model_cost_lowercase_map", None)
+    if added and invalidate is not None:
+        invalidate()
+    try:
+        yield
+    finally:
+        litellm.model_cost.update(added)
+        if added and invalidate is not None:
+            invalidate()
+
+
+def shipped_rates(model: str) -> tuple[float, float] | None:
+    """USD per prompt and per completion token by the shipped map (None: unpriced); looked
+    up once per model."""
+    if model not in _RATES:
+        with _as_shipped():
+            p, c = _cost(model, 1000, 0, None), _cost(model, 0, 1000, None)
+        _RATES[model] = None if p is None or c is None else (p / 1000, c / 1000)
+    return _RATES[model]
+
+
+def price(model: str, usage: Any) -> float | None:
+    """The call's cost in USD from litellm's offline price map; None for a model it does not
+    price (or a response without token counts), never an error. A model the shipped map does
+    not price stays unpriced after a Router registered it (litellm would say $0)."""
+    prompt = _int(getattr(usage, "prompt_tokens", None))
+    completion = _int(getattr(usage, "completion_tokens", None))
+    rates = None if prompt is None or completion is None else shipped_rates(model)
+    if rates is None or prompt is None or completion is None:
+        return None
+    live = _cost(model, prompt, completion, usage)
+    return live if live is not None else round(prompt * rates[0] + completion * rates[1], 10)
+
+
+def request_kwargs(request: Request, timeout: float, model: str) -> dict[str, object]:
+    """What litellm is given for ``request`` (one place for the direct and the routed call):
+    messages, sampling, the seed (unless ``--no-seed``), the model arguments, the schema."""
+    kwargs: dict[str, object] = {
+        "model": model,
+        "messages": [dict(m) for m in request.messages],
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "timeout": timeout,
+    }
+    if request.send_seed:
+        kwargs["seed"] = request.seed
+    kwargs.update(model_kwargs(request.extra))
+    if request.response_format is not None:
+        kwargs["response_format"] = dict(request.response_format)
+    return kwargs
+
+
+def to_response(resp: Any, priced_as: str) -> Response:
+    """Our :class:`Response` from litellm's completion (priced as the model ``priced_as``)."""
+    try:
+        choice = resp.choices[0]
+        text = choice.message.content
+        finish = choice.finish_reason
+    except (AttributeError, IndexError, KeyError, TypeError) as e:
+        raise ProviderError("bad_response", f"malformed completion: {e}") from e
+    usage = getattr(resp, "usage", None)
+    return Response(
+        text="" if text is None else str(text),
+        finish_reason=finish,
+        prompt_tokens=_int(getattr(usage, "prompt_tokens", None)),
+        completion_tokens=_int(getattr(usage, "completion_tokens", None)),
+        cached_tokens=_int(getattr(getattr(usage, "prompt_tokens_details", None),
+                                   "cached_tokens", None)),
+        reasoning_tokens=_int(getattr(getattr(usage, "completion_tokens_details", None),
+                                      "reasoning_tokens", None)),
+        cost_usd=price(priced_as, usage),
+    )
 
 
 class LiteLLMProvider:
@@ -150,20 +233,9 @@ class LiteLLMProvider:
             litellm.disable_aiohttp_transport = True  # URL credentials: httpx's Basic auth
 
     async def __call__(self, request: Request, timeout: float) -> Response:
-        kwargs: dict[str, object] = {
-            "model": self.litellm_model or request.model,
-            "messages": [dict(m) for m in request.messages],
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-            "timeout": timeout,
-            "num_retries": 0,
-            "max_retries": 0,
-        }
-        if request.send_seed:
-            kwargs["seed"] = request.seed
-        kwargs.update(model_kwargs(request.extra))
-        if request.response_format is not None:
-            kwargs["response_format"] = dict(request.response_format)
+        model = self.litellm_model or request.model
+        kwargs = request_kwargs(request, timeout, model)
+        kwargs.update(num_retries=0, max_retries=0)
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key:
@@ -174,26 +246,69 @@ class LiteLLMProvider:
             raise
         except Exception as e:  # every provider failure is classified, never propagated raw
             raise classify(e, (self.api_key,)) from e
+        return to_response(resp, model)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def check_router_settings(config: RouterConfig) -> None:
+    """Refuse ``router_settings`` that ``litellm.Router`` does not take (nothing is sent)."""
+    known = set(inspect.signature(Router.__init__).parameters) - {"self", "model_list"}
+    bad = sorted(set(config.settings) - known)
+    if bad:
+        raise UserError(f"--router {config.path}: router_settings {', '.join(bad)} "
+                        f"{'is' if len(bad) == 1 else 'are'} not litellm.Router argument(s) "
+                        "(e.g. routing_strategy, cooldown_time, allowed_fails, num_retries)")
+
+
+NO_RETRY_OF_REFUSALS: dict[str, int] = {"AuthenticationErrorRetries": 0,
+                                         "BadRequestErrorRetries": 0, "NotFoundErrorRetries": 0}
+"""The Router's ``retry_policy`` unless the file sets one: a refused request (a bad key, a
+rejected parameter, an unknown model) fails on every replica alike, so it is not retried
+(as with one server, the run stops with the refusal)."""
+
+
+class RouterProvider:
+    """The deployments of one model name behind ``litellm.Router``: routing strategy,
+    cooldowns and retries over the replicas are litellm's; our client retries only a call
+    the Router gave up on."""
+
+    cacheable = True
+
+    def __init__(self, config: RouterConfig) -> None:
+        check_router_settings(config)
+        self.config = config
+        self._secrets = config.secrets()
+        for model, _ in config.served():  # before the Router adds them to the price map
+            shipped_rates(model)
         try:
-            choice = resp.choices[0]
-            text = choice.message.content
-            finish = choice.finish_reason
-        except (AttributeError, IndexError, KeyError, TypeError) as e:
-            raise ProviderError("bad_response", f"malformed completion: {e}") from e
-        usage = getattr(resp, "usage", None)
-        prompt = _int(getattr(usage, "prompt_tokens", None))
-        completion = _int(getattr(usage, "completion_tokens", None))
-        return Response(
-            text="" if text is None else str(text),
-            finish_reason=finish,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cached_tokens=_int(getattr(getattr(usage, "prompt_tokens_details", None),
-                                       "cached_tokens", None)),
-            reasoning_tokens=_int(getattr(getattr(usage, "completion_tokens_details", None),
-                                          "reasoning_tokens", None)),
-            cost_usd=price(self.litellm_model or request.model, usage),
-        )
+            self.router = Router(model_list=[dict(d) for d in config.model_list],
+                                 **{"retry_policy": NO_RETRY_OF_REFUSALS, **config.settings})
+        except Exception as e:  # litellm refuses a deployment or a setting
+            msg = redact(str(e).splitlines()[0] if str(e) else type(e).__name__,
+                         self._secrets)[:300]
+            raise UserError(f"--router {config.path}: litellm.Router refused it: {msg}"
+                            ) from None
+        self._fallback_model = str(config.group[0]["litellm_params"]["model"])
+
+    async def __call__(self, request: Request, timeout: float) -> Response:
+        kwargs = request_kwargs(request, timeout, self.config.name)
+        kwargs["max_retries"] = 0  # the HTTP client's own retries: the Router's are in charge
+        try:
+            resp = await self.router.acompletion(**kwargs)
+        except FatalProviderError:
+            raise
+        except (RouterRateLimitError, RouterRateLimitErrorBasic) as e:
+            wait = getattr(e, "cooldown_time", None)  # every deployment is cooling down
+            raise ProviderError("rate_limit", redact(str(e).split(" Passed model=")[0],
+                                                     self._secrets)[:300],
+                                float(wait) if isinstance(wait, int | float) else None) from e
+        except Exception as e:  # every provider failure is classified, never propagated raw
+            raise classify(e, self._secrets) from e
+        hidden = getattr(resp, "_hidden_params", None) or {}
+        model = hidden.get("litellm_model_name") if isinstance(hidden, dict) else None
+        return to_response(resp, model if isinstance(model, str) else self._fallback_model)
 
     async def aclose(self) -> None:
         return None

@@ -6,6 +6,7 @@
 | ``local/smollm2``, ``local/PATH.gguf`` | the embedded llama.cpp server, over the fast path |
 | ``openai/M``, ``hosted_vllm/M`` + ``--api-base`` | the fast path (``openai_http``) |
 | anything else | litellm as it is (with ``--api-base`` if given) |
+| any name, with ``--router FILE`` | the name's deployments behind ``litellm.Router`` |
 
 The fast path speaks chat completions directly over one pooled aiohttp session; ``via="litellm"``
 (``--via litellm``) sends those through litellm instead. Both send the same request, so the
@@ -32,6 +33,7 @@ from butterfly.models.cache import Cache
 from butterfly.models.client import ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 from butterfly.models.provider import Provider
+from butterfly.models.router import RouterConfig
 from butterfly.models.scripted import ScriptedProvider, check_agent
 from oracle import Scenario
 
@@ -47,6 +49,8 @@ class OpenRequest:
     concurrency: int = 1
     api_base: str | None = None
     via: Via = "auto"
+    router: RouterConfig | None = None
+    """``--router FILE``: the deployments of :attr:`model` (the router opener)."""
 
 
 Opener = Callable[[OpenRequest], Provider]
@@ -116,6 +120,13 @@ def transport(model: str, api_base: str | None, via: Via = "auto") -> Transport:
     return "direct" if takes_fast_path(model, api_base, via) else "litellm"
 
 
+def _routed(req: OpenRequest) -> Provider:
+    from butterfly.models.litellm_seam import RouterProvider
+
+    assert req.router is not None
+    return RouterProvider(req.router)
+
+
 def _check_scripted(model: str) -> None:
     check_agent(model.removeprefix("script/"))
 
@@ -158,26 +169,40 @@ def check_model_name(model: str) -> None:
     (CHECKS[prefix] if prefix is not None else _check_litellm)(model)
 
 
-def opener_of(model: str) -> Opener:
+def check_router(config: RouterConfig) -> None:
+    """Refuse router settings litellm.Router does not take, starting nothing."""
+    from butterfly.models.litellm_seam import check_router_settings
+
+    check_router_settings(config)
+
+
+def opener_of(model: str, router: RouterConfig | None = None) -> Opener:
+    if router is not None:
+        return _routed
     return next((fn for prefix, fn in OPENERS.items() if model.startswith(prefix)), FALLBACK)
 
 
 def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                   concurrency: int = 1, api_base: str | None = None,
-                  via: Via = "auto") -> Provider:
-    """The provider for ``model``; servers it starts are stopped when ``stack`` closes."""
-    return opener_of(model)(OpenRequest(stack, model, scenarios, concurrency, api_base, via))
+                  via: Via = "auto", router: RouterConfig | None = None) -> Provider:
+    """The provider for ``model`` (behind ``router`` when given); servers it starts are
+    stopped when ``stack`` closes."""
+    return opener_of(model, router)(OpenRequest(stack, model, scenarios, concurrency,
+                                                api_base, via, router))
 
 
 def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                 concurrency: int, retries: int, timeout: float, api_base: str | None = None,
-                cache_path: str | None = None, via: Via = "auto") -> ModelClient:
+                cache_path: str | None = None, via: Via = "auto",
+                router: RouterConfig | None = None) -> ModelClient:
     """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
-    or the provider is not worth caching), retries, timeouts and concurrency."""
+    or the provider is not worth caching), retries, timeouts and concurrency. The cache keys
+    a router's answers by its deployments (never as one server's)."""
     provider = open_provider(stack, model, scenarios, concurrency=concurrency,
-                             api_base=api_base, via=via)
+                             api_base=api_base, via=via, router=router)
     cache = None
     if cache_path is not None and provider.cacheable:
-        cache = Cache(Path(cache_path).expanduser(), api_base=api_base)
+        server = router.identity() if router is not None else api_base
+        cache = Cache(Path(cache_path).expanduser(), api_base=server)
     return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
                        cache=cache)

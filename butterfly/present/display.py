@@ -219,6 +219,11 @@ def usage_line(u: Usage) -> str:
 def print_score(result: ScoreReport, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
+    if result.shard is not None:
+        own = result.n_total + result.not_played
+        console.print(f"shard {result.shard} of a sweep: every figure below covers this "
+                      f"shard's {own} of the sweep's {result.sweep_conversations} "
+                      "conversations (butterfly merge joins the shards)", markup=False)
     for t in score_tables(result, console):
         console.print(t)
     console.print(f"effective final match (final match x coverage): "

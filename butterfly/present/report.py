@@ -36,14 +36,11 @@ FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")
 
 
 def _label(manifest: Any, path: Path) -> str:
-    p = manifest.params
-    extras = []
-    if p.strategy != "zero-shot":
-        extras.append(p.strategy + (f" x{p.samples}" if p.samples > 1 else ""))
-    if p.protocol != "schema":
-        extras.append(p.protocol)
-    if p.mode != "chat":
-        extras.append(p.mode)
+    p = manifest.params  # a shard's figures are its conversations only: its label says so
+    extras = [text for on, text in (
+        (p.strategy != "zero-shot", p.strategy + (f" x{p.samples}" if p.samples > 1 else "")),
+        (p.protocol != "schema", p.protocol), (p.mode != "chat", p.mode),
+        (p.shard is not None, f"shard {p.shard}")) if on]
     return str(manifest.model) + (f" [{', '.join(extras)}]" if extras else "")
 
 
@@ -165,8 +162,9 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
         score: RunEntry = run_score.to_json()
         for s in chosen:
             _add_scenario(scen_data, s)
-        convs = (conversation_of(s, answered, lay, r)  # one at a time: only its page data kept
-                 for s in chosen for lay in params.layouts for r in range(params.repeats))
+        by_id = {s.id: s for s in chosen}  # a shard's own conversations, one at a time
+        convs = (conversation_of(by_id[k.scenario], answered, k.layout, k.repeat)
+                 for k in run.conversations())
         for c in convs:
             convs_out.append(ConversationData(
                 r=i, id=c["id"], l=c["layout"], k=c["repeat"], v=c["verdict"],

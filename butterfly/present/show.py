@@ -23,6 +23,7 @@ from rich.text import Text
 
 from butterfly.core.printable import printable
 from butterfly.core.transcript import Transcript, conversation_of
+from butterfly.core.turns import ConversationKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import load_run
 
@@ -60,6 +61,14 @@ def load(run: Path, scenario: str | None, layout: str | None,
             hint = f"; did you mean {', '.join(near)}?" if near else ""
             raise UserError(f"{run}: no scenario {scenario!r} in this run{hint}")
         chosen = picked
+    if params.shard is not None:  # a shard shows the conversations it played
+        mine = set(loaded.conversations())
+        chosen = [s for s in chosen if ConversationKey(s.id, lay, repeat) in mine]
+        if not chosen:
+            what = f" of {scenario}" if scenario else ""
+            raise UserError(f"{run}: shard {params.shard} played no conversation{what} in layout "
+                            f"{lay}, repeat {repeat}: show it from the shard that did, or from "
+                            "the merged run")
     answered = loaded.turns()
     info = ShowInfo(run=str(run), model=manifest.model, layout=lay, repeat=repeat,
                     strategy=params.strategy, samples=params.samples)

@@ -26,8 +26,9 @@ from butterfly.core.vocab import (
 )
 from butterfly.errors import UserError
 from butterfly.models.registry import check_model_name
-from butterfly.runs.records import RunParams
+from butterfly.runs.records import RouterRef, RunParams, Shard
 from butterfly.runs.store import redact_url
+from butterfly.runs.sweep import parse_shard
 
 
 def parse_layouts(text: str | Sequence[str]) -> tuple[Layout, ...]:
@@ -193,9 +194,13 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 timeout: float = DEFAULTS.timeout, retries: int = DEFAULTS.retries,
                 api_base: str | None = None, sc_base: SCBase | None = None,
                 model_args: Mapping[str, JsonValue] | None = None, no_seed: bool = False,
-                max_cost: float | None = None, via: Via = DEFAULTS.via) -> RunParams:
+                max_cost: float | None = None, via: Via = DEFAULTS.via,
+                router: RouterRef | None = None, shard: str | Shard | None = None) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
     _finite(temperature=temperature, timeout=timeout)
+    if router is not None and api_base:
+        raise UserError("--router spreads calls over the api_base of each deployment: give "
+                        "--router or --api-base, not both")
     if temperature < 0:
         raise UserError(f"--temperature must be 0 or more, got {temperature:g}")
     base = _sc_base(strategy, sc_base)
@@ -216,5 +221,5 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
         layouts=parse_layouts(layouts), repeats=repeats, mode=mode, concurrency=concurrency,
         timeout=timeout, retries=retries, api_base=redact_url(api_base), sc_base=base,
         model_args=check_model_args(model_args or {}), send_seed=not no_seed,
-        max_cost=max_cost, via=via,
+        max_cost=max_cost, via=via, router=router, shard=parse_shard(shard),
     )

@@ -21,7 +21,7 @@ from butterfly.runs.calls import CallView, Compactor
 from butterfly.runs.integrity import check_counts, check_one_meaning, check_suite_copy
 from butterfly.runs.lock import writer_alive
 from butterfly.runs.records import CallRecord, RunManifest, RunParams
-from butterfly.runs.scope import conversation_keys, select
+from butterfly.runs.scope import conversation_keys, played, select
 from butterfly.runs.store import MANIFEST, SUITE_COPY, RunState, read_manifest, read_state
 from butterfly.suite.load import load_suite
 from oracle import Scenario
@@ -76,8 +76,9 @@ class Run:
 
     @property
     def scenarios(self) -> list[Scenario]:
-        """The scenarios this run plays (``--per-category`` and ``--limit`` applied)."""
-        return select(self.suite, self.params)
+        """The scenarios this run plays (``--per-category`` and ``--limit`` applied; of a
+        shard, those with a conversation in its slice)."""
+        return played(select(self.suite, self.params), self.params)
 
     @property
     def attempted(self) -> frozenset[ConversationKey]:
@@ -86,7 +87,7 @@ class Run:
 
     def conversations(self) -> list[ConversationKey]:
         """Every conversation the run plays, scenario by scenario."""
-        return conversation_keys(self.scenarios, self.params)
+        return conversation_keys(select(self.suite, self.params), self.params)
 
     def turns(self, parse_mode: ParseMode | None = None,
               protocol: Protocol | None = None) -> dict[TurnKey, Turn]:

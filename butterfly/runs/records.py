@@ -40,6 +40,37 @@ class SuiteRef(BaseModel):
     n_scenarios: int
 
 
+class Shard(BaseModel):
+    """``--shard I/N``: this run plays slice I of N of the sweep's conversations."""
+
+    model_config = _STRICT
+    index: int = Field(ge=1, description="I, from 1.")
+    count: int = Field(ge=1, description="N, the number of shards of the sweep.")
+
+    @model_validator(mode="after")
+    def _index_in_range(self) -> Shard:
+        if self.index > self.count:
+            raise ValueError("a shard's index is at most the number of shards")
+        return self
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+class RouterRef(BaseModel):
+    """``--router FILE``: which router file served the run, never its secrets."""
+
+    model_config = _STRICT
+    path: str = Field(description="The router file the run was started (or last resumed) with.")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the file's content "
+                        "as canonical JSON with every secret-named parameter removed "
+                        "(docs/scale.md).")
+    models: tuple[str, ...] = Field(description="The distinct models the group's deployments "
+                                    "serve (a resume must serve the same).")
+    deployments: tuple[str, ...] = Field(description="Each deployment as MODEL @ API_BASE "
+                                         "(credentials cut), sorted.")
+
+
 class RunParams(BaseModel):
     """Every parameter of a run. ``answer_key()`` is the part that changes answers."""
 
@@ -75,6 +106,10 @@ class RunParams(BaseModel):
     via: Via = Field(DEFAULTS.via, description="--via: auto (the fast path for an "
                      "OpenAI-compatible --api-base and local/ models, litellm elsewhere) or "
                      "litellm. Not part of the answer key: both send the same request.")
+    router: RouterRef | None = Field(None, description="--router FILE: the replicas the "
+                                     "calls were spread over (not part of the answer key).")
+    shard: Shard | None = Field(None, description="--shard I/N: the slice of the sweep's "
+                                "conversations this run plays; null for a whole run.")
 
     def answer_key(self) -> dict[str, float | int | bool | str | dict[str, JsonValue]]:
         return {
@@ -104,6 +139,15 @@ class RunParams(BaseModel):
         return self
 
 
+class MergedShard(BaseModel):
+    """One shard a merged run was joined from (``butterfly merge``)."""
+
+    model_config = _STRICT
+    path: str
+    shard: Shard
+    status: RunStatus
+
+
 class RunManifest(BaseModel):
     model_config = _STRICT
     schema_version: Literal[1] = RUN_SCHEMA_VERSION
@@ -128,6 +172,8 @@ class RunManifest(BaseModel):
         (), description="How the calls were sent, each way once in order of first use: direct "
         "(the fast path: chat completions over one pooled aiohttp session), litellm, or "
         "scripted. A run resumed through the other path lists both.")
+    merged_from: tuple[MergedShard, ...] = Field(
+        (), description="butterfly merge: the shard directories this run was joined from.")
 
 
 class Tokens(BaseModel):

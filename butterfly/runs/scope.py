@@ -1,4 +1,5 @@
-"""What a run plays: its scenarios (``--per-category``, then ``--limit``) and conversations."""
+"""What a run plays: its scenarios (``--per-category``, then ``--limit``) and conversations
+(of a shard, ``--shard I/N``, its slice: :mod:`butterfly.runs.sweep`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Sequence
 
 from butterfly.core.turns import ConversationKey
 from butterfly.runs.records import RunParams
+from butterfly.runs.sweep import shard_slice
 from oracle import Scenario
 
 
@@ -28,9 +30,19 @@ def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
 def conversations(
     scenarios: Sequence[Scenario], params: RunParams
 ) -> list[tuple[Scenario, str, int]]:
-    """Every (scenario, layout, repeat) a run plays, scenario by scenario."""
-    return [(s, layout, r) for s in scenarios for layout in params.layouts
-            for r in range(params.repeats)]
+    """Every (scenario, layout, repeat) a run plays, scenario by scenario (a shard's slice)."""
+    every: list[tuple[Scenario, str, int]] = [
+        (s, layout, r) for s in scenarios for layout in params.layouts
+        for r in range(params.repeats)]
+    return every if params.shard is None else shard_slice(every, params.shard, params.samples)
+
+
+def played(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
+    """The scenarios with a conversation in the run: all of them, or a shard's."""
+    if params.shard is None:
+        return list(scenarios)
+    ids = {s.id for s, _, _ in conversations(scenarios, params)}
+    return [s for s in scenarios if s.id in ids]
 
 
 def conversation_keys(scenarios: Sequence[Scenario], params: RunParams) -> list[ConversationKey]:

@@ -34,6 +34,7 @@ from butterfly.runs.integrity import CallIndex
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
+from butterfly.runs.sweep import check_resume
 from butterfly.suite.load import ROOT
 from oracle import Scenario
 
@@ -164,6 +165,7 @@ def _check_same_scope(out: Path, old: RunParams, params: RunParams) -> None:
 
 def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) -> RunState:
     _check_same_scope(out, old.params, params)
+    check_resume(out, old.model, old.params, params)
     state = read_state(out, old, repair=True)
     copy = out / SUITE_COPY
     if not copy.is_file() or hashlib.sha256(copy.read_bytes()).hexdigest() != old.suite.sha256:
