@@ -96,7 +96,7 @@ def _no_credentials(url: object) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)).rstrip("/")
 
 
-def _public(deployment: Mapping[str, Any]) -> dict[str, Any]:
+def _public(deployment: Mapping[str, Any]) -> dict[str, object]:
     """A deployment without its secrets: secret-named parameters dropped, URLs cut."""
     params = {k: (_no_credentials(v) if k == "api_base" else v)
               for k, v in deployment["litellm_params"].items() if not SECRET_PARAM.search(k)}
@@ -135,7 +135,7 @@ def _check_deployment(path: Path, n: int, d: object) -> Mapping[str, Any]:
     return d
 
 
-def _check_shape(path: Path, data: object) -> tuple[list[Mapping[str, Any]], dict[str, Any]]:
+def _check_shape(path: Path, data: object) -> tuple[list[Mapping[str, Any]], Mapping[str, Any]]:
     if not isinstance(data, dict):
         raise UserError(f"--router {path}: must hold one mapping with a model_list")
     extra = sorted(str(k) for k in data if k not in TOP_LEVEL)

@@ -285,7 +285,7 @@ def test_a_cancel_that_comes_as_a_call_fails_is_not_lost() -> None:
             return None
 
     async def no_wait(_: float) -> None:
-        return None
+        await asyncio.sleep(0)
 
     client = ModelClient(FailsAsTheCancelComes(), retries=3, sleep=no_wait)
     request = Request(model="grp", messages=({"role": "user", "content": "x"},),
