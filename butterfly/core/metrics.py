@@ -239,8 +239,7 @@ def report(
     """
     by_id = {s.id: s for s in scenarios}
     keys = [k for k in answers if k.scenario in by_id]
-    oracle = {sid: replay(by_id[sid]) for sid in dict.fromkeys(k.scenario for k in keys)}
-    scores = {k: score_scenario(by_id[k.scenario], answers[k], oracle[k.scenario]) for k in keys}
+    scores, per_id = _scored(by_id, answers, keys)
     all_scores = list(scores.values())
     total = len(answers) + len(incomplete)
     pairs = [(by_id[k.scenario], v) for k, v in scores.items()]
@@ -254,7 +253,7 @@ def report(
                    for lay in layouts},
         by_paraphrase=by_paraphrase(pairs),
         by_op=by_op(pairs),
-        baselines=_baselines(by_id, oracle, keys),
+        baselines=_baselines(per_id, keys),
         scenarios=[_verdict(k, v) for k, v in scores.items()],
     )
     return aggregate(all_scores), totals, horizon_of(scores)
@@ -269,13 +268,32 @@ def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | 
     return HorizonResult.model_validate(horizon(convs).to_json())
 
 
-def _baselines(by_id: dict[str, Scenario], oracle: dict[str, list[Spec]],
+def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec | None]],
+            keys: Sequence[ConversationKey]
+            ) -> tuple[dict[ConversationKey, ScenarioScore], dict[str, dict[str, ScenarioScore]]]:
+    """Every conversation's score, and each baseline's score of each scenario. A scenario's
+    oracle replay is made once and let go after its last conversation, so a run's replays are
+    never all held at once (a 10,000-scenario run's would take tens of MB)."""
+    last = {k.scenario: i for i, k in enumerate(keys)}
+    oracle: dict[str, list[Spec]] = {}
+    scores: dict[ConversationKey, ScenarioScore] = {}
+    per_id: dict[str, dict[str, ScenarioScore]] = {b: {} for b in BASELINES}
+    for i, k in enumerate(keys):
+        s = by_id[k.scenario]
+        o = oracle.get(s.id) or oracle.setdefault(s.id, replay(s))
+        scores[k] = score_scenario(s, answers[k], o)
+        if last[s.id] == i:
+            for b in BASELINES:
+                per_id[b][s.id] = score_scenario(s, _agent_answers(b, s), o)
+            del oracle[s.id]
+    return scores, per_id
+
+
+def _baselines(per_id: dict[str, dict[str, ScenarioScore]],
                keys: Sequence[ConversationKey]) -> dict[str, BaselineScore]:
     out = {}
     for b in BASELINES:
-        per_id = {sid: score_scenario(by_id[sid], _agent_answers(b, by_id[sid]), oracle[sid])
-                  for sid in oracle}
-        bs = [per_id[k.scenario] for k in keys]
+        bs = [per_id[b][k.scenario] for k in keys]
         out[b] = BaselineScore(**dict(aggregate(bs)), by_category=by_category(bs))
     return out
 
