@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from fakeserver import FakeServer
+from fakeserver import EchoKeyServer, FakeServer
 
 import butterfly
 from butterfly.analysis.scoring import score_run
@@ -214,45 +214,10 @@ def test_when_every_replica_fails_the_run_is_incomplete_and_no_key_leaks(
         assert KEY not in text and ENV_KEY not in text
 
 
-class _EchoKey:
-    """Answers 401 with the caller's key in the message, as some servers do."""
-
-    def __init__(self) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = json.dumps({"error": {"message": "Incorrect API key provided: "
-                                             + self.headers.get("Authorization", ""),
-                                             "type": "invalid_request_error"}}).encode()
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> _EchoKey:
-        import threading
-
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_a_refused_key_fails_the_run_with_the_key_redacted(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BFLY_ROUTER_TEST_KEY", ENV_KEY)
-    with _EchoKey() as srv:
+    with EchoKeyServer(401) as srv:
         file = _router_file(tmp_path / "r.json", srv.api_base, srv.api_base)
         with pytest.raises(butterfly.errors.RunFailed) as info:
             butterfly.run(model="grp", router=file, out=tmp_path / "o", cache=None, **COMMON)

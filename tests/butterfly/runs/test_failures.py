@@ -6,55 +6,16 @@ subprocess; ``--via litellm`` in this process)."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import run_cli, run_inproc
-from fakeserver import FakeServer
+from fakeserver import EchoKeyServer, FakeServer
 
 KEY = "sk-test-SECRET-4242-abcdef"
 ENV = {"BUTTERFLY_BACKOFF_BASE": "0.01", "OPENAI_API_KEY": KEY}
-
-
-class EchoKeyServer:
-    """A server that answers every call with ``status`` and an error repeating the caller's
-    API key, as some servers do ("Incorrect API key provided: sk-...")."""
-
-    def __init__(self, status: int) -> None:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.count += 1
-                auth = self.headers.get("Authorization", "")
-                body = json.dumps({"error": {"message": f"Incorrect API key provided: "
-                                             f"{auth.removeprefix('Bearer ')} ({auth})",
-                                             "type": "invalid_request_error"}}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.count = 0
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> EchoKeyServer:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
