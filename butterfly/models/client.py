@@ -7,8 +7,8 @@ runner can mark the scenario incomplete instead of scoring a glitch as a model f
 Retries use exponential backoff with full jitter (``core.vocab.CLI_RETRY``: base 0.5 s, cap
 30 s) and honour a server's Retry-After (or ``x-ratelimit-reset-*``) when it gives one. The
 concurrency slot is released while a call waits to retry. How many calls are in flight adapts
-to rate limits (:mod:`butterfly.models.window`): halved on a 429, grown back by answers, never
-above ``concurrency``.
+to rate limits (:mod:`butterfly.models.window`): shrunk to three quarters on a 429, grown back
+by answers, never above ``concurrency``.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ class Outcome:
 
 
 def _cancelling() -> bool:
-    """Whether this task is being cancelled: ``asyncio.wait_for`` (Python 3.11) returns the
-    result of a call that ended as the cancel came, and the cancel would be lost."""
+    """Whether this task is being cancelled. A provider that ends (or fails) just as the
+    cancel comes may swallow it (Python 3.11's ``asyncio.wait_for`` did, when this client still
+    used it); the client then stops instead of retrying."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
 
