@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pydantic import ValidationError
 
@@ -99,27 +100,57 @@ def _describe(line: str, where: str, e: ValidationError) -> str:
     return f"{label}: {_where(e)}"
 
 
-def load_suite(path: Path | str, played: bool = False) -> list[Scenario]:
-    """Load and fully validate a suite; raise :class:`SuiteError` at the first problem.
+@dataclass
+class Sharer:
+    """Holds equal parts of a suite's scenarios once: equal turns are one (frozen) object, equal
+    initial specs one dict, and every scenario shares one set of its field names.
 
-    ``played``: a run's copy of its suite (see :func:`parse_line`)."""
-    path = Path(path)
+    A generated suite repeats itself: 10,000 scenarios of ``butterfly generate`` have one
+    initial spec and about 750 distinct turns among 45,000. As separate pydantic records they
+    took about 7 KB a scenario (over half of it the 728-byte set of field names pydantic keeps
+    per instance); shared, about 0.5 KB (docs/performance.md). The records are validated first
+    and rebuilt with ``model_construct``: equal, and dumped to the same JSON. Never mutate a
+    scenario's ``initial``: it is shared with the scenarios that start from the same spec.
+    """
+
+    _turns: dict[Any, Any] = field(default_factory=dict)
+    _initials: dict[tuple[tuple[str, str], ...], dict[str, str]] = field(default_factory=dict)
+    _fields: dict[frozenset[str], set[str]] = field(default_factory=dict)
+
+    def scenario(self, s: Scenario) -> Scenario:
+        values = dict(s.__dict__)
+        values["turns"] = tuple(self._turns.setdefault(t, t) for t in s.turns)
+        values["initial"] = self._initials.setdefault(tuple(s.initial.items()), s.initial)
+        fields = self._fields.setdefault(frozenset(s.model_fields_set), s.model_fields_set)
+        return Scenario.model_construct(fields, **values)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a suite file, read line by line (a torn last line included)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="\n") as f:
+            for n, line in enumerate(f, 1):
+                yield n, line.removesuffix("\n")
     except FileNotFoundError:
         raise SuiteError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SuiteError(f"{path}: cannot read: {e}") from None
+
+
+def load_suite(path: Path | str, played: bool = False) -> list[Scenario]:
+    """Load and fully validate a suite; raise :class:`SuiteError` at the first problem. The
+    file is read line by line and equal parts of its scenarios are held once (:class:`Sharer`).
+
+    ``played``: a run's copy of its suite (see :func:`parse_line`)."""
+    path = Path(path)
     scenarios: list[Scenario] = []
     seen: dict[str, int] = {}
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for n, line in enumerate(lines, 1):
+    sharer = Sharer()
+    for n, line in _lines(path):
         where = f"{path}:{n}"
         if not line.strip():
             raise SuiteError(f"{where}: blank line (a suite has one scenario per line)")
-        scenario = parse_line(line, where, played)
+        scenario = sharer.scenario(parse_line(line, where, played))
         if scenario.id in seen:
             raise SuiteError(
                 f"{where}: scenario {scenario.id}: duplicate id (first on line {seen[scenario.id]})"
