@@ -44,7 +44,7 @@ from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay, targeted
 Spec = dict[str, str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScenarioScore:
     id: str
     category: str

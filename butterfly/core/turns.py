@@ -60,7 +60,7 @@ class Sample(Protocol):
     def finish_reason(self) -> str | None: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
     """A turn's answer: its one call, or the vote over its self-consistency samples."""
 

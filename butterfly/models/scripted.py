@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import lru_cache
+from typing import Final
 
 from butterfly.core.agents import (
     AGENTS,
@@ -19,6 +21,10 @@ from butterfly.models.provider import Request, Response
 from oracle import Scenario, replay
 
 __all__ = ["AGENTS", "ScriptedProvider", "check_agent"]
+
+HELD: Final = 1024
+"""Scenarios whose oracle replay (or fixed answers) the provider keeps, the most recently asked:
+conversations are played in suite order, so a run's memory does not grow with its suite."""
 
 
 def check_agent(name: str) -> None:
@@ -43,29 +49,23 @@ class ScriptedProvider:
         self.drift = drift_p(name)
         self.name = name
         self._scenarios = scenarios
-        self._answers: dict[str, list[str]] = {}
-        self._oracles: dict[str, list[dict[str, str]]] = {}
+        self._oracle = lru_cache(maxsize=HELD)(lambda sid: replay(scenarios[sid]))
+        self._answers = lru_cache(maxsize=HELD)(
+            lambda sid: [json.dumps(s) for s in agent_specs(name, scenarios[sid])])
 
     async def __call__(self, request: Request, timeout: float) -> Response:
         sid = str(request.meta["scenario"])
         turn = int(request.meta["turn"])
         if self.noisy is not None or self.drift is not None:
             s = self._scenarios[sid]
-            oracle = self._oracles.get(sid)
-            if oracle is None:
-                oracle = self._oracles[sid] = replay(s)
+            oracle = self._oracle(sid)
             if self.noisy is not None:
                 spec = noisy_spec(s, turn, request.seed, self.noisy, oracle)
             else:
                 spec = drift_spec(s, turn, request.seed, self.drift or 0.0, oracle)
             text = json.dumps(spec)
             return Response(text=text, finish_reason="stop")
-        answers = self._answers.get(sid)
-        if answers is None:
-            specs = agent_specs(self.name, self._scenarios[sid])
-            answers = [json.dumps(s) for s in specs]
-            self._answers[sid] = answers
-        text = answers[turn]
+        text = self._answers(sid)[turn]
         return Response(text=text, finish_reason="stop")  # no tokens: nothing is generated
 
     async def aclose(self) -> None:

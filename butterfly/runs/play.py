@@ -293,20 +293,21 @@ async def run_suite(
     params = state.manifest.params
     budget = Budget.of(params.max_cost, state.done.values())
     player = Player(client, state, CallLog(out / CALLS), progress, budget)
-    slots = asyncio.Semaphore(max(1, params.concurrency))
     incomplete: list[str] = []
     interrupted = False
     failure: str | None = None
+    queue = iter(conversations(scenarios, params))
 
-    async def one(s: Scenario, layout: str, repeat: int) -> None:
-        async with slots:
-            ok = await play_conversation(Conversation(s, layout, repeat), player) is not None
-        if not ok and s.id not in incomplete:
-            incomplete.append(s.id)
+    async def worker() -> None:
+        # the workers share one iterator: each conversation is taken once, in suite order, and
+        # only the ``concurrency`` being played exist at a time (not one task per conversation)
+        for s, layout, repeat in queue:
+            if await play_conversation(Conversation(s, layout, repeat), player) is None \
+                    and s.id not in incomplete:
+                incomplete.append(s.id)
 
     try:
-        await asyncio.gather(*(one(s, layout, r)
-                               for s, layout, r in conversations(scenarios, params)))
+        await asyncio.gather(*(worker() for _ in range(max(1, params.concurrency))))
     except (asyncio.CancelledError, KeyboardInterrupt):
         interrupted = True
         raise

@@ -37,19 +37,32 @@ def turns(records: Mapping[CallKey, CallView | CallRecord], params: RunParams,
     if parse_mode is not None or protocol is not None:
         parse_mode = parse_mode or params.parse
         protocol = protocol or params.protocol
-    grouped: dict[TurnKey, list[CallView | CallRecord]] = {}
-    for key, rec in records.items():
-        if rec.error is None and rec.raw is not None and rec.sample < params.samples:
-            grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
-                               []).append(rec)
-    out = {
-        k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode, protocol)
-        for k, recs in grouped.items() if len(recs) == params.samples
-    }
+    if params.samples == 1:  # a turn is its one call: no grouping (a dict of lists per turn)
+        out = {TurnKey(key.scenario, key.turn, key.layout, key.repeat):
+               make_turn((rec,), parse_mode, protocol)
+               for key, rec in records.items() if _answered(rec, 1)}
+    else:
+        out = _voted(records, params.samples, parse_mode, protocol)
     if compactor is not None and (parse_mode is not None or params.samples > 1):
         for k, turn in out.items():
             out[k] = dataclasses.replace(turn, spec=compactor.spec(turn.spec))
     return out
+
+
+def _answered(rec: CallView | CallRecord, samples: int) -> bool:
+    return rec.error is None and rec.raw is not None and rec.sample < samples
+
+
+def _voted(records: Mapping[CallKey, CallView | CallRecord], samples: int,
+           parse_mode: ParseMode | None, protocol: Protocol | None) -> dict[TurnKey, Turn]:
+    """The turns of a self-consistency run: each the vote of all its ``samples``."""
+    grouped: dict[TurnKey, list[CallView | CallRecord]] = {}
+    for key, rec in records.items():
+        if _answered(rec, samples):
+            grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
+                               []).append(rec)
+    return {k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode, protocol)
+            for k, recs in grouped.items() if len(recs) == samples}
 
 
 @dataclass(frozen=True)
@@ -129,8 +142,8 @@ def load_run(path: Path | str) -> Run:
 
 def run_of(out: Path, manifest: RunManifest, suite: Sequence[Scenario], state: RunState) -> Run:
     """The :class:`Run` of a state already read (or just played): nothing is read again."""
-    return Run(out, manifest, tuple(suite), {**state.failed, **state.done},
-               compactor=state.compactor)
+    records = state.done if not state.failed else {**state.failed, **state.done}
+    return Run(out, manifest, tuple(suite), records, compactor=state.compactor)
 
 
 def check_same_scenarios(runs: Sequence[Run]) -> None:
