@@ -7,6 +7,9 @@ from pathlib import Path
 
 from conftest import ROOT
 
+from butterfly.core.agents import agent_specs
+from butterfly.core.metrics import score_scenario
+from butterfly.core.prompts import messages
 from butterfly.suite.generate import generate
 from butterfly.suite.load import dumps_suite, load_suite
 from oracle import Scenario, replay
@@ -26,8 +29,11 @@ def test_shared_suite_equals_a_fresh_parse_and_dumps_the_same_bytes(tmp_path: Pa
         loaded = load_suite(path)
         fresh = [Scenario.model_validate_json(line) for line in text.splitlines()]
         assert loaded == fresh
-        assert dumps_suite(loaded) == text
         assert [replay(s) for s in loaded] == [replay(s) for s in fresh]
+        for s in loaded:  # the agents, the prompts and the scorer leave the shared parts alone
+            score_scenario(s, agent_specs("last-edit", s)[1:])
+            messages(s, len(s.turns), ["{}"] * (len(s.turns) - 1))
+        assert dumps_suite(loaded) == text
         assert [s.model_fields_set for s in loaded] == [s.model_fields_set for s in fresh]
 
 
