@@ -147,14 +147,73 @@ def fit_logistic(lengths: Sequence[float] | NDArray[np.float64],
                  trials: Sequence[float] | NDArray[np.float64]) -> Fit | None:
     """Logistic fit of success on log(length), from counts per length (successes may be
     fractional: expected rates). None with fewer than two distinct lengths."""
-    x = np.log(np.asarray(lengths, dtype=float))
-    s = np.asarray(successes, dtype=float)
-    n = np.asarray(trials, dtype=float)
-    keep = n > 0
-    x, s, n = x[keep], s[keep], n[keep]
-    if np.unique(x).size < 2:
-        return None
-    firth = _separated(x, s, n)
+    s = np.asarray(successes, dtype=float)[None]
+    n = np.asarray(trials, dtype=float)[None]
+    return fit_many(lengths, s, n)[0]
+
+
+def fit_many(lengths: Sequence[float] | NDArray[np.float64], successes: NDArray[np.float64],
+             trials: NDArray[np.float64]) -> list[Fit | None]:
+    """:func:`fit_logistic` of every row of ``successes`` and ``trials`` (one row per
+    bootstrap resample, one column per length), the rows that keep the same lengths fitted
+    together: each row's Newton steps are its own (it stops when its own step is tiny), made
+    with numpy's stacked operations, which give the same bits as one row at a time
+    (tests/butterfly/core/test_horizon.py checks it on random and separated data)."""
+    x_all = np.log(np.asarray(lengths, dtype=float))
+    out: list[Fit | None] = [None] * successes.shape[0]
+    keep = trials > 0
+    groups: dict[bytes, list[int]] = {}
+    for r in range(successes.shape[0]):
+        groups.setdefault(keep[r].tobytes(), []).append(r)
+    for rows in groups.values():
+        k = keep[rows[0]]
+        if np.unique(x_all[k]).size < 2:
+            continue
+        fits = _newton(x_all[k], successes[rows][:, k], trials[rows][:, k])
+        for r, f in zip(rows, fits, strict=True):
+            out[r] = f
+    return out
+
+
+def _newton(x: NDArray[np.float64], s: NDArray[np.float64],
+            n: NDArray[np.float64]) -> list[Fit | None]:
+    """Newton's method (Firth's where a row is separated) on rows sharing the lengths ``x``."""
+    firth = np.array([_separated(x, si, ni) for si, ni in zip(s, n, strict=True)])
+    X = np.column_stack([np.ones_like(x), x])
+    beta = np.zeros((s.shape[0], 2))
+    active = np.ones(s.shape[0], dtype=bool)
+    for _ in range(200):
+        at = np.flatnonzero(active)
+        if at.size == 0:
+            break
+        b = beta[at]
+        eta = (X[None] @ b[:, :, None])[..., 0]
+        p = 1.0 / (1.0 + np.exp(-eta))
+        w = n[at] * p * (1 - p)
+        info = X.T[None] @ (X[None] * w[:, :, None])
+        try:
+            inv = np.linalg.inv(info)
+        except np.linalg.LinAlgError:  # a singular row: each row alone, as one fit would
+            return [_newton_one(x, si, ni, f) for si, ni, f in zip(s, n, firth, strict=True)]
+        resid = s[at] - n[at] * p
+        if firth[at].any():
+            # Firth: score + X'(h (1/2 - p)), h the leverages of the weighted design
+            h = w * np.einsum("ij,rjk,ik->ri", X, inv, X)
+            resid = np.where(firth[at][:, None], resid + h * (0.5 - p), resid)
+        step = (inv @ (X.T[None] @ resid[:, :, None]))[..., 0]
+        # step halving keeps Newton stable far from the optimum
+        size = np.max(np.abs(step), axis=1)
+        big = size > 5
+        step[big] = step[big] * (5 / size[big])[:, None]
+        beta[at] = b + step
+        active[at[size < 1e-10]] = False
+    return [Fit(float(b0), float(b1), "firth" if f else "mle")
+            for (b0, b1), f in zip(beta, firth, strict=True)]
+
+
+def _newton_one(x: NDArray[np.float64], s: NDArray[np.float64], n: NDArray[np.float64],
+                firth: bool) -> Fit | None:
+    """One row's fit, None when its information matrix is singular."""
     X = np.column_stack([np.ones_like(x), x])
     beta = np.zeros(2)
     for _ in range(200):
@@ -168,11 +227,9 @@ def fit_logistic(lengths: Sequence[float] | NDArray[np.float64],
             return None
         resid = s - n * p
         if firth:
-            # Firth: score + X'(h (1/2 - p)), h the leverages of the weighted design
             h = w * np.einsum("ij,jk,ik->i", X, inv, X)
             resid = resid + h * (0.5 - p)
         step = inv @ (X.T @ resid)
-        # step halving keeps Newton stable far from the optimum
         size = float(np.max(np.abs(step)))
         if size > 5:
             step = step * (5 / size)
@@ -234,13 +291,12 @@ def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES
         return result(None, (None, None), None, 0, 0, "the logistic fit failed")
     point = crossing(fit, sane_max)
     rng = np.random.default_rng(seed)
-    values: list[float] = []
     k = len(scenarios)
-    for _ in range(resamples):
-        weights = np.bincount(rng.integers(0, k, size=k), minlength=k).astype(float)
-        bfit = fit_logistic(lengths, weights @ succ, weights @ trials)
-        if bfit is not None:  # None: the resample holds one length only
-            values.append(crossing(bfit, sane_max))
+    weights = np.stack([np.bincount(rng.integers(0, k, size=k), minlength=k).astype(float)
+                        for _ in range(resamples)]) if resamples else np.zeros((0, k))
+    # counts are whole numbers: the resampled sums are exact, whatever the order of addition
+    fits = fit_many(lengths, weights @ succ, weights @ trials)
+    values = [crossing(f, sane_max) for f in fits if f is not None]  # None: one length only
     ci: tuple[float | None, float | None] = (None, None)
     beyond = sum(not math.isfinite(v) for v in values)
     if values:
@@ -270,4 +326,5 @@ def survival(conversations: Sequence[Conversation]) -> tuple[tuple[int, int, flo
     return tuple(out)
 
 
-__all__ = ["Conversation", "Fit", "Horizon", "crossing", "fit_logistic", "horizon", "survival"]
+__all__ = ["Conversation", "Fit", "Horizon", "crossing", "fit_logistic", "fit_many", "horizon",
+           "survival"]

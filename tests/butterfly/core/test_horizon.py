@@ -8,11 +8,21 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
 from butterfly.core.agents import drift_expected_final_match, drift_spec
-from butterfly.core.horizon import Conversation, crossing, fit_logistic, horizon
+from butterfly.core.horizon import (
+    Conversation,
+    Fit,
+    _newton_one,
+    _separated,
+    crossing,
+    fit_logistic,
+    fit_many,
+    horizon,
+)
 from butterfly.suite.load import load_suite
 from oracle import replay
 
@@ -155,3 +165,31 @@ def test_drift_recovers_its_known_rates_and_horizon_on_butterfly_long() -> None:
     lo, hi = h.ci
     assert lo is not None and hi is not None and lo <= true <= hi, (lo, true, hi)
     assert h.turns is not None and abs(h.turns - true) < 3
+
+
+def _one_at_a_time(lengths: list[int], s: np.ndarray, n: np.ndarray) -> Fit | None:
+    """The fit of one row alone (the bootstrap did this 1,000 times before fit_many)."""
+    keep = n > 0
+    x = np.log(np.asarray(lengths, dtype=float))[keep]
+    if np.unique(x).size < 2:
+        return None
+    return _newton_one(x, s[keep], n[keep], _separated(x, s[keep], n[keep]))
+
+
+@pytest.mark.parametrize("kind", ["perfect", "hopeless", "random", "separated"])
+def test_fits_made_together_are_the_fits_made_one_at_a_time_bit_for_bit(kind: str) -> None:
+    rng = np.random.default_rng({"perfect": 1, "hopeless": 2, "random": 3, "separated": 4}[kind])
+    rows = 0
+    for _ in range(40):
+        k = int(rng.integers(2, 6))
+        lengths = sorted(int(v) for v in rng.choice([1, 2, 5, 10, 20, 40, 80, 160], size=k,
+                                                      replace=False))
+        trials = rng.integers(0, 30, size=(60, k)).astype(float)  # some lengths go unsampled
+        succ = {"perfect": trials, "hopeless": np.zeros_like(trials),
+                "random": np.floor(trials * rng.random(trials.shape)),
+                "separated": np.where(np.arange(k)[None] < k // 2, trials, 0.0)}[kind]
+        together = fit_many(lengths, succ, trials)
+        for r in range(len(trials)):
+            assert together[r] == _one_at_a_time(lengths, succ[r], trials[r]), (lengths, r)
+            rows += together[r] is not None
+    assert rows > 1000  # most rows keep two lengths or more, and are fitted
