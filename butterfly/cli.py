@@ -319,6 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="auto (default): chat completions straight over one pooled HTTP "
                     "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
                     "local/ models, litellm for every other provider; litellm: always litellm")
+    sq.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
+                    help="an argument sent with every call of both models (repeatable; as in "
+                    "run -M)")
+    sq.add_argument("--model-args", metavar="FILE",
+                    help="model arguments from a JSON or YAML mapping (-M overrides)")
+    sq.add_argument("--no-seed", action="store_true",
+                    help="send no seed (for providers that reject it)")
     sq.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
     sq.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")

@@ -291,12 +291,14 @@ def cmd_notebook(a: argparse.Namespace) -> int:
 def cmd_sequential(a: argparse.Namespace) -> int:
     from butterfly.analysis.sequential import render, run_sequential
     from butterfly.api import default_out, run_params
+    from butterfly.runs.options import parse_model_args
     from butterfly.suite.load import resolve_suite
 
     params = run_params(temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
                         limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
                         timeout=a.timeout, retries=a.retries, api_base=a.api_base,
-                        via=a.via)
+                        via=a.via, no_seed=a.no_seed,
+                        model_args=parse_model_args(a.model_arg or (), a.model_args))
     suite_path = resolve_suite(a.suite)
     out_a = Path(a.out_a) if a.out_a else default_out(a.model_a, suite_path, "seq-")
     out_b = Path(a.out_b) if a.out_b else default_out(a.model_b, suite_path, "seq-")

@@ -23,14 +23,16 @@ import numpy as np
 
 from butterfly.analysis import regress
 from butterfly.analysis.results import SequentialResult
+from butterfly.core.printable import printable
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
+from butterfly.models.provider import redact
 from butterfly.models.registry import open_client, transport
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model
-from butterfly.runs.play import Conversation, Player, Progress, play_conversation
+from butterfly.runs.play import Conversation, Player, Progress, in_workers, play_conversation
 from butterfly.runs.scope import select
 from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
 from butterfly.suite.load import load_suite, resolve_suite
@@ -53,19 +55,27 @@ def _final_pass(side: Side, s: Scenario, repeat: int) -> bool:
 
 
 async def _round(sides: Sequence[Side], scenarios: Sequence[Scenario], repeat: int,
-                 concurrency: int) -> list[str]:
-    """Play repeat ``repeat`` of ``scenarios`` for every side; the ids left incomplete."""
-    slots = asyncio.Semaphore(max(1, concurrency))
-    failed: list[str] = []
+                 concurrency: int) -> list[tuple[Side, str]]:
+    """Play repeat ``repeat`` of ``scenarios`` for every side; (side, scenario id) of the
+    conversations left incomplete."""
+    failed: list[tuple[Side, str]] = []
 
-    async def one(side: Side, s: Scenario) -> None:
-        async with slots:
-            ok = await play_conversation(Conversation(s, "E", repeat), side.player) is not None
-        if not ok:
-            failed.append(f"{side.model}:{s.id}")
+    async def one(pair: tuple[Side, Scenario]) -> None:
+        side, s = pair
+        if await play_conversation(Conversation(s, "E", repeat), side.player) is None:
+            failed.append((side, s.id))
 
-    await asyncio.gather(*(one(side, s) for side in sides for s in scenarios))
+    await in_workers(((side, s) for side in sides for s in scenarios), concurrency, one)
     return failed
+
+
+def _failure(side: Side, scenario: str, repeat: int) -> str:
+    """A failed conversation, its call and why it failed (secrets redacted, one line)."""
+    for view in side.player.state.failed.values():
+        if view.scenario == scenario and view.repeat == repeat and view.error is not None:
+            why = printable(redact(view.error.message), newlines=False)[:300]
+            return f"{side.model}:{scenario} turn {view.turn}: {view.error.kind}: {why}"
+    return f"{side.model}:{scenario}"  # the budget refused it: no call failed
 
 
 def _close(side: Side, rounds: int, status: RunStatus, failure: str | None) -> None:
@@ -134,8 +144,8 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                         status = "incomplete"
                         raise UserError(
                             f"sequential: {len(failed)} conversation(s) of repeat {r} failed "
-                            f"after retries (first: {failed[0]}); answers so far are kept: "
-                            "re-run the same command to resume")
+                            f"after retries (first: {_failure(*failed[0], r)}); answers so far "
+                            "are kept: re-run the same command to resume")
                     a = np.array([design.active[i] and _final_pass(sides[0], s, r)
                                   for i, s in enumerate(scenarios)])
                     b = np.array([design.active[i] and _final_pass(sides[1], s, r)

@@ -13,10 +13,10 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import added_messages
@@ -36,6 +36,7 @@ RESPONSE_FORMAT: Final = {
     "type": "json_schema",
     "json_schema": {"name": "spec", "schema": spec_json_schema(), "strict": True},
 }
+T = TypeVar("T")
 SAMPLE_SEED_STRIDE: Final = 100_000
 """Sample k of repeat r is drawn with seed = seed + r + k * SAMPLE_SEED_STRIDE."""
 
@@ -281,6 +282,20 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
     )
 
 
+async def in_workers(items: Iterable[T], concurrency: int,
+                     play: Callable[[T], Awaitable[None]]) -> None:
+    """``play`` every item, ``concurrency`` at a time, in order: the workers take the items from
+    one iterator, so only the items in play exist as tasks (not one task per conversation of
+    the suite, waiting on a semaphore)."""
+    queue = iter(items)
+
+    async def worker() -> None:
+        for item in queue:
+            await play(item)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+
+
 async def run_suite(
     scenarios: Sequence[Scenario],
     client: ModelClient,
@@ -296,18 +311,15 @@ async def run_suite(
     incomplete: list[str] = []
     interrupted = False
     failure: str | None = None
-    queue = iter(conversations(scenarios, params))
 
-    async def worker() -> None:
-        # the workers share one iterator: each conversation is taken once, in suite order, and
-        # only the ``concurrency`` being played exist at a time (not one task per conversation)
-        for s, layout, repeat in queue:
-            if await play_conversation(Conversation(s, layout, repeat), player) is None \
-                    and s.id not in incomplete:
-                incomplete.append(s.id)
+    async def one(conv: tuple[Scenario, str, int]) -> None:
+        s, layout, repeat = conv
+        if await play_conversation(Conversation(s, layout, repeat), player) is None \
+                and s.id not in incomplete:
+            incomplete.append(s.id)
 
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, params.concurrency))))
+        await in_workers(conversations(scenarios, params), params.concurrency, one)
     except (asyncio.CancelledError, KeyboardInterrupt):
         interrupted = True
         raise

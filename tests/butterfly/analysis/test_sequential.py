@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from conftest import run_cli
+from fakeserver import FakeServer
 
 from butterfly.analysis import regress
 from butterfly.analysis.compare import load_answers
 from butterfly.cli import main
+from oracle import canonical_initial
 
 ARGS = ("sequential", "--model-a", "script/noisy:p=0.2", "--model-b", "script/noisy:p=0.6",
         "--per-category", "1", "--q", "0.1", "--no-cache", "--json")
@@ -64,3 +68,35 @@ def test_sequential_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "must differ" in capsys.readouterr().err
     assert main([*ARGS, "--out-a", same, "--out-b", str(tmp_path / "y"), "--cap", "0"]) == 1
     assert "--cap" in capsys.readouterr().err
+
+
+FAST = {"BUTTERFLY_BACKOFF_BASE": "0.01", "OPENAI_API_KEY": "sk-test"}
+
+
+def _against(srv: FakeServer, tmp: Path, *extra: str) -> Any:
+    return run_cli("sequential", "--model-a", "openai/fake", "--model-b", "script/noop",
+                   "--api-base", srv.api_base, "--per-category", "1", "--cap", "2",
+                   "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
+                   "--out-b", str(tmp / "b"), *extra, env=FAST)
+
+
+def test_sequential_sends_the_model_arguments_and_no_seed(tmp_path: Path) -> None:
+    with FakeServer(lambda body: json.dumps(canonical_initial())) as srv:
+        r = _against(srv, tmp_path, "-M", "top_p=0.5", "--no-seed", "--json")
+        assert r.returncode == 0, r.stderr
+        assert srv.count > 0
+        assert all(body["top_p"] == 0.5 and "seed" not in body for body in srv.requests)
+    for side in ("a", "b"):
+        params = json.loads((tmp_path / side / "manifest.json").read_text())["params"]
+        assert params["model_args"] == {"top_p": 0.5} and params["send_seed"] is False
+
+
+def test_a_failed_sequential_says_which_call_failed_and_why(tmp_path: Path) -> None:
+    with FakeServer(lambda body: "{}", faults=lambda i: "503") as srv:
+        r = _against(srv, tmp_path, "--retries", "0")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "conversation(s) of repeat 0 failed" in lines[0]
+    assert "(first: openai/fake:" in lines[0] and " turn 1: " in lines[0]
+    assert "503" in lines[0] or "server" in lines[0].lower(), lines[0]
+    assert "sk-test" not in r.stderr
