@@ -128,7 +128,8 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
                              cache_path=cache, via=params.via, router=router)
         try:
             state = open_run(out, model, suite_path, scenarios, params)
-            note_transport(out, state, transport(model, api_base, params.via))
+            note_transport(out, state, "litellm" if router is not None  # litellm's Router
+                           else transport(model, api_base, params.via))
         except BaseException:
             asyncio.run(client.aclose())
             raise

@@ -104,6 +104,7 @@ def test_calls_spread_over_live_replicas_and_the_dead_one_is_cooled_down(
     assert m.status == "complete" and m.n_calls == N_CALLS and m.n_provider_errors == 0
     assert m.params.router is not None and m.params.router.models == ("openai/fake",)
     assert len(m.params.router.deployments) == 4
+    assert m.transports == ("litellm",)  # whatever --via says: the Router is litellm's
     for name in ("manifest.json", "calls.jsonl"):
         text = (tmp_path / "routed" / name).read_text()
         assert KEY not in text and ENV_KEY not in text and "api_key" not in text
