@@ -75,7 +75,7 @@ def _failure(side: Side, scenario: str, repeat: int) -> str:
         if view.scenario == scenario and view.repeat == repeat and view.error is not None:
             why = printable(redact(view.error.message), newlines=False)[:300]
             return f"{side.model}:{scenario} turn {view.turn}: {view.error.kind}: {why}"
-    return f"{side.model}:{scenario}"  # the budget refused it: no call failed
+    return f"{side.model}:{scenario}"  # no failed call on record: name the conversation
 
 
 def _close(side: Side, rounds: int, status: RunStatus, failure: str | None) -> None:

@@ -308,15 +308,14 @@ async def run_suite(
     params = state.manifest.params
     budget = Budget.of(params.max_cost, state.done.values())
     player = Player(client, state, CallLog(out / CALLS), progress, budget)
-    incomplete: list[str] = []
+    incomplete: dict[str, None] = {}  # the scenario ids, each once
     interrupted = False
     failure: str | None = None
 
     async def one(conv: tuple[Scenario, str, int]) -> None:
         s, layout, repeat = conv
-        if await play_conversation(Conversation(s, layout, repeat), player) is None \
-                and s.id not in incomplete:
-            incomplete.append(s.id)
+        if await play_conversation(Conversation(s, layout, repeat), player) is None:
+            incomplete[s.id] = None
 
     try:
         await in_workers(conversations(scenarios, params), params.concurrency, one)

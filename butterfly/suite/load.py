@@ -108,7 +108,7 @@ class Sharer:
     A generated suite repeats itself: 10,000 scenarios of ``butterfly generate`` have one
     initial spec and about 750 distinct turns among 45,000. As separate pydantic records they
     took about 7 KB a scenario (over half of it the 728-byte set of field names pydantic keeps
-    per instance); shared, about 0.5 KB (docs/performance.md). The records are validated first
+    per instance); shared, about 0.7 KB (docs/performance.md). The records are validated first
     and rebuilt with ``model_construct``: equal, and dumped to the same JSON. Never mutate a
     scenario's ``initial``: it is shared with the scenarios that start from the same spec.
     """
