@@ -77,11 +77,14 @@ def verdict(s: Scenario, recs: list[Turn] | None, final: Spec) -> str:
 
 
 def classify(cells: dict[str, str]) -> str:
-    """The class of a scenario from its verdict strings, one per column."""
-    joined = "".join(cells.values())
+    """The class of a scenario from its verdict strings, one per column. An empty string is a
+    column where the run plays none of the scenario's conversations (a shard holding only some
+    of its layouts, a sequential comparison that stopped it): it takes no part."""
+    played = [v for v in cells.values() if v]
+    joined = "".join(played)
     if "-" in joined or not joined:
         return "incomplete"
-    passes = [{c == "P" for c in v} for v in cells.values()]
+    passes = [{c == "P" for c in v} for v in played]
     if any(len(p) > 1 for p in passes):
         return "noisy"
     if len({next(iter(p)) for p in passes}) > 1:

@@ -86,6 +86,11 @@ def test_classify_edge_cases() -> None:
     assert classify({"E": "A", "Q": "F"}) == "stable-fail"  # abstaining is not passing
     assert classify({"E": "PA"}) == "noisy"
     assert classify({"E": ""}) == "incomplete"
+    # a column that plays none of the scenario's conversations (a shard holding some of its
+    # layouts) takes no part
+    assert classify({"E": "PP", "Q": ""}) == "stable-pass"
+    assert classify({"E": "", "Q": "F", "H": "P"}) == "layout-sensitive"
+    assert classify({"E": "", "Q": "", "H": ""}) == "incomplete"
 
 
 def test_audit_uses_the_complete_repeats_when_one_is_incomplete() -> None:
