@@ -119,10 +119,16 @@ class Sharer:
 
     def scenario(self, s: Scenario) -> Scenario:
         values = dict(s.__dict__)
-        values["turns"] = tuple(self._turns.setdefault(t, t) for t in s.turns)
+        values["turns"] = tuple(self._turn(t) for t in s.turns)
         values["initial"] = self._initials.setdefault(tuple(s.initial.items()), s.initial)
         fields = self._fields.setdefault(frozenset(s.model_fields_set), s.model_fields_set)
         return Scenario.model_construct(fields, **values)
+
+    def _turn(self, turn: Any) -> Any:
+        try:
+            return self._turns.setdefault(turn, turn)  # frozen records hash by their fields
+        except TypeError:  # a field that cannot be hashed: the turn is held as it is
+            return turn
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
