@@ -52,6 +52,8 @@ def compare_view(runs: Sequence[Path], suites: Sequence[str], labels: Sequence[s
                  method: str = "bh", q: float = 0.1) -> list[Comparison]:
     """One entry per pair (A = the first run of a suite, B = each later run of it): the
     method, q, the regressed and improved scenarios with links, or why the pair has none."""
+    if len(set(suites)) == len(suites):  # no two runs of one suite: no pair
+        return []
     from butterfly.analysis.compare import compare, load_answers  # scipy: only for a pair
 
     out: list[Comparison] = []

@@ -278,6 +278,33 @@ def test_commands_without_a_provider_never_import_litellm(tmp_path: Path) -> Non
     assert r.returncode == 0, r.stderr
 
 
+def test_commands_that_compare_nothing_never_import_scipy(tmp_path: Path) -> None:
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for run, agent in zip(runs, ("script/noop", "script/oracle"), strict=True):
+        assert run_cli("run", "--model", agent, "--out", str(run), "--limit", "3",
+                       "--no-cache").returncode == 0
+    probe = (
+        "import sys, runpy\n"
+        "want = sys.argv[1] == 'yes'\n"
+        "sys.argv = ['butterfly'] + sys.argv[2:]\n"
+        "try:\n"
+        "    runpy.run_module('butterfly.cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "assert ('scipy' in sys.modules) == want, sys.argv\n"
+    )
+    a, html = str(runs[0]), str(tmp_path / "r.html")
+    cases = [("no", ["score", a]), ("no", ["flips", a]), ("no", ["show", a]),
+             ("no", ["report", a, "--html", html]),
+             ("no", ["run", "--model", "script/oracle", "--out", str(tmp_path / "c"), "--limit",
+                     "1", "--no-cache"]),
+             ("yes", ["report", *map(str, runs), "--html", html])]  # a pair: it is compared
+    for want, args in cases:
+        r = subprocess.run([sys.executable, "-c", probe, want, *args], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (args, r.stderr)
+
+
 def test_plain_progress_lines_when_not_a_terminal(tmp_path: Path) -> None:
     r = run_cli("run", "--model", "script/oracle", "--out", str(tmp_path / "r"), "--limit", "3",
                 "--no-cache")
