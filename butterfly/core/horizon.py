@@ -292,10 +292,13 @@ def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES
     point = crossing(fit, sane_max)
     rng = np.random.default_rng(seed)
     k = len(scenarios)
-    weights = np.stack([np.bincount(rng.integers(0, k, size=k), minlength=k).astype(float)
-                        for _ in range(resamples)]) if resamples else np.zeros((0, k))
-    # counts are whole numbers: the resampled sums are exact, whatever the order of addition
-    fits = fit_many(lengths, weights @ succ, weights @ trials)
+    # each resample's counts per length, one resample at a time: the weights of all of them
+    # would be resamples x scenarios (80 MB at 10,000 scenarios)
+    s_boot, n_boot = np.empty((resamples, len(lengths))), np.empty((resamples, len(lengths)))
+    for i in range(resamples):
+        weights = np.bincount(rng.integers(0, k, size=k), minlength=k).astype(float)
+        s_boot[i], n_boot[i] = weights @ succ, weights @ trials
+    fits = fit_many(lengths, s_boot, n_boot)
     values = [crossing(f, sane_max) for f in fits if f is not None]  # None: one length only
     ci: tuple[float | None, float | None] = (None, None)
     beyond = sum(not math.isfinite(v) for v in values)
