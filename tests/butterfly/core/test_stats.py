@@ -7,7 +7,13 @@ import random
 
 import pytest
 
-from butterfly.core.stats import clustered_variance, mean_interval, proportion_interval, wilson
+from butterfly.core.stats import (
+    cluster_bootstrap,
+    clustered_variance,
+    mean_interval,
+    proportion_interval,
+    wilson,
+)
 
 
 def test_wilson_by_hand() -> None:
@@ -51,3 +57,24 @@ def test_coverage_on_clustered_simulation() -> None:
         hits += lo <= truth <= hi
     se = math.sqrt(0.95 * 0.05 / trials)
     assert abs(hits / trials - 0.95) < 3 * se + 0.01, hits / trials
+
+
+def _one_draw_bootstrap(clusters: list[list[float]], reps: int, seed: int
+                        ) -> tuple[float, float]:
+    """The bootstrap as it was, every resample's indices drawn at once (reps x clusters)."""
+    import numpy as np
+
+    sums = np.array([float(sum(c)) for c in clusters])
+    sizes = np.array([len(c) for c in clusters], dtype=float)
+    idx = np.random.default_rng(seed).integers(0, len(clusters), size=(reps, len(clusters)))
+    lo, hi = np.quantile(sums[idx].sum(axis=1) / sizes[idx].sum(axis=1), [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+@pytest.mark.parametrize("k", [1, 7, 1000, 3001])
+def test_the_bootstrap_drawn_in_blocks_is_the_one_drawn_at_once(k: int) -> None:
+    rng = random.Random(k)
+    clusters = [[rng.random() for _ in range(rng.randint(1, 4))] for _ in range(k)]
+    for reps, seed in ((2000, 0), (999, 5)):  # with 3001 clusters: blocks of 349 resamples
+        assert cluster_bootstrap(clusters, reps=reps, seed=seed) == _one_draw_bootstrap(
+            clusters, reps, seed)
