@@ -15,7 +15,7 @@ from butterfly.analysis.results import Bootstrap, CompareResult, PairedDifferenc
 from butterfly.core.stats import cluster_bootstrap, mean_interval
 from butterfly.core.turns import TurnKey
 from butterfly.errors import UserError
-from butterfly.runs.reader import load_run
+from butterfly.runs.reader import Run, load_run
 from oracle import replay
 
 
@@ -37,10 +37,12 @@ class RunAnswers:
     seed: int
 
 
-def load_answers(run: Path, layout: str | None = None) -> RunAnswers:
-    """Read a run directory's final-match verdicts (an abstention at the last turn is a fail, as
-    in ``butterfly score``); incomplete conversations are left out."""
-    loaded = load_run(run)
+def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
+    """A run's final-match verdicts (an abstention at the last turn is a fail, as in
+    ``butterfly score``); incomplete conversations are left out. ``run``: its directory, or
+    the run already loaded (a report holds it: not read again)."""
+    loaded = run if isinstance(run, Run) else load_run(run)
+    run = loaded.path
     manifest, params = loaded.manifest, loaded.params
     lay = loaded.layout(layout)
     done = loaded.turns()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from butterfly.errors import UserError
+from butterfly.runs.reader import Run
 
 
 class Link(TypedDict):
@@ -48,10 +49,11 @@ def _findings(ids: Sequence[str], i: int, j: int, la: str, lb: str) -> list[Find
     return [{"id": sid, "a": _link(i, sid, la), "b": _link(j, sid, lb)} for sid in ids]
 
 
-def compare_view(runs: Sequence[Path], suites: Sequence[str], labels: Sequence[str],
+def compare_view(runs: Sequence[Path | Run], suites: Sequence[str], labels: Sequence[str],
                  method: str = "bh", q: float = 0.1) -> list[Comparison]:
     """One entry per pair (A = the first run of a suite, B = each later run of it): the
-    method, q, the regressed and improved scenarios with links, or why the pair has none."""
+    method, q, the regressed and improved scenarios with links, or why the pair has none.
+    ``runs``: directories, or the runs already loaded (not read again)."""
     if len(set(suites)) == len(suites):  # no two runs of one suite: no pair
         return []
     from butterfly.analysis.compare import compare, load_answers  # scipy: only for a pair

@@ -214,7 +214,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
     if common:  # the runs posed several ways share scenarios: their flips
         scenarios, columns = load_columns(several)
         flips = flip_grid(scenarios, columns)
-    comparisons = compare_view(runs, [e["suite_sha256"] for e in entries], labels,
+    comparisons = compare_view(loaded, [e["suite_sha256"] for e in entries], labels,
                                compare_method, q)
     return ReportModel(
         modes=mode_pairs(entries),
