@@ -28,7 +28,7 @@ from butterfly.core.vocab import (
     VIAS,
 )
 from butterfly.core.vocab import DEFAULTS as D
-from butterfly.errors import RunFailed, UserError
+from butterfly.errors import BudgetStopped, RunFailed, UserError
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -40,8 +40,8 @@ EXIT_CODES = """exit status:
   4    run: incomplete after provider errors (re-run the same command to complete it)
   5    run, sequential, score: the run failed (the provider refused its calls; the reason is
        on stderr and in the manifest)
-  6    run: stopped by --max-cost before a call could exceed it (status budget; re-run with a
-       larger --max-cost to complete it)
+  6    run, sequential: stopped by --max-cost before a call could exceed it (status budget;
+       re-run with a larger --max-cost to complete it)
   130  interrupted (answers so far are kept; re-run the same command to resume)"""
 
 
@@ -326,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="model arguments from a JSON or YAML mapping (-M overrides)")
     sq.add_argument("--no-seed", action="store_true",
                     help="send no seed (for providers that reject it)")
+    sq.add_argument("--max-cost", type=float, metavar="USD",
+                    help="stop before a call could take the spending of both models together "
+                    "above USD (both runs' status budget, exit 6; re-run with a larger budget "
+                    "to continue)")
     sq.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
     sq.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -352,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunFailed as e:
         print(f"butterfly: error: {printable(str(e), newlines=False)}", file=sys.stderr)
         return 5
+    except BudgetStopped as e:
+        print(f"butterfly: {printable(str(e), newlines=False)}", file=sys.stderr)
+        return 6
     except UserError as e:
         print(f"butterfly: error: {printable(str(e), newlines=False)}", file=sys.stderr)
         return 1

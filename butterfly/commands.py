@@ -297,7 +297,7 @@ def cmd_sequential(a: argparse.Namespace) -> int:
     params = run_params(temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
                         limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
                         timeout=a.timeout, retries=a.retries, api_base=a.api_base,
-                        via=a.via, no_seed=a.no_seed,
+                        via=a.via, no_seed=a.no_seed, max_cost=a.max_cost,
                         model_args=parse_model_args(a.model_arg or (), a.model_args))
     suite_path = resolve_suite(a.suite)
     out_a = Path(a.out_a) if a.out_a else default_out(a.model_a, suite_path, "seq-")

@@ -26,13 +26,20 @@ from butterfly.analysis.results import SequentialResult
 from butterfly.core.printable import printable
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
-from butterfly.errors import RunFailed, UserError
+from butterfly.errors import BudgetStopped, RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import redact
 from butterfly.models.registry import open_client, transport
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model
-from butterfly.runs.play import Conversation, Player, Progress, in_workers, play_conversation
+from butterfly.runs.play import (
+    Budget,
+    Conversation,
+    Player,
+    Progress,
+    in_workers,
+    play_conversation,
+)
 from butterfly.runs.scope import select
 from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
 from butterfly.suite.load import load_suite, resolve_suite
@@ -76,6 +83,15 @@ def _failure(side: Side, scenario: str, repeat: int) -> str:
             why = printable(redact(view.error.message), newlines=False)[:300]
             return f"{side.model}:{scenario} turn {view.turn}: {view.error.kind}: {why}"
     return f"{side.model}:{scenario}"  # no failed call on record: name the conversation
+
+
+def _budget_line(budget: Budget) -> str:
+    why = ("a model litellm does not price answered, so --max-cost cannot be enforced: run "
+           "without --max-cost" if budget.unpriced else
+           f"spent ${budget.spent:.4f} of --max-cost ${budget.limit:g}; the next call could "
+           "exceed it")
+    return (f"sequential: stopped by the budget ({why}); the answers so far are kept: re-run the "
+            "same command with a larger --max-cost to continue")
 
 
 def _close(side: Side, rounds: int, status: RunStatus, failure: str | None) -> None:
@@ -122,10 +138,14 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                     cache_path=cache_path, via=run_params.via)
         sides = []
         progress = Progress(total=0)
-        for model, out in ((model_a, out_a), (model_b, out_b)):
-            state = open_run(out, model, suite_path, scenarios, run_params)
+        pairs = ((model_a, out_a), (model_b, out_b))
+        states = [open_run(out, model, suite_path, scenarios, run_params) for model, out in pairs]
+        # one budget for both models: what the comparison spends
+        budget = Budget.of(run_params.max_cost, [v for st in states for v in st.done.values()],
+                           cautious=True)
+        for (model, out), state in zip(pairs, states, strict=True):
             note_transport(out, state, transport(model, api_base, run_params.via))
-            player = Player(providers[model], state, CallLog(out / CALLS), progress)
+            player = Player(providers[model], state, CallLog(out / CALLS), progress, budget)
             sides.append(Side(model, out, player, finals))
         rounds = 0
         status: RunStatus = "complete"
@@ -140,6 +160,9 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                         break
                     failed = await _round(sides, active, r, run_params.concurrency)
                     rounds = r + 1
+                    if budget.stopped:
+                        status = "budget"
+                        raise BudgetStopped(_budget_line(budget))
                     if failed:
                         status = "incomplete"
                         raise UserError(

@@ -75,18 +75,29 @@ class Budget:
     in_flight: int = 0
     stopped: bool = False
     unpriced: bool = False
+    cautious: bool = False
+    """Estimate each call at the dearest priced call so far, not the mean (``sequential``: two
+    models priced differently share one budget)."""
+    largest: float = 0.0
 
     @classmethod
-    def of(cls, limit: float | None, records: Iterable[CallView]) -> Budget:
+    def of(cls, limit: float | None, records: Iterable[CallView],
+           cautious: bool = False) -> Budget:
         """The budget of a run given what its directory has spent already."""
-        budget = cls(limit)
+        budget = cls(limit, cautious=cautious)
         for rec in records:
             if rec.raw is not None and not rec.cached and rec.cost_usd is not None:
-                budget.spent += rec.cost_usd
-                budget.priced += 1
+                budget.add(rec.cost_usd)
         return budget
 
+    def add(self, cost: float) -> None:
+        self.spent += cost
+        self.priced += 1
+        self.largest = max(self.largest, cost)
+
     def estimate(self) -> float:
+        if self.cautious:
+            return self.largest
         return self.spent / self.priced if self.priced else 0.0
 
     def reserve(self) -> bool:
@@ -107,8 +118,7 @@ class Budget:
         if rec.cost_usd is None:
             self.unpriced = self.stopped = True
             return
-        self.spent += rec.cost_usd
-        self.priced += 1
+        self.add(rec.cost_usd)
 
 
 @dataclass(frozen=True)

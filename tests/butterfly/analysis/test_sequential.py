@@ -100,3 +100,40 @@ def test_a_failed_sequential_says_which_call_failed_and_why(tmp_path: Path) -> N
     assert "(first: openai/fake:" in lines[0] and " turn 1: " in lines[0]
     assert "503" in lines[0] or "server" in lines[0].lower(), lines[0]
     assert "sk-test" not in r.stderr
+
+
+def _priced(srv: FakeServer, tmp: Path, *extra: str) -> Any:
+    return run_cli("sequential", "--model-a", "openai/gpt-4o-mini", "--model-b", "openai/gpt-4o",
+                   "--api-base", srv.api_base, "--per-category", "1", "--cap", "2",
+                   "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
+                   "--out-b", str(tmp / "b"), "--json", *extra, env=FAST)
+
+
+def _manifests(tmp: Path) -> list[dict[str, Any]]:
+    return [json.loads((tmp / side / "manifest.json").read_text()) for side in ("a", "b")]
+
+
+def test_max_cost_stops_both_runs_and_a_larger_budget_continues(tmp_path: Path) -> None:
+    spec = json.dumps(canonical_initial())
+    with FakeServer(lambda body: spec) as srv:
+        probe = _priced(srv, tmp_path / "probe")
+        assert probe.returncode == 0, probe.stderr
+        total = srv.count
+    per_call = sum(m["usage"]["spent_usd"] for m in _manifests(tmp_path / "probe")) / total
+    budget = 3.5 * per_call
+    with FakeServer(lambda body: spec) as srv:
+        r = _priced(srv, tmp_path, "--max-cost", f"{budget:.10f}")
+        first = srv.count
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 6 and len(lines) == 1, r.stderr
+    assert "stopped by the budget" in lines[0] and "larger --max-cost" in lines[0]
+    assert 1 <= first < total
+    stopped = _manifests(tmp_path)
+    assert [m["status"] for m in stopped] == ["budget", "budget"]
+    assert sum(m["usage"]["spent_usd"] or 0 for m in stopped) <= budget
+    with FakeServer(lambda body: spec) as srv:
+        again = _priced(srv, tmp_path, "--max-cost", "100")
+        assert again.returncode == 0, again.stderr
+        assert srv.count == total - first  # nothing asked twice
+    assert [m["status"] for m in _manifests(tmp_path)] == ["complete", "complete"]
+    assert json.loads(again.stdout)["answers_used"] == json.loads(probe.stdout)["answers_used"]
