@@ -315,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--retries", type=int, default=D.retries,
                     help="retries per call after a failure")
     sq.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
+    sq.add_argument("--router", metavar="FILE",
+                    help="a litellm Router file (JSON or YAML) in which --model-a and "
+                    "--model-b each name a group of deployments (docs/scale.md)")
     sq.add_argument("--via", choices=VIAS, default=D.via,
                     help="auto (default): chat completions straight over one pooled HTTP "
                     "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "

@@ -307,7 +307,8 @@ def cmd_sequential(a: argparse.Namespace) -> int:
     result = run_sequential(model_a=a.model_a, model_b=a.model_b, suite=a.suite, out_a=out_a,
                             out_b=out_b, method=a.method, cap=a.cap, q=a.q,
                             stop_fine=a.stop_fine, params=params, api_base=a.api_base,
-                            cache_path=None if a.no_cache else a.cache, quiet=a.json)
+                            cache_path=None if a.no_cache else a.cache, router=a.router,
+                            quiet=a.json)
     print(_dump(result.model_dump()) if a.json else printable(render(result)))
     return 0
 

@@ -29,7 +29,8 @@ from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
 from butterfly.errors import BudgetStopped, RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import redact
-from butterfly.models.registry import open_client, transport
+from butterfly.models.registry import check_router, open_client, transport
+from butterfly.models.router import RouterConfig, load_router
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model
 from butterfly.runs.play import (
@@ -40,8 +41,10 @@ from butterfly.runs.play import (
     in_workers,
     play_conversation,
 )
+from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
 from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
+from butterfly.runs.sweep import router_ref
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario, replay
 
@@ -85,6 +88,28 @@ def _failure(side: Side, scenario: str, repeat: int) -> str:
     return f"{side.model}:{scenario}"  # no failed call on record: name the conversation
 
 
+def _routers(router: str | Path | None, models: Sequence[str],
+             api_base: str | None) -> dict[str, RouterConfig]:
+    """Each model's group of the router file, checked before anything is created."""
+    if router is None:
+        return {}
+    if api_base:
+        raise UserError("--router spreads calls over the api_base of each deployment: give "
+                        "--router or --api-base, not both")
+    configs = {m: load_router(router, m) for m in models}
+    for config in configs.values():
+        check_router(config)
+    return configs
+
+
+def _side_params(params: RunParams, configs: dict[str, RouterConfig], model: str
+                 ) -> RunParams:
+    """One side's parameters: the run's, with the router group it is served by."""
+    if model not in configs:
+        return params
+    return params.model_copy(update={"router": router_ref(configs[model])})
+
+
 def _budget_line(budget: Budget) -> str:
     why = ("a model litellm does not price answered, so --max-cost cannot be enforced: run "
            "without --max-cost" if budget.unpriced else
@@ -104,8 +129,9 @@ def _close(side: Side, rounds: int, status: RunStatus, failure: str | None) -> N
 def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b: Path,
                    method: str, cap: int, q: float, stop_fine: bool, params: Any,
                    api_base: str | None = None, cache_path: str | None = None,
-                   quiet: bool = False) -> SequentialResult:
-    """Run the sequential comparison and return its result object."""
+                   router: str | Path | None = None, quiet: bool = False) -> SequentialResult:
+    """Run the sequential comparison and return its result object. ``router``: a litellm
+    Router file in which each model names a group of deployments (docs/scale.md)."""
     if method not in SEQUENTIAL_METHODS:
         raise UserError("sequential --method: ebh or gs")
     if cap < 1:
@@ -114,8 +140,10 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
         raise UserError("--q must be between 0 and 1")
     if out_a.resolve() == out_b.resolve():
         raise UserError("--out-a and --out-b must differ")
-    check_model(model_a)
-    check_model(model_b)
+    configs = _routers(router, (model_a, model_b), api_base)
+    if not configs:
+        check_model(model_a)
+        check_model(model_b)
     suite_path = resolve_suite(suite)
     scenarios = select(load_suite(suite_path), params)
     m = len(scenarios)
@@ -135,16 +163,19 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                 providers[model] = open_client(
                     stack, model, scenarios, concurrency=run_params.concurrency,
                     retries=run_params.retries, timeout=run_params.timeout, api_base=api_base,
-                    cache_path=cache_path, via=run_params.via)
+                    cache_path=cache_path, via=run_params.via, router=configs.get(model))
         sides = []
         progress = Progress(total=0)
         pairs = ((model_a, out_a), (model_b, out_b))
-        states = [open_run(out, model, suite_path, scenarios, run_params) for model, out in pairs]
+        states = [open_run(out, model, suite_path, scenarios, _side_params(run_params, configs,
+                                                                            model))
+                  for model, out in pairs]
         # one budget for both models: what the comparison spends
         budget = Budget.of(run_params.max_cost, [v for st in states for v in st.done.values()],
                            cautious=True)
         for (model, out), state in zip(pairs, states, strict=True):
-            note_transport(out, state, transport(model, api_base, run_params.via))
+            note_transport(out, state, "litellm" if configs  # litellm's Router
+                           else transport(model, api_base, run_params.via))
             player = Player(providers[model], state, CallLog(out / CALLS), progress, budget)
             sides.append(Side(model, out, player, finals))
         rounds = 0

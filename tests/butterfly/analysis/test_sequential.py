@@ -137,3 +137,31 @@ def test_max_cost_stops_both_runs_and_a_larger_budget_continues(tmp_path: Path) 
         assert srv.count == total - first  # nothing asked twice
     assert [m["status"] for m in _manifests(tmp_path)] == ["complete", "complete"]
     assert json.loads(again.stdout)["answers_used"] == json.loads(probe.stdout)["answers_used"]
+
+
+def test_sequential_routes_each_model_over_its_group(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    spec = json.dumps(canonical_initial())
+    with FakeServer(lambda body: spec) as a, FakeServer(lambda body: spec) as b:
+        groups = [{"model_name": name, "litellm_params": {"model": "openai/fake",
+                                                          "api_base": srv.api_base,
+                                                          "api_key": "sk-router-test"}}
+                  for name, srv in (("grp-a", a), ("grp-b", b))]
+        file = tmp_path / "router.json"
+        file.write_text(json.dumps({"model_list": groups}))
+        argv = ["sequential", "--model-a", "grp-a", "--model-b", "grp-b", "--router", str(file),
+                "--per-category", "1", "--cap", "2", "--no-cache", "--json",
+                "--out-a", str(tmp_path / "a"), "--out-b", str(tmp_path / "b")]
+        assert main(argv) == 0, capsys.readouterr().err
+        assert a.count > 0 and b.count > 0
+        assert a.count == b.count  # the same conversations, each model on its own group
+    for side in ("a", "b"):
+        manifest = json.loads((tmp_path / side / "manifest.json").read_text())
+        assert manifest["params"]["router"]["models"] == ["openai/fake"]
+        assert manifest["transports"] == ["litellm"]
+        assert "sk-router-test" not in (tmp_path / side / "manifest.json").read_text()
+    capsys.readouterr()
+    assert main([*argv, "--api-base", "http://127.0.0.1:9/v1"]) == 1
+    assert "not both" in capsys.readouterr().err
+    assert main([*argv[:2], "nope", *argv[3:]]) == 1
+    assert "nope" in capsys.readouterr().err
