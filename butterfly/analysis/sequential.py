@@ -88,6 +88,45 @@ def _failure(side: Side, scenario: str, repeat: int) -> str:
     return f"{side.model}:{scenario}"  # no failed call on record: name the conversation
 
 
+def _check_options(method: str, cap: int, q: float, out_a: Path, out_b: Path) -> None:
+    if method not in SEQUENTIAL_METHODS:
+        raise UserError("sequential --method: ebh or gs")
+    if cap < 1:
+        raise UserError("--cap must be at least 1")
+    if not 0 < q < 1:
+        raise UserError("--q must be between 0 and 1")
+    if out_a.resolve() == out_b.resolve():
+        raise UserError("--out-a and --out-b must differ")
+
+
+def _design(method: str, m: int, q: float, cap: int,
+            stop_fine: bool) -> regress.Sequential | regress.GroupSequential:
+    if method == "ebh":
+        return regress.Sequential((m,), q, cap, stop_fine=stop_fine)
+    return regress.GroupSequential((m,), q, cap)
+
+
+def _open_sides(pairs: Sequence[tuple[str, Path]], providers: dict[str, ModelClient],
+                suite_path: Path, scenarios: Sequence[Scenario], params: RunParams,
+                configs: dict[str, RouterConfig], api_base: str | None
+                ) -> tuple[list[Side], Budget]:
+    """Both run directories opened (created or resumed), and one budget for both models: what
+    the comparison spends."""
+    states = [open_run(out, model, suite_path, scenarios, _side_params(params, configs, model))
+              for model, out in pairs]
+    budget = Budget.of(params.max_cost, [v for st in states for v in st.done.values()],
+                       cautious=True)
+    finals = {s.id: replay(s)[-1] for s in scenarios}
+    progress = Progress(total=0)
+    sides = []
+    for (model, out), state in zip(pairs, states, strict=True):
+        note_transport(out, state, "litellm" if configs  # litellm's Router
+                       else transport(model, api_base, params.via))
+        player = Player(providers[model], state, CallLog(out / CALLS), progress, budget)
+        sides.append(Side(model, out, player, finals))
+    return sides, budget
+
+
 def _routers(router: str | Path | None, models: Sequence[str],
              api_base: str | None) -> dict[str, RouterConfig]:
     """Each model's group of the router file, checked before anything is created."""
@@ -132,14 +171,7 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                    router: str | Path | None = None, quiet: bool = False) -> SequentialResult:
     """Run the sequential comparison and return its result object. ``router``: a litellm
     Router file in which each model names a group of deployments (docs/scale.md)."""
-    if method not in SEQUENTIAL_METHODS:
-        raise UserError("sequential --method: ebh or gs")
-    if cap < 1:
-        raise UserError("--cap must be at least 1")
-    if not 0 < q < 1:
-        raise UserError("--q must be between 0 and 1")
-    if out_a.resolve() == out_b.resolve():
-        raise UserError("--out-a and --out-b must differ")
+    _check_options(method, cap, q, out_a, out_b)
     configs = _routers(router, (model_a, model_b), api_base)
     if not configs:
         check_model(model_a)
@@ -147,13 +179,9 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
     suite_path = resolve_suite(suite)
     scenarios = select(load_suite(suite_path), params)
     m = len(scenarios)
-    design: regress.Sequential | regress.GroupSequential
-    if method == "ebh":
-        design = regress.Sequential((m,), q, cap, stop_fine=stop_fine)
-    else:
-        design = regress.GroupSequential((m,), q, cap)
-    finals = {s.id: replay(s)[-1] for s in scenarios}
+    design = _design(method, m, q, cap, stop_fine)
     run_params = params.model_copy(update={"repeats": cap, "layouts": ("E",)})
+    pairs = ((model_a, out_a), (model_b, out_b))
     with contextlib.ExitStack() as stack:
         for out in (out_a, out_b):  # one writer per run directory: both locked, or neither
             stack.enter_context(writer_lock(out))
@@ -164,20 +192,8 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                     stack, model, scenarios, concurrency=run_params.concurrency,
                     retries=run_params.retries, timeout=run_params.timeout, api_base=api_base,
                     cache_path=cache_path, via=run_params.via, router=configs.get(model))
-        sides = []
-        progress = Progress(total=0)
-        pairs = ((model_a, out_a), (model_b, out_b))
-        states = [open_run(out, model, suite_path, scenarios, _side_params(run_params, configs,
-                                                                            model))
-                  for model, out in pairs]
-        # one budget for both models: what the comparison spends
-        budget = Budget.of(run_params.max_cost, [v for st in states for v in st.done.values()],
-                           cautious=True)
-        for (model, out), state in zip(pairs, states, strict=True):
-            note_transport(out, state, "litellm" if configs  # litellm's Router
-                           else transport(model, api_base, run_params.via))
-            player = Player(providers[model], state, CallLog(out / CALLS), progress, budget)
-            sides.append(Side(model, out, player, finals))
+        sides, budget = _open_sides(pairs, providers, suite_path, scenarios, run_params,
+                                    configs, api_base)
         rounds = 0
         status: RunStatus = "complete"
         failure: str | None = None
@@ -226,6 +242,17 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
         finally:
             for side in sides:
                 _close(side, rounds, status, failure)
+    return _result(design, scenarios, rounds, method=method, q=q, cap=cap,
+                   stop_fine=stop_fine, model_a=model_a, model_b=model_b, out_a=out_a,
+                   out_b=out_b)
+
+
+def _result(design: regress.Sequential | regress.GroupSequential,
+            scenarios: Sequence[Scenario], rounds: int, *, method: str, q: float, cap: int,
+            stop_fine: bool, model_a: str, model_b: str, out_a: Path, out_b: Path
+            ) -> SequentialResult:
+    """The comparison's result: the design's decision per scenario, and the answers spent."""
+    m = len(scenarios)
     d = design.decision()
     stat = "e_value" if method == "ebh" else "p_value"
     return SequentialResult.model_validate({
