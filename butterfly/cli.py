@@ -64,6 +64,30 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _add_via(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--via", choices=VIAS, default=D.via,
+                   help="auto (default): chat completions straight over one pooled HTTP "
+                   "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
+                   "local/ models, litellm for every other provider; litellm: always litellm")
+
+
+def _add_model_args(p: argparse.ArgumentParser, sent_with: str) -> None:
+    """-M, --model-args and --no-seed (``butterfly run`` and ``sequential``)."""
+    p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
+                   help=f"an argument sent with {sent_with} (repeatable; VALUE as JSON when "
+                   "it parses), e.g. -M reasoning_effort=low -M top_p=0.9 -M "
+                   "'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
+    p.add_argument("--model-args", metavar="FILE",
+                   help="model arguments from a JSON or YAML mapping (-M overrides)")
+    p.add_argument("--no-seed", action="store_true",
+                   help="send no seed (for providers that reject it)")
+
+
+def _add_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="butterfly",
@@ -132,10 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--retries", type=int, default=D.retries,
                    help="retries per call after a failure")
     r.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
-    r.add_argument("--via", choices=VIAS, default=D.via,
-                   help="auto (default): chat completions straight over one pooled HTTP "
-                   "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
-                   "local/ models, litellm for every other provider; litellm: always litellm")
+    _add_via(r)
     r.add_argument("--router", metavar="FILE", help="a litellm Router file (JSON or YAML "
                    "model_list, router_settings): calls spread over the deployments named "
                    "--model, with litellm's routing, cooldowns and retries (docs/scale.md; "
@@ -156,20 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output protocol (default schema; json with --no-schema)")
     r.add_argument("--sc-base", choices=SC_BASES,
                    help="self-consistency: the prompt sampled and voted (default zero-shot)")
-    r.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
-                   help="an argument sent with every call (repeatable; VALUE as JSON when it "
-                   "parses), e.g. -M reasoning_effort=low -M top_p=0.9 -M "
-                   "'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
-    r.add_argument("--model-args", metavar="FILE",
-                   help="model arguments from a JSON or YAML mapping (-M overrides)")
-    r.add_argument("--no-seed", action="store_true",
-                   help="send no seed (for providers that reject it)")
+    _add_model_args(r, "every call")
     r.add_argument("--max-cost", type=float, metavar="USD",
                    help="stop before a call could take the run's spending above USD "
                    "(status budget, exit 6; re-run with a larger budget to complete)")
-    r.add_argument("--cache", default=D.cache,
-                   help="SQLite answer cache shared by runs")
-    r.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    _add_cache(r)
     r.set_defaults(func=commands.cmd_run)
 
     mg = sub.add_parser("merge", help="join the shards of a sweep (run --shard I/N) into one "
@@ -318,23 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--router", metavar="FILE",
                     help="a litellm Router file (JSON or YAML) in which --model-a and "
                     "--model-b each name a group of deployments (docs/scale.md)")
-    sq.add_argument("--via", choices=VIAS, default=D.via,
-                    help="auto (default): chat completions straight over one pooled HTTP "
-                    "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
-                    "local/ models, litellm for every other provider; litellm: always litellm")
-    sq.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
-                    help="an argument sent with every call of both models (repeatable; as in "
-                    "run -M)")
-    sq.add_argument("--model-args", metavar="FILE",
-                    help="model arguments from a JSON or YAML mapping (-M overrides)")
-    sq.add_argument("--no-seed", action="store_true",
-                    help="send no seed (for providers that reject it)")
+    _add_via(sq)
+    _add_model_args(sq, "every call of both models")
     sq.add_argument("--max-cost", type=float, metavar="USD",
                     help="stop before a call could take the spending of both models together "
                     "above USD (both runs' status budget, exit 6; re-run with a larger budget "
                     "to continue)")
-    sq.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
-    sq.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    _add_cache(sq)
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")
     sq.set_defaults(func=commands.cmd_sequential)
 
