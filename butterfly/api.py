@@ -28,8 +28,8 @@ from butterfly.core.results import ScoreReport
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy, Via
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.registry import check_router, open_client, transport
-from butterfly.models.router import RouterConfig, load_router
+from butterfly.models.registry import open_client, router_config, transport
+from butterfly.models.router import RouterConfig
 from butterfly.present.display import ProgressDisplay
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model, make_params
@@ -88,7 +88,7 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
     ``shard`` (``"I/N"``) plays slice I of N of the conversations (docs/scale.md). The
     manifest's status says whether every conversation completed (``complete``) or some await
     a re-run (``incomplete``, or ``budget``: re-run with a larger ``max_cost``)."""
-    config = _router(router, model)
+    config = None if router is None else router_config(router, model)  # checked first
     params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
                         repeats=repeats, mode=mode, temperature=temperature,
                         max_tokens=max_tokens, concurrency=concurrency, timeout=timeout,
@@ -107,15 +107,6 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
     return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
 
 
-def _router(path: str | Path | None, model: str) -> RouterConfig | None:
-    """The router file's deployments of ``model``, checked before anything is created."""
-    if path is None:
-        return None
-    config = load_router(path, model)
-    check_router(config)
-    return config
-
-
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
               out: Path, *, api_base: str | None, cache: str | None, progress: bool,
               router: RouterConfig | None = None) -> RunState:
@@ -128,8 +119,8 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
                              cache_path=cache, via=params.via, router=router)
         try:
             state = open_run(out, model, suite_path, scenarios, params)
-            note_transport(out, state, "litellm" if router is not None  # litellm's Router
-                           else transport(model, api_base, params.via))
+            note_transport(out, state, transport(model, api_base, params.via,
+                                                 routed=router is not None))
         except BaseException:
             asyncio.run(client.aclose())
             raise

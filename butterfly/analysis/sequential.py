@@ -29,10 +29,10 @@ from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
 from butterfly.errors import BudgetStopped, RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import redact
-from butterfly.models.registry import check_router, open_client, transport
-from butterfly.models.router import RouterConfig, load_router
+from butterfly.models.registry import open_client, router_config, transport
+from butterfly.models.router import RouterConfig
 from butterfly.runs.lock import writer_lock
-from butterfly.runs.options import check_model
+from butterfly.runs.options import check_model, check_routed
 from butterfly.runs.play import (
     Budget,
     Conversation,
@@ -120,8 +120,8 @@ def _open_sides(pairs: Sequence[tuple[str, Path]], providers: dict[str, ModelCli
     progress = Progress(total=0)
     sides = []
     for (model, out), state in zip(pairs, states, strict=True):
-        note_transport(out, state, "litellm" if configs  # litellm's Router
-                       else transport(model, api_base, params.via))
+        note_transport(out, state, transport(model, api_base, params.via,
+                                             routed=model in configs))
         player = Player(providers[model], state, CallLog(out / CALLS), progress, budget)
         sides.append(Side(model, out, player, finals))
     return sides, budget
@@ -132,13 +132,8 @@ def _routers(router: str | Path | None, models: Sequence[str],
     """Each model's group of the router file, checked before anything is created."""
     if router is None:
         return {}
-    if api_base:
-        raise UserError("--router spreads calls over the api_base of each deployment: give "
-                        "--router or --api-base, not both")
-    configs = {m: load_router(router, m) for m in models}
-    for config in configs.values():
-        check_router(config)
-    return configs
+    check_routed(api_base)
+    return {m: router_config(router, m) for m in models}
 
 
 def _side_params(params: RunParams, configs: dict[str, RouterConfig], model: str

@@ -33,7 +33,7 @@ from butterfly.models.cache import Cache
 from butterfly.models.client import ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 from butterfly.models.provider import Provider
-from butterfly.models.router import RouterConfig
+from butterfly.models.router import RouterConfig, load_router
 from butterfly.models.scripted import ScriptedProvider, check_agent
 from oracle import Scenario
 
@@ -113,8 +113,12 @@ def _litellm(req: OpenRequest) -> Provider:
     return LiteLLMProvider(api_base=req.api_base, api_key=api_key)
 
 
-def transport(model: str, api_base: str | None, via: Via = "auto") -> Transport:
-    """How calls to ``model`` are sent (recorded in the run's manifest)."""
+def transport(model: str, api_base: str | None, via: Via = "auto",
+              routed: bool = False) -> Transport:
+    """How calls to ``model`` are sent (recorded in the run's manifest). ``routed``: behind
+    ``--router``, which is litellm's Router whatever ``via`` says."""
+    if routed:
+        return "litellm"
     if model.startswith("script/"):
         return "scripted"
     return "direct" if takes_fast_path(model, api_base, via) else "litellm"
@@ -174,6 +178,13 @@ def check_router(config: RouterConfig) -> None:
     from butterfly.models.litellm_seam import check_router_settings
 
     check_router_settings(config)
+
+
+def router_config(path: str | Path, model: str) -> RouterConfig:
+    """The router file's deployments of ``model``, checked before anything is created."""
+    config = load_router(path, model)
+    check_router(config)
+    return config
 
 
 def opener_of(model: str, router: RouterConfig | None = None) -> Opener:

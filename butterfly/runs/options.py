@@ -183,6 +183,13 @@ def check_model(model: str) -> str:
     return model
 
 
+def check_routed(api_base: str | None) -> None:
+    """``--router`` names each deployment's api_base: refuse ``--api-base`` beside it."""
+    if api_base:
+        raise UserError("--router spreads calls over the api_base of each deployment: give "
+                        "--router or --api-base, not both")
+
+
 def make_params(*, temperature: float = DEFAULTS.temperature,
                 max_tokens: int = DEFAULTS.max_tokens, seed: int = DEFAULTS.seed,
                 strategy: Strategy = DEFAULTS.strategy, samples: int | None = None,
@@ -198,9 +205,8 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 router: RouterRef | None = None, shard: str | Shard | None = None) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
     _finite(temperature=temperature, timeout=timeout)
-    if router is not None and api_base:
-        raise UserError("--router spreads calls over the api_base of each deployment: give "
-                        "--router or --api-base, not both")
+    if router is not None:
+        check_routed(api_base)
     if temperature < 0:
         raise UserError(f"--temperature must be 0 or more, got {temperature:g}")
     base = _sc_base(strategy, sc_base)
