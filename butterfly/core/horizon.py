@@ -193,8 +193,10 @@ def _newton(x: NDArray[np.float64], s: NDArray[np.float64],
         info = X.T[None] @ (X[None] * w[:, :, None])
         try:
             inv = np.linalg.inv(info)
-        except np.linalg.LinAlgError:  # a singular row: each row alone, as one fit would
-            return [_newton_one(x, si, ni, f) for si, ni, f in zip(s, n, firth, strict=True)]
+        except np.linalg.LinAlgError:  # a singular row has no fit: each row alone, then
+            if s.shape[0] == 1:
+                return [None]
+            return [_newton(x, s[i:i + 1], n[i:i + 1])[0] for i in range(s.shape[0])]
         resid = s[at] - n[at] * p
         if firth[at].any():
             # Firth: score + X'(h (1/2 - p)), h the leverages of the weighted design
@@ -209,34 +211,6 @@ def _newton(x: NDArray[np.float64], s: NDArray[np.float64],
         active[at[size < 1e-10]] = False
     return [Fit(float(b0), float(b1), "firth" if f else "mle")
             for (b0, b1), f in zip(beta, firth, strict=True)]
-
-
-def _newton_one(x: NDArray[np.float64], s: NDArray[np.float64], n: NDArray[np.float64],
-                firth: bool) -> Fit | None:
-    """One row's fit, None when its information matrix is singular."""
-    X = np.column_stack([np.ones_like(x), x])
-    beta = np.zeros(2)
-    for _ in range(200):
-        eta = X @ beta
-        p = 1.0 / (1.0 + np.exp(-eta))
-        w = n * p * (1 - p)
-        info = X.T @ (X * w[:, None])
-        try:
-            inv = np.linalg.inv(info)
-        except np.linalg.LinAlgError:
-            return None
-        resid = s - n * p
-        if firth:
-            h = w * np.einsum("ij,jk,ik->i", X, inv, X)
-            resid = resid + h * (0.5 - p)
-        step = inv @ (X.T @ resid)
-        size = float(np.max(np.abs(step)))
-        if size > 5:
-            step = step * (5 / size)
-        beta = beta + step
-        if size < 1e-10:
-            break
-    return Fit(float(beta[0]), float(beta[1]), "firth" if firth else "mle")
 
 
 def crossing(fit: Fit, sane_max: float) -> float:
