@@ -44,6 +44,7 @@ from butterfly.models.provider import (
     redact,
     refusal,
     retry_after_of,
+    token_count,
 )
 from butterfly.models.router import RouterConfig
 
@@ -118,10 +119,6 @@ def model_kwargs(extra: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     return out
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 SHIPPED: frozenset[str] = frozenset(litellm.model_cost)
 """The price map's models as shipped, before any ``litellm.Router`` registers each of its
 deployments' models there without prices (which litellm would then price at $0)."""
@@ -169,8 +166,8 @@ def price(model: str, usage: Any) -> float | None:
     """The call's cost in USD from litellm's offline price map; None for a model it does not
     price (or a response without token counts), never an error. A model the shipped map does
     not price stays unpriced after a Router registered it (litellm would say $0)."""
-    prompt = _int(getattr(usage, "prompt_tokens", None))
-    completion = _int(getattr(usage, "completion_tokens", None))
+    prompt = token_count(getattr(usage, "prompt_tokens", None))
+    completion = token_count(getattr(usage, "completion_tokens", None))
     rates = None if prompt is None or completion is None else shipped_rates(model)
     if rates is None or prompt is None or completion is None:
         return None
@@ -208,11 +205,11 @@ def to_response(resp: Any, priced_as: str) -> Response:
     return Response(
         text="" if text is None else str(text),
         finish_reason=finish,
-        prompt_tokens=_int(getattr(usage, "prompt_tokens", None)),
-        completion_tokens=_int(getattr(usage, "completion_tokens", None)),
-        cached_tokens=_int(getattr(getattr(usage, "prompt_tokens_details", None),
+        prompt_tokens=token_count(getattr(usage, "prompt_tokens", None)),
+        completion_tokens=token_count(getattr(usage, "completion_tokens", None)),
+        cached_tokens=token_count(getattr(getattr(usage, "prompt_tokens_details", None),
                                    "cached_tokens", None)),
-        reasoning_tokens=_int(getattr(getattr(usage, "completion_tokens_details", None),
+        reasoning_tokens=token_count(getattr(getattr(usage, "completion_tokens_details", None),
                                       "reasoning_tokens", None)),
         cost_usd=price(priced_as, usage),
     )

@@ -31,6 +31,7 @@ from butterfly.models.provider import (
     redact,
     refusal,
     retry_after_of,
+    token_count,
 )
 
 WIRE_PREFIXES: Final = ("openai/", "hosted_vllm/")
@@ -88,13 +89,9 @@ def status_error(status: int, headers: Mapping[str, str], raw: bytes,
     return refusal(msg)
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _detail(usage: Mapping[str, Any], field: str, key: str) -> int | None:
     details = usage.get(field)
-    return _int(details.get(key)) if isinstance(details, dict) else None
+    return token_count(details.get(key)) if isinstance(details, dict) else None
 
 
 def parse_completion(raw: bytes, price_model: str) -> Response:
@@ -109,7 +106,8 @@ def parse_completion(raw: bytes, price_model: str) -> Response:
         raise ProviderError("bad_response", redact(f"malformed completion ({type(e).__name__}"
                                                    f"): {head}")[:500]) from None
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    prompt, completion = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    prompt = token_count(usage.get("prompt_tokens"))
+    completion = token_count(usage.get("completion_tokens"))
     cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
     return Response(text="" if text is None else str(text),
                     finish_reason=finish if isinstance(finish, str) else None,

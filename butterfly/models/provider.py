@@ -110,6 +110,11 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
+def token_count(value: object) -> int | None:
+    """A token count a server reported: an int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 class FatalProviderError(UserError):
     """The provider refused the request itself (bad key, unknown model, bad parameter)."""
 
