@@ -117,7 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=commands.cmd_generate)
 
     v = sub.add_parser("validate", help="check suite files; first violation on stderr")
-    v.add_argument("files", nargs="+", metavar="SUITE.jsonl", help="suite files to check")
+    v.add_argument("files", nargs="+", metavar="SUITE",
+                   help="suite files (or names of frozen suites) to check")
+    v.add_argument("--readings", action="store_true",
+                   help="audit instead: per second reading (contract v3), how many scenarios and "
+                   "turns it would change (docs/readings.md)")
     v.set_defaults(func=commands.cmd_validate)
 
     o = sub.add_parser("oracle", help="print the oracle's spec after every turn")

@@ -95,9 +95,11 @@ def _lengths(text: str) -> list[int]:
 
 def cmd_validate(a: argparse.Namespace) -> int:
     from butterfly.core.prompts import few_shot_clash
-    from butterfly.suite.load import load_suite
+    from butterfly.suite.load import load_suite, resolve_suite
 
-    for path in a.files:
+    if a.readings:
+        return _audit_readings(a.files)
+    for path in (resolve_suite(f) for f in a.files):
         scenarios = load_suite(path)
         for s in scenarios:
             for t, turn in enumerate(s.turns, 1):
@@ -108,6 +110,19 @@ def cmd_validate(a: argparse.Namespace) -> int:
                                     "show the model this turn's answer): reword it")
         turns = sum(len(s.turns) for s in scenarios)
         print(f"{path}: {len(scenarios)} scenarios, {turns} turns: valid")
+    return 0
+
+
+def _audit_readings(files: list[str]) -> int:
+    from butterfly.present.readings import readings_table
+    from butterfly.suite.load import load_suite, resolve_suite
+    from oracle import replay
+    from oracle.readings import audit
+
+    for path in (resolve_suite(f) for f in files):
+        scenarios = load_suite(path, readings=False)
+        tallies = audit((s, replay(s)) for s in scenarios)
+        print(readings_table(str(path), scenarios, tallies))
     return 0
 
 

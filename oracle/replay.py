@@ -27,6 +27,7 @@ from oracle.catalogue import (
     apply_couplings,
     inapplicable,
 )
+from oracle.readings import first_difference
 from oracle.records import Scenario, Turn
 
 DROP_REMOVAL: Final = re.compile(
@@ -100,7 +101,8 @@ class Violation:
     turn: int
     reason: str
     since: int = 1
-    """The contract version that added the guard (2: inapplicable settings, history wording)."""
+    """The contract version that added the guard (2: inapplicable settings, history wording;
+    3: second readings)."""
 
     def __str__(self) -> str:
         return f"scenario {self.scenario}, turn {self.turn}: {self.reason}"
@@ -186,12 +188,20 @@ def replay(scenario: Scenario, rules: Rules = ORACLE) -> list[dict[str, str]]:
         raise InvalidScenario(Violation(scenario.id, e.turn, e.reason, e.since)) from None
 
 
-def check(scenario: Scenario) -> Violation | None:
-    """The first guard the scenario violates, or None if it is valid."""
+def check(scenario: Scenario, readings: bool = True) -> Violation | None:
+    """The first guard the scenario violates, or None if it is valid.
+
+    ``readings``: also the v3 guard, a second reading that changes a spec
+    (:mod:`oracle.readings`); checked after every other guard has passed. Off for a run's copy
+    of the suite it played: a reading rejects a wording, it never changes the oracle's spec."""
     try:
-        _replay(scenario.initial, scenario.turns, ORACLE)
+        specs = _replay(scenario.initial, scenario.turns, ORACLE)
     except _Invalid as e:
         return Violation(scenario.id, e.turn, e.reason, e.since)
+    if readings:
+        d = first_difference(scenario, specs)
+        if d is not None:
+            return Violation(scenario.id, d.turn, d.reason(), since=3)
     return None
 
 

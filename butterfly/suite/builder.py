@@ -11,7 +11,14 @@ from typing import Final
 
 from pydantic import TypeAdapter
 
-from butterfly.suite.templates import DISTRACTOR_MENTIONS_VALUE, FAMILIES, HISTORY_PARAPHRASES
+from butterfly.suite.templates import (
+    DEEP_REDO,
+    DISTRACTOR_MENTIONS_VALUE,
+    DRAWN,
+    FAMILIES,
+    HISTORY_PARAPHRASES,
+    ONE_READING,
+)
 from oracle import (
     BY_KEY,
     KEYS,
@@ -23,6 +30,7 @@ from oracle import (
     replay,
 )
 from oracle.catalogue import inapplicable
+from oracle.readings import triggered_at
 
 _TURN: Final = TypeAdapter[Turn](Turn)
 
@@ -59,13 +67,16 @@ class _Builder:
     def spec(self) -> dict[str, str]:
         return self.specs[-1]
 
-    def _try(self, turn: dict[str, str]) -> bool:
-        op = turn["op"]
+    def _try(self, drawn: dict[str, str]) -> bool:
+        op = drawn["op"]
         if op == "undo_last" and self.turns and self.turns[-1]["op"] in {
             "undo_last", "undo_ref", "undo_earliest", "redo"
         }:
             return False
-        record = _TURN.validate_python(turn, strict=False)
+        worded = self._one_reading(drawn)
+        if worded is None:
+            return False
+        turn, record = worded
         draft = Scenario.model_construct(
             id="draft", category="long_chain", source="generated", seed=0,
             initial=self.initial, turns=(*self._records, record),
@@ -81,6 +92,9 @@ class _Builder:
         self.specs = specs
         return True
 
+    def _one_reading(self, turn: dict[str, str]) -> tuple[dict[str, str], Turn] | None:
+        return one_reading(self.initial, self.turns, self._records, turn, self.spec)
+
     def _stops_applying(self, key: str, value: str) -> bool:
         """Would ``key := value`` make a declared setting inapplicable (the v2 guard)?
 
@@ -90,9 +104,8 @@ class _Builder:
         return not set(inapplicable(after)) <= set(inapplicable(self.spec))
 
     def _text(self, family: str, **fields: str) -> tuple[str, str]:
-        templates = FAMILIES[family]
-        i = self.rng.randrange(len(templates))
-        return templates[i].format(**fields), f"{family}.{i}"
+        i = self.rng.randrange(DRAWN[family])
+        return FAMILIES[family][i].format(**fields), f"{family}.{i}"
 
     def set(self, settings: Sequence[str] = KEYS, value: str | None = None) -> bool:
         order = list(settings)
@@ -130,7 +143,7 @@ class _Builder:
         # v2: history wording after a redo of the target; the next paraphrase speaks of what
         # is in effect (no new random draw, so every other scenario keeps its wording)
         family, _, idx = para.rpartition(".")
-        i = (int(idx) + 1) % len(FAMILIES[family])
+        i = (int(idx) + 1) % DRAWN[family]
         return self._try({"op": op, "text": FAMILIES[family][i], "paraphrase": f"{family}.{i}"})
 
     def undo_ref(self, prefer_not_last: bool = True) -> bool:
@@ -151,7 +164,7 @@ class _Builder:
         for key in keys[:6]:
             s = BY_KEY[key]
             templates = FAMILIES["distractor"]
-            i = self.rng.randrange(len(templates))
+            i = self.rng.randrange(DRAWN["distractor"])
             if i in DISTRACTOR_MENTIONS_VALUE:
                 values = [v for v in s.domain if v != self.spec[key]]
                 phrase = s.phrase(self.rng.choice(values))
@@ -198,6 +211,62 @@ class _Builder:
             if ok:
                 return True
         return False
+
+
+def one_reading(
+    initial: dict[str, str], before: Sequence[dict[str, str]], records: Sequence[Turn],
+    turn: dict[str, str], spec: dict[str, str],
+) -> tuple[dict[str, str], Turn] | None:
+    """``turn`` worded so that no second reading is triggered after ``before`` (its records
+    ``records``; ``spec`` the spec before it): the wording as drawn, or the one-reading
+    paraphrase that stands in for it (``templates.ONE_READING``); None if there is none."""
+    record = _TURN.validate_python(turn, strict=False)
+    if not triggered_at(initial, records, record):
+        return turn, record
+    for para in ONE_READING.get(turn.get("paraphrase", ""), ()):
+        if para == DEEP_REDO and not _undos_then_redos(before):
+            continue
+        text = render(para, turn, spec)
+        if text is None:
+            continue
+        new = {**turn, "text": text, "paraphrase": para}
+        record = _TURN.validate_python(new, strict=False)
+        if not triggered_at(initial, records, record):
+            return new, record
+    return None
+
+
+def render(paraphrase: str, turn: dict[str, str], spec: dict[str, str]) -> str | None:
+    """The text of ``turn`` (not a distractor) in ``paraphrase`` (``family.index``), ``spec``
+    being the spec before it; None where the paraphrase does not fit (``{old}`` of a setting
+    left unspecified)."""
+    family, _, index = paraphrase.rpartition(".")
+    template = FAMILIES[family][int(index)]
+    setting = turn.get("setting")
+    if setting is None:
+        return template
+    s = BY_KEY[setting]
+    fields = {"name": s.name, "description": s.description}
+    if "value" in turn:
+        fields["phrase"] = s.phrase(turn["value"])
+    if "{old}" in template:
+        if spec[setting] == UNSPECIFIED:
+            return None
+        fields["old"] = s.phrase(spec[setting])
+    return template.format(**fields)
+
+
+def _undos_then_redos(turns: Sequence[dict[str, str]]) -> bool:
+    """Since the last set or drop, every undo came before every redo (distractors aside)."""
+    ops: list[str] = []
+    for t in reversed(turns):
+        if t["op"] in {"set", "drop"}:
+            break
+        if t["op"] != "distractor":
+            ops.append(t["op"])
+    ops.reverse()
+    first_redo = ops.index("redo") if "redo" in ops else len(ops)
+    return all(op == "redo" for op in ops[first_redo:])
 
 
 def _need(ok: bool) -> None:

@@ -25,20 +25,23 @@ from butterfly.suite.builder import (
     _finish,
     _need,
     _Retry,
+    one_reading,
+    render,
     scenario_seed,
 )
-from butterfly.suite.templates import FAMILIES, HISTORY_PARAPHRASES
+from butterfly.suite.templates import DRAWN, FAMILIES, HISTORY_PARAPHRASES
 from oracle import (
     BY_KEY,
     CATEGORIES,
     KEYS,
     Scenario,
+    Turn,
     canonical_initial,
     check,
     replay,
 )
 
-GENERATOR_VERSION: Final = "2"
+GENERATOR_VERSION: Final = "3"
 
 DEFAULT_COUNTS: Final[dict[str, int]] = {
     "undo_ref": 6,
@@ -223,22 +226,15 @@ def generate(counts: dict[str, int], seed: int, prefix: str = "gen") -> list[Sce
 
 
 def _render(turn: dict[str, str], family: str, index: int, rng: random.Random,
-            spec_before: dict[str, str]) -> str:
+            spec_before: dict[str, str]) -> str | None:
     """The text of ``turn`` in paraphrase ``family.index`` (same op, same arguments)."""
-    template = FAMILIES[family][index]
     if family == "distractor":
+        template = FAMILIES[family][index]
         key = rng.choice(KEYS)
         s = BY_KEY[key]
         value = rng.choice([v for v in s.domain if v != spec_before[key]])
         return template.format(phrase=s.phrase(value), name=s.name)
-    setting = turn.get("setting")
-    if setting is None:
-        return template
-    s = BY_KEY[setting]
-    fields = {"name": s.name, "description": s.description}
-    if "value" in turn:
-        fields["phrase"] = s.phrase(turn["value"])
-    return template.format(**fields)
+    return render(f"{family}.{index}", turn, spec_before)
 
 
 def _history_refused(scenario: Scenario) -> set[int]:
@@ -251,7 +247,7 @@ def _history_refused(scenario: Scenario) -> set[int]:
             continue
         probe = list(scenario.turns)
         probe[t] = turn.model_copy(update={"text": FAMILIES[family][int(idx)]})
-        v = check(scenario.model_copy(update={"turns": tuple(probe)}))
+        v = check(scenario.model_copy(update={"turns": tuple(probe)}), readings=False)
         if v is not None and v.turn == t + 1:
             out.add(t)
     return out
@@ -259,38 +255,50 @@ def _history_refused(scenario: Scenario) -> set[int]:
 
 def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     """``k`` versions of a generated scenario: variant v re-words every turn with paraphrase
-    ``(original index + v) mod family size`` of the same family. Ops, arguments and so the
+    ``(original index + v) mod family size`` of the same family (the drawn paraphrases only:
+    ``templates.DRAWN``), then, as the generator does, with the one-reading paraphrase that
+    stands in for it where a second reading would be triggered. Ops, arguments and so the
     oracle's answers are unchanged; ids are ``{id}.p{v}`` (variant 0 is the original wording)."""
     if scenario.source != "generated" or scenario.seed is None:
         raise GenerationError(f"{scenario.id}: only generated scenarios have paraphrase ids")
     specs = replay(scenario)
     in_effect_only = _history_refused(scenario)
     used: dict[int, set[int]] = {}
-    out = []
-    for v in range(k):
-        rng = random.Random(scenario.seed * 1009 + v)
-        turns = []
-        for t, turn in enumerate(scenario.turns):
-            d = turn.model_dump(exclude_none=True)
-            family, _, idx = (turn.paraphrase or "").rpartition(".")
-            size = len(FAMILIES[family])
-            new = (int(idx) + v) % size
-            if t in in_effect_only:
-                # v2: this turn's target was undone and redone, so history wording ("hasn't
-                # been undone yet") would read two ways; take the next in-effect paraphrase
-                while f"{family}.{new}" in HISTORY_PARAPHRASES or new in used.get(t, ()):
-                    new = (new + 1) % size
-                used.setdefault(t, set()).add(new)
-            if v:  # variant 0 keeps the original wording
-                d["text"] = _render(d, family, new, rng, specs[t])
+    return [
+        _variant(scenario, v, specs, in_effect_only, used) for v in range(k)
+    ]
+
+
+def _variant(scenario: Scenario, v: int, specs: list[dict[str, str]], in_effect_only: set[int],
+             used: dict[int, set[int]]) -> Scenario:
+    rng = random.Random(scenario.seed * 1009 + v)  # type: ignore[operator]
+    turns: list[dict[str, str]] = []
+    records: list[Turn] = []
+    for t, turn in enumerate(scenario.turns):
+        d = turn.model_dump(exclude_none=True)
+        family, _, idx = (turn.paraphrase or "").rpartition(".")
+        size = DRAWN[family]
+        new = ((int(idx) if int(idx) < size else 0) + v) % size  # a stand-in rotates from 0
+        if t in in_effect_only:
+            # v2: this turn's target was undone and redone, so history wording ("hasn't
+            # been undone yet") would read two ways; take the next in-effect paraphrase
+            while f"{family}.{new}" in HISTORY_PARAPHRASES or new in used.get(t, ()):
+                new = (new + 1) % size
+            used.setdefault(t, set()).add(new)
+        if v:  # variant 0 keeps the original wording
+            d["text"] = _render(d, family, new, rng, specs[t]) or d["text"]
             d["paraphrase"] = f"{family}.{new}"
-            turns.append(d)
-        out.append(Scenario.model_validate(
-            {**scenario.model_dump(exclude_none=True), "id": f"{scenario.id}.p{v}",
-             "turns": tuple(turns)},
-            strict=False,
-        ))
-    return out
+        worded = one_reading(scenario.initial, turns, records, d, specs[t])
+        if worded is None:
+            raise GenerationError(f"{scenario.id}.p{v}: turn {t + 1} has no wording with one "
+                                  "reading")
+        turns.append(worded[0])
+        records.append(worded[1])
+    return Scenario.model_validate(
+        {**scenario.model_dump(exclude_none=True), "id": f"{scenario.id}.p{v}",
+         "turns": tuple(turns)},
+        strict=False,
+    )
 
 
 def generate_mixed(count: int, seed: int) -> list[Scenario]:

@@ -67,17 +67,18 @@ def _where(e: ValidationError) -> str:
 
 
 
-def parse_line(line: str, where: str, played: bool = False) -> Scenario:
+def parse_line(line: str, where: str, played: bool = False, readings: bool = True) -> Scenario:
     """One scenario from one JSON line; ``where`` is ``file:line`` for messages.
 
     ``played``: the line comes from a run's copy of the suite it played; a butterfly-40 v1
-    record that only a v2 guard rejects is then accepted (``oracle.replay.PLAYED_BEFORE_V2``).
+    record that only a v2 guard rejects is then accepted (``oracle.replay.PLAYED_BEFORE_V2``),
+    and second readings (v3) are not checked: they reject wordings, never change a spec.
     """
     try:
         scenario = Scenario.model_validate_json(line)
     except ValidationError as e:
         raise SuiteError(_describe(line, where, e)) from None
-    violation = check(scenario)
+    violation = check(scenario, readings=readings and not played)
     if violation is not None and not (
         played and violation.since == 2 and played_before_v2(scenario)
     ):
@@ -143,11 +144,12 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         raise SuiteError(f"{path}: cannot read: {e}") from None
 
 
-def load_suite(path: Path | str, played: bool = False) -> list[Scenario]:
+def load_suite(path: Path | str, played: bool = False, readings: bool = True) -> list[Scenario]:
     """Load and fully validate a suite; raise :class:`SuiteError` at the first problem. The
     file is read line by line and equal parts of its scenarios are held once (:class:`Sharer`).
 
-    ``played``: a run's copy of its suite (see :func:`parse_line`)."""
+    ``played``: a run's copy of its suite (see :func:`parse_line`); ``readings=False``: the
+    v3 guard is not checked (``butterfly validate --readings`` audits it instead)."""
     path = Path(path)
     scenarios: list[Scenario] = []
     seen: dict[str, int] = {}
@@ -156,7 +158,7 @@ def load_suite(path: Path | str, played: bool = False) -> list[Scenario]:
         where = f"{path}:{n}"
         if not line.strip():
             raise SuiteError(f"{where}: blank line (a suite has one scenario per line)")
-        scenario = sharer.scenario(parse_line(line, where, played))
+        scenario = sharer.scenario(parse_line(line, where, played, readings))
         if scenario.id in seen:
             raise SuiteError(
                 f"{where}: scenario {scenario.id}: duplicate id (first on line {seen[scenario.id]})"
@@ -207,15 +209,18 @@ class Builtin:
 
 
 BUILTINS: Final = {
-    "butterfly-40": Builtin(seed=40, version=2),
-    "butterfly-long": Builtin(seed=4080, version=1),
-    "butterfly-hard": Builtin(seed=1315, version=1),
+    "butterfly-40": Builtin(seed=40, version=3),
+    "butterfly-long": Builtin(seed=4080, version=2),
+    "butterfly-hard": Builtin(seed=1315, version=2),
 }
 BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
 
 RETIRED: Final = {
     "3a6c7a9abb6b92c8a9e8f408cdd51ac5b83b28ce3d9ac71a246e736de4e52ae9": ("butterfly-40", 1),
+    "c795c65f4b72360df0b056b6340642d652a8a92eff499d188da3ed29833a8ddd": ("butterfly-40", 2),
+    "fe74dfedb5ea284c64b7714722bd6651fdbb689999636de5d322fc53cb7b4808": ("butterfly-long", 1),
+    "f8891a02cc2e5d0f3d45f3c531e5532841ef930e7a446d9fbb2516ccfdc697c3": ("butterfly-hard", 1),
 }
 """sha256 -> (name, version) of frozen suites replaced by a later version (runs on them stay
 readable and are labelled with their version; docs/suite-changelog.md)."""

@@ -6,7 +6,11 @@ of the paraphrase it used, ``<family>.<index>``. Indices are stable: append new 
 the end of a family, never reorder, or every committed suite changes.
 
 Placeholders: ``{name}`` (the setting's name), ``{description}`` (its indirect description),
-``{phrase}`` (a value phrase of the setting).
+``{phrase}`` (a value phrase of the setting), ``{old}`` (the phrase of the value it replaces).
+
+Generator v3 words no turn in a way that a second reading (``oracle.readings``, contract v3)
+triggers: where the drawn paraphrase would, a one-reading paraphrase appended to the same
+family stands in for it (:data:`ONE_READING`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
         "Please change {name}: I want {phrase}.",
         "From now on I'd like {phrase}.",
         "I'd rather have {phrase}.",
+        # v3, one reading: used only in place of a wording a second reading triggers
+        "Let's go with {phrase} instead of {old}.",
+        "Let's go with {phrase}; so far {name} has been left unspecified.",
     ),
     "drop": (
         "Remove the requirement on {name}; leave it unspecified.",
@@ -38,6 +45,9 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
         "Revert my change to {description}; it should go back to what it was before that change.",
         "Let's roll back what I changed about {description}.",
         "Put {description} back the way it was before I changed it.",
+        # v3, one reading
+        "Undo my change to {description} that is still in effect.",
+        "Of my changes to {description}, undo the one that is still in effect.",
     ),
     "undo_earliest": (
         "Undo the earliest change that is still in effect.",
@@ -52,6 +62,8 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
         "Redo the change I just undid.",
         "On second thought, restore what I just reverted.",
         "Bring back the change I undid most recently.",
+        # v3, one reading: a redo right after a redo
+        "Redo once more: bring back the change I undid before that one.",
     ),
     "distractor": (
         "By the way, my teammate runs this tool with {phrase} on her machine. "
@@ -66,6 +78,8 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
         "Use the same format for the output as for the input.",
         "Write the output in whatever format the input files are in.",
         "Make the output format match the input format.",
+        # v3, one reading: the copy is made once
+        "Set the output format to whatever the input format is right now.",
     ),
     "indirect.double_timeout": (
         "Double the timeout per file.",
@@ -78,6 +92,39 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
         "Multiply the row limit by ten.",
     ),
 }
+
+DRAWN: Final[dict[str, int]] = {
+    "set": 5, "drop": 4, "undo_last": 4, "undo_ref": 4, "undo_earliest": 6, "redo": 4,
+    "distractor": 5, "indirect.same_format": 3, "indirect.double_timeout": 3,
+    "indirect.tenfold_rows": 3,
+}
+"""How many paraphrases of each family the generator draws from at random: the first ones, as
+many as generator v2 had. Paraphrases appended after them (v3) are never drawn: each stands in
+for a drawn wording that a second reading triggers (:data:`ONE_READING`), so the random stream,
+and with it every op sequence, is the one generator v2 drew."""
+
+ONE_READING: Final[dict[str, tuple[str, ...]]] = {
+    "set.1": ("set.5", "set.6"),  # "instead" -> "X instead of Y" (or Y is unspecified)
+    "undo_ref.0": ("undo_ref.4",),
+    "undo_ref.1": ("undo_ref.4",),
+    "undo_ref.2": ("undo_ref.5",),
+    "undo_ref.3": ("undo_ref.5",),
+    "redo.0": ("redo.4",),
+    "redo.1": ("redo.4",),
+    "redo.2": ("redo.4",),
+    "redo.3": ("redo.4",),
+    "indirect.same_format.0": ("indirect.same_format.3",),
+    "indirect.same_format.1": ("indirect.same_format.3",),
+    "indirect.same_format.2": ("indirect.same_format.3",),
+}
+"""Drawn paraphrase -> the wordings with one reading that stand in for it where a second
+reading (``oracle.readings``) is triggered, in order of preference (``set.5`` names the
+replaced value, so it needs one; ``set.6`` is for a setting left unspecified)."""
+
+DEEP_REDO: Final = "redo.4"
+"""A redo right after a redo. "The change I undid before that one" is the next change on the
+redo stack only while the undos since the last set or drop all came before the redos (undo A,
+undo B, redo, redo); the generator uses it only then."""
 
 HISTORY_PARAPHRASES: Final = frozenset({"undo_earliest.2"})
 """Undo-earliest paraphrases that speak of undo history ("hasn't been undone yet") rather than of

@@ -18,6 +18,7 @@ human-readable reasons to the same codes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -44,6 +45,7 @@ KINDS = (
     "coupling_override",
     "undo_earliest_history",
     "inapplicable",
+    *(f"reading_{n}" for n in range(1, 6)),
 )
 
 NOT_APPLICABLE = (
@@ -250,9 +252,10 @@ def turn_dicts(scenario: Any) -> tuple[Mapping[str, str], list[dict[str, Any]]]:
 
 
 def naive_replay(
-    initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]]
+    initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]], readings: bool = True
 ) -> list[dict[str, str]] | tuple[int, str]:
-    """The spec after every turn (index 0 = initial), or the first violation ``(turn, kind)``."""
+    """The spec after every turn (index 0 = initial), or the first violation ``(turn, kind)``;
+    ``readings``: also the v3 guard (``naive_readings``), after every other guard passed."""
     for k in KEYS:
         assert initial[k] in SPEC_VALUES[k], (k, initial[k])
     state = start(initial)
@@ -265,11 +268,17 @@ def naive_replay(
             return (t, nxt.kind)
         state = nxt
         specs.append(spec_of(state))
+    if readings:
+        import naive_readings  # the readings replay with this module's couplings
+
+        found = naive_readings.first_reading(initial, turns, specs)
+        if found is not None:
+            return found
     return specs
 
 
-def naive(scenario: Any) -> list[dict[str, str]] | tuple[int, str]:
-    return naive_replay(*turn_dicts(scenario))
+def naive(scenario: Any, readings: bool = True) -> list[dict[str, str]] | tuple[int, str]:
+    return naive_replay(*turn_dicts(scenario), readings=readings)
 
 
 # ---------------------------------------------------------------------------- the oracle's words
@@ -293,6 +302,9 @@ _REASONS = (
 
 def oracle_kind(reason: str) -> str:
     """The short code of an oracle violation reason (raises if the wording is unknown)."""
+    reading = re.match(r"second reading (\d) \(", reason)
+    if reading:
+        return f"reading_{reading.group(1)}"
     hits = {kind for needle, kind in _REASONS if needle in reason}
     if len(hits) != 1:
         raise ValueError(f"cannot classify oracle reason {reason!r} (matches: {sorted(hits)})")

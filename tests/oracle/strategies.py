@@ -130,9 +130,31 @@ def drop_turn(setting: str, text: str | None = None) -> dict[str, Any]:
     return {"op": "drop", "setting": setting, "text": text}
 
 
-def undo_ref_turn(setting: str) -> dict[str, Any]:
+def undo_ref_turn(setting: str, text: str = "Undo my change to {desc} that is still in effect."
+                  ) -> dict[str, Any]:
     desc = BY_KEY[setting].description
-    return {"op": "undo_ref", "setting": setting, "text": f"Undo what I said about {desc}."}
+    return {"op": "undo_ref", "setting": setting, "text": text.format(desc=desc)}
+
+
+# v3: wordings that trigger a second reading (contract section 2), and their one-reading forms
+AMBIGUOUS_REF = (
+    "Undo what I said about {desc}.",  # history
+    "Put {desc} back the way it was before I changed it.",  # an undo worded as an edit
+    "Revert my change to {desc}; it should go back to what it was.",
+)
+JUST_UNDID_REDO = ("Redo the change I just undid.", "Bring back the change I undid most recently.")
+DEEP_REDO = "Redo once more: bring back the change I undid before that one."
+REPLACING_SET = ("Let's go with {phrase} instead.", "Actually, I want {phrase}.",
+                 "On second thought, switch to {phrase}.")
+NAMED_SET = "Let's go with {phrase} instead of the value we had."
+LINK_TEXTS = ("Use the same format for the output as for the input.",
+              "Write the output in whatever format the input files are in.",
+              "Set the output format to whatever the input format is right now.")
+
+
+def worded_set(setting: str, value: str, template: str) -> dict[str, Any]:
+    text = template.format(phrase=BY_KEY[setting].phrase(value))
+    return {"op": "set", "setting": setting, "value": value, "text": text}
 
 
 def simple_turn(op: str) -> dict[str, Any]:
@@ -161,9 +183,16 @@ def _weighted_pool() -> tuple[dict[str, Any], ...]:
         drops += [drop_turn(k, _fill(t, k)) for t in INVALID_DROP]
         drops += [drop_turn(k, _glued(rng)) for _ in range(weight)]
     by_op["undo_ref"] = [undo_ref_turn(k) for k in KEYS for _ in range(4 if k in POOL else 1)]
+    by_op["undo_ref"] += [undo_ref_turn(k, t) for k in POOL for t in AMBIGUOUS_REF]
     for op in SIMPLE_TEXT:
         by_op[op] = [simple_turn(op)]
     by_op["undo_earliest"] += [history_turn(i) for i in range(len(HISTORY_EARLIEST))]
+    by_op["redo"] += [{"op": "redo", "text": t} for t in (*JUST_UNDID_REDO, DEEP_REDO)]
+    for k in POOL:
+        for v in BY_KEY[k].domain[:3]:
+            sets += [worded_set(k, v, t) for t in (*REPLACING_SET, NAMED_SET)]
+    for v in BY_KEY["output_format"].domain:
+        sets += [worded_set("output_format", v, t) for t in LINK_TEXTS] * 3
     share = {
         "set": 35,
         "drop": 12,
@@ -391,3 +420,68 @@ def near_valid_scenarios(draw: st.DrawFn) -> Scenario:
 def make(*turn_list: dict[str, Any], initial: dict[str, str] | None = None) -> Scenario:
     """A scenario from explicit turns (for the example-based tests)."""
     return build(initial or canonical_initial(), list(turn_list))
+
+
+def _reworded(turn: dict[str, Any], choice: int) -> dict[str, Any]:
+    """``turn`` with a wording that may trigger a second reading (same op and arguments)."""
+    op = turn["op"]
+    if op == "redo":
+        texts = (*JUST_UNDID_REDO, DEEP_REDO)
+        return {**turn, "text": texts[choice % len(texts)]}
+    if op == "undo_ref":
+        return undo_ref_turn(turn["setting"], AMBIGUOUS_REF[choice % len(AMBIGUOUS_REF)])
+    if op == "set":
+        if turn["setting"] == "output_format" and choice % 2:
+            return {**turn, "text": LINK_TEXTS[choice % len(LINK_TEXTS)]}
+        texts = (*REPLACING_SET, NAMED_SET)
+        return worded_set(turn["setting"], turn["value"], texts[choice % len(texts)])
+    return turn
+
+
+def _stack_up(init: dict[str, str], turn_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Two undos then two redos after ``turn_list``, as far as they keep it valid (stacked
+    redos are rare otherwise)."""
+    state = naive.naive_replay(init, turn_list, readings=False)
+    if isinstance(state, tuple):
+        return turn_list
+    out = list(turn_list)
+    for op in ("undo_earliest", "undo_last", "redo", "redo"):
+        trial = [*out, simple_turn(op)]
+        if isinstance(naive.naive_replay(init, trial, readings=False), tuple):
+            trial = [*out, simple_turn("undo_earliest" if op != "redo" else "redo")]
+            if isinstance(naive.naive_replay(init, trial, readings=False), tuple):
+                break
+        out = trial
+    return out
+
+
+def _twice_then_ref(init: dict[str, str], turn_list: list[dict[str, Any]], key: str
+                    ) -> list[dict[str, Any]]:
+    """``key`` set twice, the second change undone, then an undo by description of ``key``
+    (undo by description with a history), as far as that keeps it valid."""
+    a, b = [v for v in BY_KEY[key].domain if v != init[key]][:2]
+    out = list(turn_list)
+    for turn in (set_turn(key, a), set_turn(key, b), simple_turn("undo_last"),
+                 undo_ref_turn(key)):
+        trial = [*out, turn]
+        if isinstance(naive.naive_replay(init, trial, readings=False), tuple):
+            break
+        out = trial
+    return out
+
+
+@st.composite
+def read_scenarios(draw: st.DrawFn) -> Scenario:
+    """A valid scenario (v1 and v2 guards) with some set, undo_ref and redo turns reworded so
+    that a second reading (contract v3) may be triggered: rewording keeps every other guard."""
+    init, turn_list = draw(valid_turn_lists(2, 8))
+    shape = draw(st.integers(0, 3))
+    if shape == 1:
+        turn_list = _stack_up(init, turn_list)
+    elif shape == 2:
+        turn_list = _twice_then_ref(init, turn_list, _pick(draw, OTHERS))
+    out = []
+    for turn in turn_list:
+        choice = draw(st.integers(0, 11))
+        out.append(_reworded(turn, choice) if choice < 6 else turn)
+    return build(init, out)

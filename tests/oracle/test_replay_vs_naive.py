@@ -29,6 +29,10 @@ def assert_agree(scenario: oracle.Scenario) -> list[dict[str, str]] | tuple[int,
     record = scenario.to_json()
     if isinstance(expected, tuple) or isinstance(got, tuple):
         assert got == expected, f"verdicts differ on {record}"
+        if isinstance(got, tuple) and got[1].startswith("reading_"):
+            # a second reading rejects the wording; replay still gives the oracle's specs
+            assert oracle.replay(scenario) == naive.naive(scenario, readings=False)
+            return expected
         with pytest.raises(oracle.InvalidScenario) as info:
             oracle.replay(scenario)
         assert info.value.violation == oracle.check(scenario)
@@ -41,7 +45,7 @@ def assert_agree(scenario: oracle.Scenario) -> list[dict[str, str]] | tuple[int,
 
 
 @settings(CI, max_examples=2000)
-@given(st.one_of(gen.scenarios(), gen.near_valid_scenarios()))
+@given(st.one_of(gen.scenarios(), gen.near_valid_scenarios(), gen.read_scenarios()))
 def test_oracle_agrees_with_naive(scenario: oracle.Scenario) -> None:
     assert_agree(scenario)
 
@@ -66,7 +70,7 @@ def test_generators_reach_every_guard_and_both_agree(kind: str) -> None:
         return isinstance(r, tuple) and r[1] == kind
 
     found = find(
-        st.one_of(gen.scenarios(), gen.near_valid_scenarios()),
+        st.one_of(gen.scenarios(), gen.near_valid_scenarios(), gen.read_scenarios()),
         fires,
         settings=settings(CI, max_examples=3000, phases=[Phase.generate]),
     )

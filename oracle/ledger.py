@@ -1,0 +1,126 @@
+"""The contract's replay state without guards, for replaying a scenario under a second reading.
+
+:mod:`oracle.replay` is the exact oracle: it checks every guard while it replays. A second
+reading (:mod:`oracle.readings`) replays the same turns with one of them done another way, and
+what a reader would do need not be valid (a redo with nothing to redo does nothing). So this
+engine has no guards, and one thing the oracle never does: a *linked* change, whose value is
+another setting's current value (the standing-link reading of an indirect reference).
+
+State: the changes in the order they were made (setting, value or link, active flag), the redo
+stack, and the uncoupled spec kept up to date one setting at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from oracle.catalogue import DOMAINS, UNSPECIFIED, apply_couplings
+
+LINK: Final = "\x00link"
+"""The value of a linked change: output_format follows input_format while it is in effect."""
+LINKED: Final = ("output_format", "input_format")
+"""(the setting a link assigns, the setting it follows)."""
+
+
+class Ledger:
+    """Changes, redo stack and uncoupled spec; every op of the contract, no guard."""
+
+    __slots__ = ("active", "base", "by_setting", "initial", "redo", "settings", "values")
+
+    def __init__(self, initial: dict[str, str]) -> None:
+        self.initial = initial
+        self.base = dict(initial)
+        self.settings: list[str] = []
+        self.values: list[str] = []
+        self.active: list[bool] = []
+        self.redo: list[int] = []
+        self.by_setting: dict[str, list[int]] = {}
+
+    def copy(self) -> Ledger:
+        other = Ledger(self.initial)
+        other.base = dict(self.base)
+        other.settings = list(self.settings)
+        other.values = list(self.values)
+        other.active = list(self.active)
+        other.redo = list(self.redo)
+        other.by_setting = {k: list(v) for k, v in self.by_setting.items()}
+        return other
+
+    # ------------------------------------------------------------------ the ops
+
+    def add(self, setting: str, value: str) -> None:
+        """A new change (set, drop, or a link when ``value`` is :data:`LINK`)."""
+        self.by_setting.setdefault(setting, []).append(len(self.settings))
+        self.settings.append(setting)
+        self.values.append(value)
+        self.active.append(True)
+        self.redo.clear()
+        self.base[setting] = value
+
+    def deactivate(self, i: int) -> None:
+        self.active[i] = False
+        self.redo.append(i)
+        self._restore(self.settings[i])
+
+    def undo_last(self) -> None:
+        i = self.last_active()
+        if i is not None:
+            self.deactivate(i)
+
+    def undo_earliest(self) -> None:
+        i = next((i for i, a in enumerate(self.active) if a), None)
+        if i is not None:
+            self.deactivate(i)
+
+    def undo_ref(self, setting: str) -> None:
+        hits = [i for i in self.by_setting.get(setting, ()) if self.active[i]]
+        if hits:
+            self.deactivate(hits[-1])
+
+    def do_redo(self) -> None:
+        if self.redo:
+            i = self.redo.pop()
+            self.active[i] = True
+            self._restore(self.settings[i])
+
+    def apply(self, op: str, setting: str | None, value: str | None) -> None:
+        """One turn as the contract defines it (``setting``/``value`` where the op has them)."""
+        if op == "set":
+            self.add(setting or "", value or "")
+        elif op == "drop":
+            self.add(setting or "", UNSPECIFIED)
+        elif op == "undo_last":
+            self.undo_last()
+        elif op == "undo_earliest":
+            self.undo_earliest()
+        elif op == "undo_ref":
+            self.undo_ref(setting or "")
+        elif op == "redo":
+            self.do_redo()
+
+    # ------------------------------------------------------------------ reading the state
+
+    def last_active(self) -> int | None:
+        """The most recently made change still in effect."""
+        return next((i for i in range(len(self.active) - 1, -1, -1) if self.active[i]), None)
+
+    def changes_to(self, setting: str) -> list[int]:
+        """Every change made to ``setting``, in effect or undone, in the order made."""
+        return self.by_setting.get(setting, [])
+
+    def spec(self) -> dict[str, str]:
+        """The spec: links resolved, then the coupling rules applied."""
+        spec = dict(self.base)
+        target, source = LINKED
+        if spec[target] == LINK:
+            followed = spec[source]
+            ok = followed in DOMAINS[target] or followed == UNSPECIFIED
+            spec[target] = followed if ok else f"(no {target} for {followed})"
+        return apply_couplings(spec)
+
+    def _restore(self, setting: str) -> None:
+        value = self.initial[setting]
+        for i in self.by_setting.get(setting, ()):
+            if self.active[i]:
+                value = self.values[i]
+        self.base[setting] = value

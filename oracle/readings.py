@@ -1,0 +1,336 @@
+"""Second readings (contract v3, section 2): the registry, the guard and the audit.
+
+A scenario is valid only if every reading a careful reader could reasonably take gives the same
+spec after every turn. The oracle's reading is the contract's; each :class:`Reading` here is
+another way to take one turn, found by careful readers answering the frozen suites turn by turn.
+A reading is triggered by the turn's words (a pattern over its text, so handwritten and users'
+suites are checked too) together with its structure (what the turn does and what was done
+before it). Validation replays the scenario with that one turn taken the other way
+(:class:`oracle.ledger.Ledger`, no guards: what a reader does need not be valid) and rejects the
+scenario when any spec differs from the oracle's.
+
+A reading found later is one more entry of :data:`READINGS`. The generator asks
+:func:`triggered_at` before it emits a wording, and words the turn another way when a reading is
+triggered at all (stricter than the guard, which rejects only a reading that changes a spec).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final, NamedTuple
+
+from oracle.ledger import LINK, LINKED, Ledger
+from oracle.records import Scenario, Turn
+
+UNDO_OPS: Final = frozenset({"undo_last", "undo_ref", "undo_earliest", "redo"})
+
+
+class Context(NamedTuple):
+    """What decides whether a reading is triggered: the turn and what was done before it."""
+
+    turn: Turn
+    ledger: Ledger
+    """The state before the turn (never mutated by a reading)."""
+    previous_undo: str | None
+    """The op of the last undo-or-redo turn before this one, if any."""
+
+
+Rewrite = Callable[[Ledger, Turn], bool]
+"""Applies a second reading of the turn to a copy of the state before it; False when that
+reading is, on this state, the oracle's own (nothing to replay)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One second reading: when it is triggered, and what a reader who takes it does."""
+
+    number: int
+    name: str
+    title: str
+    words: re.Pattern[str]
+    """The turn's text (lower case, plain apostrophes) must match this..."""
+    one_reading: re.Pattern[str] | None
+    """... and not this (wording that says which reading is meant)."""
+    structure: Callable[[Context], bool]
+    rewrites: tuple[Rewrite, ...]
+    second: str
+    """What a reader who takes the reading does, in a few words (for messages and docs)."""
+
+    def triggered(self, ctx: Context) -> bool:
+        text = normalise(ctx.turn.text)
+        if not self.structure(ctx) or self.words.search(text) is None:
+            return False
+        return self.one_reading is None or self.one_reading.search(text) is None
+
+
+def normalise(text: str) -> str:
+    """Lower case, typographic apostrophes made plain."""
+    return text.lower().replace("\u2019", "'").replace("\u2018", "'").replace("\u02bc", "'")
+
+
+def _setting(turn: Turn) -> str:
+    return getattr(turn, "setting", "")
+
+
+# -------------------- 1. stacked redo
+
+
+def _stacked(ctx: Context) -> bool:
+    return ctx.turn.op == "redo" and ctx.previous_undo == "redo"
+
+
+def _nothing(ledger: Ledger, turn: Turn) -> bool:
+    return True
+
+
+# -------------------- 2. undo by description with a history
+
+
+def _history(ctx: Context) -> bool:
+    return ctx.turn.op == "undo_ref" and len(ctx.ledger.changes_to(_setting(ctx.turn))) >= 2
+
+
+def _most_recent_change(ledger: Ledger, turn: Turn) -> bool:
+    """The most recent change to the setting is the one meant: nothing, if it is undone."""
+    latest = ledger.changes_to(_setting(turn))[-1]
+    return not ledger.active[latest]  # active: the oracle's target, the one change in effect
+
+
+def _original_value(ledger: Ledger, turn: Turn) -> bool:
+    """"Back to the original value": every change to the setting in effect is undone. The
+    undo_ref guard (exactly one change in effect assigns the setting) makes this the oracle's
+    own reading today; it stays in the registry so that a change of that guard is caught."""
+    hits = [i for i in ledger.changes_to(_setting(turn)) if ledger.active[i]]
+    if len(hits) == 1:
+        return False
+    for i in hits:
+        ledger.deactivate(i)
+    return True
+
+
+# -------------------- 3. an undo worded as an edit
+
+
+def _is_undo_ref(ctx: Context) -> bool:
+    return ctx.turn.op == "undo_ref"
+
+
+def _as_new_change(ledger: Ledger, turn: Turn) -> bool:
+    """The outcome the words describe, made as a new change (which clears the redo stack and
+    takes a new place in the order of changes)."""
+    after = ledger.copy()
+    after.undo_ref(_setting(turn))
+    ledger.add(_setting(turn), after.base[_setting(turn)])
+    return True
+
+
+# -------------------- 4. replacing "instead"
+
+
+def _edit_after_another(ctx: Context) -> bool:
+    return ctx.turn.op in ("set", "drop") and ctx.ledger.last_active() is not None
+
+
+def _replaces_last(ledger: Ledger, turn: Turn) -> bool:
+    """The most recent change in effect is taken back and replaced by this one."""
+    last = ledger.last_active()
+    if last is not None:
+        ledger.deactivate(last)
+    ledger.apply(turn.op, _setting(turn), getattr(turn, "value", None))
+    return True
+
+
+# -------------------- 5. standing link
+
+
+def _output_set(ctx: Context) -> bool:
+    return ctx.turn.op == "set" and _setting(ctx.turn) == LINKED[0]
+
+
+def _link(ledger: Ledger, turn: Turn) -> bool:
+    """The output follows the input while this change is in effect."""
+    ledger.add(LINKED[0], LINK)
+    return True
+
+
+READINGS: Final[tuple[Reading, ...]] = (
+    Reading(
+        1, "stacked-redo", "a redo right after a redo, worded as the change just undone",
+        re.compile(
+            r"\b(?:just|most recently|last) (?:undid|undone|reverted|rolled back|took back"
+            r"|taken back|scratched)\b|\b(?:undid|undone|reverted|rolled back|took back"
+            r"|taken back) (?:most recently|last|just now)\b"
+        ),
+        None, _stacked, (_nothing,),
+        "nothing changes: the change just undone is already back",
+    ),
+    Reading(
+        2, "undo-ref-history", "an undo by description of a setting changed more than once",
+        re.compile(r"\S"),  # any wording that does not say which change is meant:
+        re.compile(r"\bstill in effect\b|\bstill active\b|\bstill stands\b"),
+        _history, (_most_recent_change, _original_value),
+        "the most recent change to that setting is undone (nothing, if it already is), "
+        "or the setting goes back to its original value",
+    ),
+    Reading(
+        3, "undo-as-edit", "an undo by description worded as the outcome",
+        re.compile(
+            r"\bback the way it was\b|\bback to (?:what|how) it was\b|\bthe way it was before\b"
+            r"|\bback to (?:its|the) (?:original|previous|old|earlier)\b"
+            r"|\bkeep the original\b|\brestore (?:the )?(?:original|previous)\b"
+        ),
+        None, _is_undo_ref, (_as_new_change,),
+        "a new change that sets that value (it clears what redo could bring back and takes a "
+        "new place in the order of changes)",
+    ),
+    Reading(
+        4, "replacing-instead", 'a set or drop worded "instead", "on second thought" or '
+        '"actually" while another change is in effect',
+        re.compile(r"\binstead\b|\bon second thoughts?\b|\bactually\b"),
+        re.compile(r"\binstead of\b(?!\s+(?:that|this|it)\b)"),
+        _edit_after_another, (_replaces_last,),
+        "the most recent change in effect is taken back and replaced by this one",
+    ),
+    Reading(
+        5, "standing-link", "an indirect reference to the input format",
+        re.compile(
+            r"\bsame format\b|\bwhatever (?:format|the input)\b|\bmatch(?:es|ing)? the input\b"
+            r"|\bformat (?:as|of) the input\b|\bthe input'?s format\b"
+        ),
+        re.compile(r"\bright now\b|\bcurrently\b|\bat the moment\b|\bis now\b|\bonce\b"),
+        _output_set, (_link,),
+        "the output keeps following the input while this change is in effect",
+    ),
+)
+"""The registry, in the contract's order (the numbers are its list's)."""
+
+BY_NAME: Final = {r.name: r for r in READINGS}
+
+
+# ---------------------------------------------------------------------------- walking a scenario
+
+
+def contexts(initial: dict[str, str], turns: Sequence[Turn]) -> Iterator[tuple[int, Context]]:
+    """(turn number, context) for every turn, the state kept by one ledger."""
+    ledger = Ledger(initial)
+    previous: str | None = None
+    for t, turn in enumerate(turns, 1):
+        yield t, Context(turn, ledger, previous)
+        ledger.apply(turn.op, getattr(turn, "setting", None), getattr(turn, "value", None))
+        if turn.op in UNDO_OPS:
+            previous = turn.op
+
+
+def triggered(ctx: Context) -> tuple[Reading, ...]:
+    """The readings this turn's words and structure trigger."""
+    return tuple(r for r in READINGS if r.triggered(ctx))
+
+
+def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
+                 ) -> tuple[Reading, ...]:
+    """The readings ``turn`` would trigger after the turns ``before`` (for the generator)."""
+    *_, (_, last) = contexts(initial, (*before, turn))
+    return triggered(last)
+
+
+class Difference(NamedTuple):
+    """A second reading that changes the spec: where it is triggered and where it shows."""
+
+    reading: Reading
+    turn: int
+    """The turn that reads two ways."""
+    shows: int
+    """The first turn whose spec differs."""
+    setting: str
+    oracle: str
+    second: str
+
+    def reason(self) -> str:
+        r = self.reading
+        return (f"second reading {r.number} ({r.name}, {r.title}): read as '{r.second}', "
+                f"{self.setting} would be {self.second} where the oracle has {self.oracle} "
+                f"after turn {self.shows}")
+
+
+def differences(scenario: Scenario, specs: Sequence[dict[str, str]]) -> Iterator[Difference]:
+    """Every (turn, reading) whose second reading changes some spec, in turn order, then in
+    the registry's; ``specs`` is the oracle's replay of ``scenario``."""
+    turns = scenario.turns
+    for t, ctx in contexts(scenario.initial, turns):
+        for reading in triggered(ctx):
+            for rewrite in reading.rewrites:
+                diff = _replay_from(ctx, rewrite, turns, t, specs)
+                if diff is not None:
+                    yield Difference(reading, t, *diff)
+                    break
+
+
+def _replay_from(ctx: Context, rewrite: Rewrite, turns: Sequence[Turn], t: int,
+                 specs: Sequence[dict[str, str]]) -> tuple[int, str, str, str] | None:
+    """Replay from turn ``t`` with the turn rewritten; the first spec that differs."""
+    ledger = ctx.ledger.copy()
+    if not rewrite(ledger, ctx.turn):
+        return None
+    u = t
+    while True:
+        spec, want = ledger.spec(), specs[u]
+        if spec != want:
+            key = next(k for k in want if spec[k] != want[k])
+            return u, key, want[key], spec[key]
+        if u == len(turns):
+            return None
+        turn = turns[u]
+        ledger.apply(turn.op, getattr(turn, "setting", None), getattr(turn, "value", None))
+        u += 1
+
+
+def first_difference(scenario: Scenario, specs: Sequence[dict[str, str]]) -> Difference | None:
+    """The first second reading that changes a spec (the v3 guard), or None."""
+    return next(differences(scenario, specs), None)
+
+
+class Tally(NamedTuple):
+    """What one reading would change in a suite (``butterfly validate --readings``)."""
+
+    reading: Reading
+    scenarios: int
+    """Scenarios where the reading changes some spec."""
+    turns: int
+    """Turns whose second reading changes some spec."""
+    triggered: int
+    """Turns whose words and structure trigger the reading (changing a spec or not)."""
+
+
+def audit(replayed: Iterable[tuple[Scenario, Sequence[dict[str, str]]]]) -> list[Tally]:
+    """Per reading of the registry, what it would change over ``(scenario, oracle specs)``."""
+    counts = {r.name: [0, 0, 0] for r in READINGS}
+    for scenario, specs in replayed:
+        for _, ctx in contexts(scenario.initial, scenario.turns):
+            for r in triggered(ctx):
+                counts[r.name][2] += 1
+        hit = set()
+        for d in differences(scenario, specs):
+            counts[d.reading.name][1] += 1
+            hit.add(d.reading.name)
+        for name in hit:
+            counts[name][0] += 1
+    return [Tally(r, *counts[r.name]) for r in READINGS]
+
+
+__all__ = [
+    "BY_NAME",
+    "READINGS",
+    "Context",
+    "Difference",
+    "Reading",
+    "Tally",
+    "audit",
+    "contexts",
+    "differences",
+    "first_difference",
+    "normalise",
+    "triggered",
+    "triggered_at",
+]

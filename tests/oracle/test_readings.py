@@ -1,0 +1,136 @@
+"""Second readings (contract v3, section 2): for each class of the registry, a crafted scenario
+that validation rejects with one line naming the reading, the scenario and the turn, and its
+rewording with one reading, accepted; the naive twin agrees on every verdict (``kind``)."""
+
+from __future__ import annotations
+
+import naive
+import pytest
+from strategies import make, set_turn, simple_turn, undo_ref_turn
+
+import oracle
+from oracle.readings import BY_NAME, READINGS, contexts, triggered
+
+UNDO_LAST = simple_turn("undo_last")
+UNDO_EARLIEST = simple_turn("undo_earliest")
+
+
+def kind(scenario: oracle.Scenario) -> tuple[int, str] | None:
+    """(turn, short code) of the oracle's first violation; the naive twin agrees."""
+    v = oracle.check(scenario)
+    got = None if v is None else (v.turn, naive.oracle_kind(v.reason))
+    expected = naive.naive(scenario)
+    assert got == (expected if isinstance(expected, tuple) else None), scenario.to_json()
+    return got
+
+
+def redo(text: str) -> dict[str, str]:
+    return {"op": "redo", "text": text}
+
+
+def worded(turn: dict[str, str], text: str) -> dict[str, str]:
+    return {**turn, "text": text}
+
+
+def _stacked(text: str) -> oracle.Scenario:
+    # two changes undone, then two redos: the second brings back the first change undone
+    return make(set_turn("log_level", "debug"), set_turn("retries", "3"), UNDO_LAST,
+                UNDO_EARLIEST, redo("Redo the change I just undid."), redo(text))
+
+
+def _history(text: str) -> oracle.Scenario:
+    # the timeout set twice, the second change undone: "my change to the timeout" is which?
+    return make(set_turn("timeout_seconds", "60"), set_turn("timeout_seconds", "120"),
+                UNDO_LAST, undo_ref_turn("timeout_seconds", text))
+
+
+def _edit(text: str) -> oracle.Scenario:
+    # undone by description, then redo: a new change instead would leave nothing to redo
+    return make(set_turn("log_level", "debug"), set_turn("retries", "3"),
+                undo_ref_turn("log_level", text), redo("Put that back."))
+
+
+def _instead(text: str) -> oracle.Scenario:
+    return make(set_turn("log_level", "debug"),
+                worded(set_turn("retries", "3"), text))
+
+
+def _link(text: str) -> oracle.Scenario:
+    return make(set_turn("output_format", "markdown"),
+                worded(set_turn("output_format", "csv"), text),
+                set_turn("input_format", "tsv"))
+
+
+CASES = {
+    # reading: (scenario with two readings, the turn, the same scenario worded with one)
+    "stacked-redo": (_stacked("Bring back the change I undid most recently."), 6,
+                     _stacked("Redo once more: bring back the change I undid before that one.")),
+    "undo-ref-history": (_history("Revert my change to {desc}."), 4,
+                         _history("Undo my change to {desc} that is still in effect.")),
+    "undo-as-edit": (_edit("Put {desc} back the way it was before I changed it."), 3,
+                     _edit("Undo my change to {desc} that is still in effect.")),
+    "replacing-instead": (_instead("Let's go with three retries instead."), 2,
+                          _instead("Let's go with three retries instead of none.")),
+    "standing-link": (_link("Write the output in whatever format the input files are in."), 2,
+                      _link("Set the output format to whatever the input format is right now.")),
+}
+
+
+def test_every_reading_of_the_registry_has_a_case() -> None:
+    assert list(CASES) == [r.name for r in READINGS]
+    assert [r.number for r in READINGS] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_crafted_scenario_is_rejected_naming_reading_scenario_and_turn(name: str) -> None:
+    ambiguous, turn, _ = CASES[name]
+    reading = BY_NAME[name]
+    assert kind(ambiguous) == (turn, f"reading_{reading.number}")
+    v = oracle.check(ambiguous)
+    assert v is not None and v.since == 3 and v.turn == turn
+    line = str(v)
+    assert "\n" not in line
+    assert line.startswith(f"scenario {ambiguous.id}, turn {turn}: second reading "
+                           f"{reading.number} ({name}")
+    # a reading rejects the wording; the oracle's own answer stays what it was
+    assert oracle.replay(ambiguous) == naive.naive(ambiguous, readings=False)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_its_rewording_with_one_reading_is_accepted(name: str) -> None:
+    ambiguous, turn, clear = CASES[name]
+    assert kind(clear) is None
+    assert oracle.replay(clear) == oracle.replay(ambiguous)  # same ops, same answers
+    ctx = next(c for t, c in contexts(clear.initial, clear.turns) if t == turn)
+    assert BY_NAME[name] not in triggered(ctx)
+
+
+def test_a_reading_that_changes_no_spec_is_not_a_violation() -> None:
+    # "instead" at the last turn while another change is in effect, replacing a change to the
+    # same setting: replaced or stacked, the spec is the same, and nothing comes after it
+    s = make(set_turn("retries", "1"), worded(set_turn("retries", "3"), "Actually, make it 3."))
+    ctx = next(c for t, c in contexts(s.initial, s.turns) if t == 2)
+    assert BY_NAME["replacing-instead"] in triggered(ctx)
+    assert kind(s) is None
+
+
+def test_x_instead_of_y_has_one_reading_but_a_vague_y_does_not() -> None:
+    named = make(set_turn("log_level", "debug"),
+                 worded(set_turn("retries", "3"), "Three retries instead of none, please."))
+    assert kind(named) is None
+    vague = make(set_turn("log_level", "debug"),
+                 worded(set_turn("retries", "3"), "Three retries instead of that, please."))
+    assert kind(vague) == (2, "reading_4")
+
+
+def test_a_redo_after_an_undo_is_not_stacked() -> None:
+    s = make(set_turn("log_level", "debug"), set_turn("retries", "3"), UNDO_LAST, UNDO_EARLIEST,
+             redo("Redo the change I just undid."))
+    assert kind(s) is None
+
+
+def test_readings_are_checked_after_every_other_guard() -> None:
+    # an undo_ref with nothing to undo is reported as such, not as a reading
+    s = make(set_turn("log_level", "debug"),
+             undo_ref_turn("retries", "Put {desc} back the way it was before I changed it."))
+    assert kind(s) == (2, "undo_ref_count")
