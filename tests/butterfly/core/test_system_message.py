@@ -22,6 +22,7 @@ from butterfly.core.prompts import (
     CHANGES,
     FORMATS,
     PROMPT_VERSION,
+    SYSTEM,
     VALUES,
     messages,
     prompt_fingerprint,
@@ -66,6 +67,10 @@ def test_every_prompt_states_them(mode: str, layout: str, strategy: str, protoco
     assert not any("from its list" in m["content"] for m in msgs)
     assert VALUES in FORMATS[protocol]
     assert CHANGES in system_message(strategy, protocol, base)
+
+
+def test_the_docs_show_the_system_message_verbatim() -> None:
+    assert SYSTEM in (ROOT / "docs" / "conversation.md").read_text("utf-8")
 
 
 def test_the_kaggle_notebook_sends_them() -> None:
