@@ -1,6 +1,6 @@
 """``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name and
-sha, layouts and repeats, status and shard, final match, cost). A directory that does not read
-as a run is listed with its error, never skipped silently."""
+sha, prompt version, layouts and repeats, status and shard, final match, cost). A directory that
+does not read as a run is listed with its error, never skipped silently."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ class RunLine:
     model: str | None = None
     suite: str | None = None
     suite_sha256: str | None = None
+    prompt_version: int | None = None
+    """The prompt's version (recorded, or named by its fingerprint: runs/versions.py)."""
     layouts: str | None = None
     repeats: int | None = None
     status: str | None = None
@@ -49,7 +51,8 @@ def describe(path: Path) -> RunLine:
     m, p = run.manifest, run.params
     return RunLine(
         path=str(path), model=m.model, suite=Path(m.suite.path).stem,
-        suite_sha256=m.suite.sha256, layouts=",".join(p.layouts), repeats=p.repeats,
+        suite_sha256=m.suite.sha256, prompt_version=score.prompt.version,
+        layouts=",".join(p.layouts), repeats=p.repeats,
         status=m.status, final_match=score.final_match, n_conversations=score.n_conversations,
         cost_usd=None if score.usage is None else score.usage.cost_usd,
         shard=None if p.shard is None else str(p.shard),
@@ -63,16 +66,18 @@ def list_runs(root: Path) -> list[RunLine]:
 def render(lines: list[RunLine]) -> str:
     if not lines:
         return "no run directories found"
-    head = ("run", "model", "suite", "sha", "layouts", "rep", "status", "final match", "cost")
+    head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "status", "final match",
+            "cost")
     rows = [head]
     for x in lines:
         if x.error is not None:
-            rows.append((x.path, "-", "-", "-", "-", "-", "unreadable", "-", x.error[:60]))
+            rows.append((x.path, "-", "-", "-", "-", "-", "-", "unreadable", "-", x.error[:60]))
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
         status = (x.status or "") + ("" if x.shard is None else f" (shard {x.shard})")
-        rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12],
+        prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
+        rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,
                      x.layouts or "", str(x.repeats), status, fm, cost))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()

@@ -16,6 +16,7 @@ from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.scope import conversation_keys, select
 from butterfly.runs.usage import total_usage
+from butterfly.runs.versions import prompt_label
 from butterfly.suite.load import frozen_version
 
 
@@ -63,6 +64,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
     return ScoreReport(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
                        flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
                        parse=parse_mode or params.parse, suite=suite_label(run),
+                       prompt=prompt_label(run.manifest),
                        horizon=horizon, effective_final_match=effective,
                        abstention_by_reason=dict(sorted(reasons.items())),
                        usage=total_usage(run.records.values()), shard=shard,

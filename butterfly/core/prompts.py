@@ -1,7 +1,8 @@
 """The conversation a model sees: a system message, then one user message per turn.
 
 Chat mode (the write-up's setting): the system message declares the task, the catalogue (names
-and domains), the three coupling rules and the answer format; the first user message gives the
+and domains), the three coupling rules, what a change, an undo and a redo are, and the answer
+format (:data:`PROMPT_VERSION` names this wording); the first user message gives the
 initial spec together with the first edit; every later user message is that turn's words; the
 model's own answers stay in the history, whatever they were (an unparsable answer is what the
 model said, and it sees it again).
@@ -23,9 +24,21 @@ from oracle import COUPLINGS, SETTINGS, Scenario, canonical_initial, replay
 
 Message = dict[str, str]
 
+PROMPT_VERSION: Final = 3
+"""The prompt's version, recorded in every new run's manifest (``prompt_version``). v3 (contract
+v3, section 3): the system message says that an undo or a redo is not a change, that a new change
+clears what redo could bring back, and that "unspecified" is an answer beside each setting's
+listed values. v2: the prompt before it, from before versions were recorded (runs made with it
+are known by their fingerprint: ``butterfly/runs/versions.py``, docs/prompt-versions.md)."""
+
+VALUES: Final = ('each value is a string: one of the values listed for that setting, or '
+                 '"unspecified"')
+"""What each value of an answer may be (v2 said "a string value from its list", while
+"unspecified" is in no list)."""
+
 ANSWER_FORMAT: Final = (
-    "Reply with the complete current spec as one JSON object: all 20 keys, each with a string "
-    "value from its list. Reply with the JSON object only."
+    f"Reply with the complete current spec as one JSON object with all 20 keys; {VALUES}. "
+    "Reply with the JSON object only."
 )
 
 
@@ -33,13 +46,12 @@ FORMATS: Final = {
     "schema": ANSWER_FORMAT,
     "json": ANSWER_FORMAT,
     "json-first": (
-        "Reply with the complete current spec as one JSON object first (all 20 keys, each with "
-        "a string value from its list), then one short paragraph saying what you changed."
+        "Reply with the complete current spec as one JSON object first, then one short "
+        f"paragraph saying what you changed. The object has all 20 keys; {VALUES}."
     ),
     "json-last": (
         "First explain briefly what this message changes, then end your reply with the "
-        "complete current spec as one JSON object (all 20 keys, each with a string value from "
-        "its list)."
+        f"complete current spec as one JSON object. The object has all 20 keys; {VALUES}."
     ),
 }
 
@@ -130,7 +142,8 @@ def _few_shot_block() -> str:
         strict=False,
     )
     specs = replay(example)
-    lines = ["Worked examples (a different conversation, starting from the same initial spec):"]
+    lines = ["Worked examples from another conversation (not this one), with the spec after "
+             "each message:", f"Initial spec: {json.dumps(specs[0])}"]
     for t, turn in enumerate(example.turns, 1):
         lines.append(f'User: "{turn.text}"')
         lines.append(f"Spec: {json.dumps(specs[t])}")
@@ -151,12 +164,26 @@ def strategy_block(strategy: str, sc_base: str = "zero-shot") -> str:
     raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
 
 
+CHANGES: Final = (
+    "Each message that sets a value or removes a requirement makes one new change. An undo or "
+    'a redo is not itself a change: "my last change" never means an undo or a redo; it means '
+    "the change made most recently among those still in effect. Undoing a change removes its "
+    "effect on the spec, as if it had never been made, and keeps every other change. A new "
+    "change clears what redo could bring back. A redo brings back one change: of the changes "
+    "undone since the latest new change that are still undone, the one undone most recently. "
+    "Change only what the user asks for (and what a rule forces)."
+)
+"""What a change, an undo and a redo are (contract v3, section 3: v2 said "every edit the user
+makes is a change", which a careful reader took to include undos and redos, and left unsaid that
+a new change clears what redo could bring back)."""
+
+
 def system_message(strategy: str = "zero-shot", protocol: str = "schema",
                    sc_base: str = "zero-shot") -> str:
     lines = [
         "You keep the configuration spec of a command-line data tool up to date while a user "
-        "edits it over several turns. The spec has exactly these 20 settings; each value is one "
-        "of the strings listed:",
+        "edits it over several turns. The spec has exactly these 20 settings, each with the "
+        "values it can take:",
         "",
     ]
     for s in SETTINGS:
@@ -174,9 +201,7 @@ def system_message(strategy: str = "zero-shot", protocol: str = "schema",
         "When a rule stops applying, the forced setting goes back to the value it would have "
         "without the rule.",
         "",
-        "Every edit the user makes is a change. Undoing a change removes its effect, as if it "
-        "had never been made, and keeps every other change; redo puts back the change that was "
-        "undone most recently. Change only what the user asks for (and what a rule forces).",
+        CHANGES,
         "",
     ]
     block = strategy_block(strategy, sc_base)
@@ -201,8 +226,8 @@ def _system(strategy: str, protocol: str, sc_base: str = "zero-shot") -> str:
 HEDGE: Final = "If the request is unclear, answer UNSURE instead of a spec."
 SPEC_INTRO: Final = "Here is the current spec:"
 INITIAL_INTRO: Final = "Here is the initial spec:"
-EDITS_INTRO: Final = "The user's edits so far, in the order they were made:"
-RESTATE_QUESTION: Final = "What is the spec now, after all of these edits?"
+EDITS_INTRO: Final = "The user's messages so far, in the order they were sent:"
+RESTATE_QUESTION: Final = "What is the spec now, after all of these messages?"
 
 
 def spec_block(spec: dict[str, str]) -> str:
@@ -302,9 +327,9 @@ def prompt_fingerprint(strategy: str = "zero-shot", protocol: str = "schema",
 
     The zero-shot JSON-only fingerprint is the base list alone, so adding strategies and
     protocols does not invalidate runs made without them."""
-    parts = [SYSTEM, ANSWER_FORMAT, HEDGE, SPEC_INTRO, INITIAL_INTRO, EDITS_INTRO,
-             RESTATE_QUESTION, "layouts:E=evidence,edit,question;Q=question,edit,"
-             "evidence;H=E+hedge", "join:\\n\\n"]
+    parts = [f"prompt_version={PROMPT_VERSION}", SYSTEM, ANSWER_FORMAT, HEDGE, SPEC_INTRO,
+             INITIAL_INTRO, EDITS_INTRO, RESTATE_QUESTION,
+             "layouts:E=evidence,edit,question;Q=question,edit,evidence;H=E+hedge", "join:\\n\\n"]
     if (strategy, protocol) not in _DEFAULT_STYLE:
         parts += [f"strategy={strategy}", f"protocol={protocol}", _system(strategy, protocol),
                   FORMATS[protocol]]

@@ -172,6 +172,19 @@ class SuiteLabel(BaseModel):
     sha256: str
 
 
+class PromptLabel(BaseModel):
+    """Which prompt a run was asked with: its version as the run's manifest records it or, for a
+    run made before versions were recorded, as its fingerprint names it (docs/prompt-versions.md:
+    prompt v2 runs stay readable and say so)."""
+
+    model_config = _RESULT
+    version: int | None = Field(description="null: recorded before prompt versions, and not a "
+                                "fingerprint of a known version.")
+    recorded: bool = Field(description="The manifest records the version; false: read from the "
+                           "fingerprint.")
+    sha256: str
+
+
 class Usage(BaseModel):
     """Tokens and cost of a run's answers (every answered call, cache hits included: what the
     answers cost to make), and what this run directory itself spent (calls not served by the
@@ -204,6 +217,7 @@ class ScoreReport(Totals, Aggregate, _Named):
     run: str
     parse: str
     suite: SuiteLabel
+    prompt: PromptLabel
     horizon: HorizonResult | None = Field(
         description="None when the run has no complete conversation.")
     effective_final_match: float | None = Field(

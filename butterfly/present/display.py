@@ -26,6 +26,7 @@ from butterfly.models.provider import redact
 from butterfly.runs.calls import CallView
 from butterfly.runs.play import Progress as RunProgress
 from butterfly.runs.reader import Run
+from butterfly.runs.versions import version_name
 
 
 class ProgressDisplay:
@@ -125,7 +126,8 @@ def _main_table(result: ScoreReport, columns: Sequence[str]) -> Table:
     convs = result.n_conversations
     extra = "" if convs == result.n_scenarios else f", {convs} conversations"
     title = (f"ButterflyBench: {printable(result.model)} ({result.n_scenarios} scenarios{extra} "
-             f"of {printable(suite_name(result.suite))})")
+             f"of {printable(suite_name(result.suite))}, "
+             f"{version_name(result.prompt.version)})")
     rows: list[tuple[str, Aggregate]] = [(result.model, result)] + [
         (f"baseline: {name}", b) for name, b in result.baselines.items()
     ]

@@ -28,6 +28,7 @@ from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
 from butterfly.present.packing import pack
 from butterfly.runs.reader import check_same_scenarios, load_run
+from butterfly.runs.versions import version_name
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
@@ -69,7 +70,7 @@ class ConversationData(TypedDict):
 RunEntry = dict[str, Any]
 """A run's (or a baseline's) row on the page: open data for the template. Its metrics are the
 score's (``score --json``), picked by :func:`_metrics`; besides them label, path, model,
-status, params, suite, horizon, by_category, by_layout, by_op."""
+status, params, suite, prompt (its version), horizon, by_category, by_layout, by_op."""
 
 
 class ReportModel(TypedDict):
@@ -105,10 +106,11 @@ class ModePair(TypedDict):
 
 
 def mode_pairs(entries: Sequence[RunEntry]) -> list[ModePair]:
-    """Runs that differ only in ``--mode``, paired (the first of each mode per model and suite)."""
+    """Runs that differ only in ``--mode``, paired (the first of each mode per model, suite and
+    prompt version)."""
     def key(e: RunEntry) -> tuple[Any, ...]:
         p = e["params"]
-        return (e["model"], e["suite_sha256"], tuple(p["layouts"]), p["strategy"],
+        return (e["model"], e["suite_sha256"], e["prompt"], tuple(p["layouts"]), p["strategy"],
                 p["protocol"], p["temperature"], p["seed"])
 
     by: dict[tuple[Any, ...], dict[str, RunEntry]] = {}
@@ -184,6 +186,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
                        "temperature": params.temperature, "seed": params.seed},
             "suite": f"{suite_name(run_score.suite)} ({manifest.suite.path})",
             "suite_sha256": manifest.suite.sha256,
+            "prompt": version_name(run_score.prompt.version),
             "horizon": score["horizon"],
             "incomplete": score["incomplete"],
             "n_total": score["n_total"],
@@ -196,6 +199,9 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
             "abstention_by_reason": score["abstention_by_reason"],
             "usage": score["usage"],
         })
+    if len({e["prompt"] for e in entries}) > 1:  # runs asked with other prompts say which
+        for e in entries:
+            e["label"] = f"{e['label']} [{e['prompt']}]"
     labels = [e["label"] for e in entries]
     for e in entries:  # runs with the same label are told apart by their directory
         if labels.count(e["label"]) > 1:

@@ -158,6 +158,10 @@ class RunManifest(BaseModel):
     suite: SuiteRef
     params: RunParams
     prompt_sha256: str = Field(description="Hash of the system prompt and templates in force.")
+    prompt_version: int | None = Field(
+        None, description="The prompt's version (butterfly.core.prompts.PROMPT_VERSION); null "
+        "for a run made before versions were recorded, whose prompt_sha256 names its version "
+        "(docs/prompt-versions.md).")
     started_at: str
     updated_at: str
     status: RunStatus

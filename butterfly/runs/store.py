@@ -24,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from butterfly import __version__
-from butterfly.core.prompts import prompt_fingerprint
+from butterfly.core.prompts import PROMPT_VERSION, prompt_fingerprint
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import Protocol, RunStatus, SCBase, Strategy, Transport
 from butterfly.errors import UserError
@@ -35,6 +35,7 @@ from butterfly.runs.integrity import key_of as key_of  # re-exported: callers re
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
 from butterfly.runs.sweep import check_resume
+from butterfly.runs.versions import prompt_label, version_name
 from butterfly.suite.load import ROOT
 from oracle import Scenario
 
@@ -141,9 +142,10 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
         )
     if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol, params.sc_base):
         raise UserError(
-            f"--out {out} was run with a different prompt (prompt_sha256 "
+            f"--out {out} was run with a different prompt "
+            f"({version_name(prompt_label(old).version)}, prompt_sha256 "
             f"{old.prompt_sha256[:12]}): its answers cannot be continued with this version's "
-            "prompt; choose another --out"
+            f"prompt ({version_name(PROMPT_VERSION)}); choose another --out"
         )
 
 
@@ -223,6 +225,7 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         suite=SuiteRef(path=str(suite_path), sha256=suite_sha, n_scenarios=len(scenarios)),
         params=params,
         prompt_sha256=prompt_sha256(params.strategy, params.protocol, params.sc_base),
+        prompt_version=PROMPT_VERSION,
         started_at=stamp,
         updated_at=stamp,
         status="running",

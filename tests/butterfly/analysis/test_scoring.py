@@ -59,7 +59,8 @@ def test_one_length_only_says_so(tmp_path: Path) -> None:
 def test_the_suite_and_its_version_are_named() -> None:
     v1 = butterfly.score_run(ROOT / "runs" / "script-oracle-butterfly-40")
     assert (v1.suite.name, v1.suite.version) == ("butterfly-40", 1)
-    assert "of butterfly-40 v1)" in run_cli("score", "runs/script-oracle-butterfly-40").stdout
+    text = run_cli("score", "runs/script-oracle-butterfly-40").stdout
+    assert "of butterfly-40 v1, prompt v2)" in text  # the suite's and the prompt's versions
 
 
 def test_a_new_run_is_on_butterfly_40_v2(tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
 """Contract v2: few-shot examples share no wording with any turn of a shipped suite.
 
+The shipped suites are the files under scenarios/ when the test runs (so every new suite or
+version is checked once committed), and the paraphrase templates suites are generated from.
 Equality is not enough: v1's example "Only log warnings and errors from now on." was no turn of
 butterfly-40, yet nearly repeated "From now on I'd like logging of warnings and errors only."
 (gen-undo-ref-04 has its sibling). Two measures, both bounded, on lower-cased text: the difflib
@@ -19,7 +21,7 @@ from conftest import ROOT, run_cli
 from butterfly.core.prompts import FEW_SHOT_MAX_JACCARD as MAX_JACCARD
 from butterfly.core.prompts import FEW_SHOT_MAX_RATIO as MAX_RATIO
 from butterfly.core.prompts import FEW_SHOT_TURNS, few_shot_clash, similarity
-from butterfly.suite.load import load_suite
+from butterfly.suite.load import BUILTINS, load_suite
 from butterfly.suite.templates import FAMILIES
 
 SUITES = sorted((ROOT / "scenarios").glob("*.jsonl"))
@@ -34,8 +36,10 @@ def shipped_texts() -> tuple[str, ...]:
 
 
 def test_the_shipped_suites_are_all_checked() -> None:
+    """Every file under scenarios/ is read at test time, so a new suite or a new version of one
+    is checked as soon as it is committed; and every frozen suite the package names is there."""
     names = {p.stem for p in SUITES}
-    assert {"butterfly-40", "butterfly-long", "butterfly-hard", "handwritten"} <= names
+    assert {"butterfly-40", "butterfly-long", "butterfly-hard", "handwritten", *BUILTINS} <= names
 
 
 @pytest.mark.parametrize("example", [t[3] for t in FEW_SHOT_TURNS])
