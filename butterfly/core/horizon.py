@@ -1,7 +1,7 @@
 """The horizon (contract v2, section 4): the chain length at which final match crosses 50%.
 
-Pure: plain data in, a frozen record out; imports only numpy and the standard library (no other
-``butterfly`` module), so that it can move into the notebook-inlinable layer.
+Pure: plain data in, a frozen record out; imports only numpy, the standard library and its
+logistic fit (``core/logistic.py``), so that the notebook inlines it.
 
 Input: one :class:`Conversation` per played conversation (scenario id, chain length, final
 match, and the turn matches of turns 1..n). Output: :class:`Horizon`, whose :meth:`~Horizon.
@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
-from numpy.typing import NDArray
+
+from butterfly.core.logistic import Fit, fit_logistic, fit_many
 
 SANE_FACTOR: Final = 10.0
 """A crossing beyond SANE_FACTOR x the longest chain observed is not reported."""
@@ -68,19 +69,6 @@ class Conversation:
                                  f"{self.length} turns")
             if self.turn_matches[-1] != self.final_match:
                 raise ValueError(f"{self.scenario}: final match differs from the last turn's")
-
-
-@dataclass(frozen=True, slots=True)
-class Fit:
-    """p(L) = 1 / (1 + exp(-(intercept + slope * log L)))."""
-
-    intercept: float
-    slope: float
-    method: str
-    """``mle`` or ``firth`` (separated data)."""
-
-    def rate(self, length: float) -> float:
-        return 1.0 / (1.0 + math.exp(-(self.intercept + self.slope * math.log(length))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,90 +115,6 @@ class Horizon:
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
-
-
-# ---------------------------------------------------------------------------- the fit
-
-
-def _separated(x: NDArray[np.float64], succ: NDArray[np.float64],
-               trials: NDArray[np.float64]) -> bool:
-    """Are successes and failures (quasi-)separated along x (grouped data)?"""
-    fail = trials - succ
-    has_s, has_f = x[succ > 0], x[fail > 0]
-    if has_s.size == 0 or has_f.size == 0:
-        return True
-    return bool(has_s.max() <= has_f.min() or has_f.max() <= has_s.min())
-
-
-def fit_logistic(lengths: Sequence[float] | NDArray[np.float64],
-                 successes: Sequence[float] | NDArray[np.float64],
-                 trials: Sequence[float] | NDArray[np.float64]) -> Fit | None:
-    """Logistic fit of success on log(length), from counts per length (successes may be
-    fractional: expected rates). None with fewer than two distinct lengths."""
-    s = np.asarray(successes, dtype=float)[None]
-    n = np.asarray(trials, dtype=float)[None]
-    return fit_many(lengths, s, n)[0]
-
-
-def fit_many(lengths: Sequence[float] | NDArray[np.float64], successes: NDArray[np.float64],
-             trials: NDArray[np.float64]) -> list[Fit | None]:
-    """:func:`fit_logistic` of every row of ``successes`` and ``trials`` (one row per
-    bootstrap resample, one column per length), the rows that keep the same lengths fitted
-    together: each row's Newton steps are its own (it stops when its own step is tiny), made
-    with numpy's stacked operations, which give the same bits as one row at a time
-    (tests/butterfly/core/test_horizon.py checks it on random and separated data)."""
-    x_all = np.log(np.asarray(lengths, dtype=float))
-    out: list[Fit | None] = [None] * successes.shape[0]
-    keep = trials > 0
-    groups: dict[bytes, list[int]] = {}
-    for r in range(successes.shape[0]):
-        groups.setdefault(keep[r].tobytes(), []).append(r)
-    for rows in groups.values():
-        k = keep[rows[0]]
-        if np.unique(x_all[k]).size < 2:
-            continue
-        fits = _newton(x_all[k], successes[rows][:, k], trials[rows][:, k])
-        for r, f in zip(rows, fits, strict=True):
-            out[r] = f
-    return out
-
-
-def _newton(x: NDArray[np.float64], s: NDArray[np.float64],
-            n: NDArray[np.float64]) -> list[Fit | None]:
-    """Newton's method (Firth's where a row is separated) on rows sharing the lengths ``x``."""
-    firth = np.array([_separated(x, si, ni) for si, ni in zip(s, n, strict=True)])
-    X = np.column_stack([np.ones_like(x), x])
-    beta = np.zeros((s.shape[0], 2))
-    active = np.ones(s.shape[0], dtype=bool)
-    for _ in range(200):
-        at = np.flatnonzero(active)
-        if at.size == 0:
-            break
-        b = beta[at]
-        eta = (X[None] @ b[:, :, None])[..., 0]
-        p = 1.0 / (1.0 + np.exp(-eta))
-        w = n[at] * p * (1 - p)
-        info = X.T[None] @ (X[None] * w[:, :, None])
-        try:
-            inv = np.linalg.inv(info)
-        except np.linalg.LinAlgError:  # a singular row has no fit: each row alone, then
-            if s.shape[0] == 1:
-                return [None]
-            return [_newton(x, s[i:i + 1], n[i:i + 1])[0] for i in range(s.shape[0])]
-        resid = s[at] - n[at] * p
-        if firth[at].any():
-            # Firth: score + X'(h (1/2 - p)), h the leverages of the weighted design
-            h = w * np.einsum("ij,rjk,ik->ri", X, inv, X)
-            resid = np.where(firth[at][:, None], resid + h * (0.5 - p), resid)
-        step = (inv @ (X.T[None] @ resid[:, :, None]))[..., 0]
-        # step halving keeps Newton stable far from the optimum
-        size = np.max(np.abs(step), axis=1)
-        big = size > 5
-        step[big] = step[big] * (5 / size[big])[:, None]
-        beta[at] = b + step
-        active[at[size < 1e-10]] = False
-    return [Fit(float(b0), float(b1), "firth" if f else "mle")
-            for (b0, b1), f in zip(beta, firth, strict=True)]
 
 
 def crossing(fit: Fit, sane_max: float) -> float:

@@ -1,13 +1,12 @@
 """``butterfly notebook build``: the Kaggle notebook, generated from the package (docs/kaggle.md).
 
-The notebook is the same benchmark as the CLI, not a copy: each module it needs (the oracle,
-the prompts, the parser, the scorer, the statistics and :mod:`butterfly.kaggle.runner`) is one
-code cell holding that file's text verbatim, run as that module by a cell magic
-(``%%butterfly_module PATH``: a fresh module object in ``sys.modules``, the cell's text
-executed in it); the frozen suite is one cell of data (``%%butterfly_data PATH``), checked
-against the manifest's sha256 when the notebook runs. So the notebook runs on Kaggle without
-installing this project, and a test fails when the committed notebook differs from a fresh
-build.
+The notebook is the same benchmark as the CLI, not a copy: each module it needs (the oracle, the
+prompts, the parser, the scorer, the statistics and :mod:`butterfly.kaggle.runner`) is one code
+cell holding that file's text verbatim, run as that module by a cell magic
+(``%%butterfly_module PATH``: a fresh module object in ``sys.modules``, the cell's text executed
+in it); the frozen suite is one cell of data (``%%butterfly_data PATH``), checked against the
+manifest's sha256 when the notebook runs. So the notebook runs on Kaggle without installing this
+project, and a test fails when the committed notebook differs from a fresh build.
 
 The build is deterministic (no outputs, no execution counts, fixed cell ids, sorted keys):
 the same sources give the same bytes. It imports neither litellm nor kaggle_benchmarks.
@@ -47,6 +46,7 @@ MODULES: Final = (
     "butterfly/core/vote.py",
     "butterfly/core/turns.py",
     "butterfly/core/agents.py",
+    "butterfly/core/logistic.py",
     "butterfly/core/horizon.py",
     "butterfly/core/results.py",
     "butterfly/core/metrics.py",

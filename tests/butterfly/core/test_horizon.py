@@ -8,20 +8,12 @@ import math
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import ROOT
 
 from butterfly.core.agents import drift_expected_final_match, drift_spec
-from butterfly.core.horizon import (
-    Conversation,
-    Fit,
-    _separated,
-    crossing,
-    fit_logistic,
-    fit_many,
-    horizon,
-)
+from butterfly.core.horizon import Conversation, crossing, horizon
+from butterfly.core.logistic import fit_logistic
 from butterfly.suite.load import load_suite
 from oracle import replay
 
@@ -127,7 +119,9 @@ def test_the_module_imports_only_numpy_scipy_oracle_and_the_standard_library() -
             roots.add(node.module.split(".")[0])
     import sys
 
-    assert roots - sys.stdlib_module_names <= {"numpy", "scipy", "oracle"}, roots
+    assert roots - sys.stdlib_module_names <= {"numpy", "scipy", "oracle", "butterfly"}, roots
+    assert {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            and (n.module or "").startswith("butterfly")} == {"butterfly.core.logistic"}
 
 
 # ---------------------------------------------------------------------------- the drift agent
@@ -165,52 +159,3 @@ def test_drift_recovers_its_known_rates_and_horizon_on_butterfly_long() -> None:
     assert lo is not None and hi is not None and lo <= true <= hi, (lo, true, hi)
     assert h.turns is not None and abs(h.turns - true) < 3
 
-
-def _one_at_a_time(lengths: list[int], s: np.ndarray, n: np.ndarray) -> Fit | None:
-    """The fit of one row alone, as fit_logistic made it before fit_many (the bootstrap made
-    it 1,000 times): Newton's method with 2x2 numpy operations on one row."""
-    keep = n > 0
-    x = np.log(np.asarray(lengths, dtype=float))[keep]
-    s, n = s[keep], n[keep]
-    if np.unique(x).size < 2:
-        return None
-    firth = _separated(x, s, n)
-    X = np.column_stack([np.ones_like(x), x])
-    beta = np.zeros(2)
-    for _ in range(200):
-        p = 1.0 / (1.0 + np.exp(-(X @ beta)))
-        w = n * p * (1 - p)
-        try:
-            inv = np.linalg.inv(X.T @ (X * w[:, None]))
-        except np.linalg.LinAlgError:
-            return None
-        resid = s - n * p
-        if firth:
-            resid = resid + w * np.einsum("ij,jk,ik->i", X, inv, X) * (0.5 - p)
-        step = inv @ (X.T @ resid)
-        size = float(np.max(np.abs(step)))
-        if size > 5:
-            step = step * (5 / size)
-        beta = beta + step
-        if size < 1e-10:
-            break
-    return Fit(float(beta[0]), float(beta[1]), "firth" if firth else "mle")
-
-
-@pytest.mark.parametrize("kind", ["perfect", "hopeless", "random", "separated"])
-def test_fits_made_together_are_the_fits_made_one_at_a_time_bit_for_bit(kind: str) -> None:
-    rng = np.random.default_rng({"perfect": 1, "hopeless": 2, "random": 3, "separated": 4}[kind])
-    rows = 0
-    for _ in range(40):
-        k = int(rng.integers(2, 6))
-        lengths = sorted(int(v) for v in rng.choice([1, 2, 5, 10, 20, 40, 80, 160], size=k,
-                                                      replace=False))
-        trials = rng.integers(0, 30, size=(60, k)).astype(float)  # some lengths go unsampled
-        succ = {"perfect": trials, "hopeless": np.zeros_like(trials),
-                "random": np.floor(trials * rng.random(trials.shape)),
-                "separated": np.where(np.arange(k)[None] < k // 2, trials, 0.0)}[kind]
-        together = fit_many(lengths, succ, trials)
-        for r in range(len(trials)):
-            assert together[r] == _one_at_a_time(lengths, succ[r], trials[r]), (lengths, r)
-            rows += together[r] is not None
-    assert rows > 1000  # most rows keep two lengths or more, and are fitted
