@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
 from butterfly.core.agents import drift_expected_final_match, drift_spec  # noqa: E402
-from butterfly.core.horizon import Conversation, crossing, fit_logistic, horizon  # noqa: E402
+from butterfly.core.horizon import Conversation, crossing, horizon  # noqa: E402
+from butterfly.core.logistic import fit_logistic  # noqa: E402
 from butterfly.suite.load import load_suite, resolve_suite  # noqa: E402
 from oracle import Scenario, replay  # noqa: E402
 
@@ -74,7 +75,7 @@ def expected_horizon(scenarios: list[Scenario], p: float) -> tuple[dict[int, flo
     lengths = sorted(count)
     fit = fit_logistic(lengths, [total[n] for n in lengths], [count[n] for n in lengths])
     assert fit is not None
-    return {n: total[n] / count[n] for n in lengths}, crossing(fit, 10 * lengths[-1])
+    return {n: total[n] / count[n] for n in lengths}, crossing(fit, lengths[0], lengths[-1])
 
 
 def main() -> int:

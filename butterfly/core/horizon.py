@@ -1,36 +1,39 @@
-"""The horizon (contract v2, section 4): the chain length at which final match crosses 50%.
+"""The horizon (contract section 4): the chain length at which final match crosses 50%, and
+where the data cannot place that crossing inside the tested lengths, the bound it lies beyond.
 
-Pure: plain data in, a frozen record out; imports only numpy and the standard library (no other
-``butterfly`` module), so that it can move into the notebook-inlinable layer.
+Pure: plain data in, a frozen record out; imports only numpy, the standard library and its
+logistic fit (``core/logistic.py``), so that the notebook inlines it.
 
 Input: one :class:`Conversation` per played conversation (scenario id, chain length, final
 match, and the turn matches of turns 1..n). Output: :class:`Horizon`, whose :meth:`~Horizon.
-to_json` is exactly ``{"turns", "ci": [lo, hi], "by_length": {"<length>": {"n",
-"final_match"}}}`` plus the documented extra keys ``fit``, ``survival``, ``n_conversations``,
-``n_scenarios``, ``bootstrap`` and ``note``.
+to_json` is exactly ``{"turns", "ci": [lo, hi], "censored", "bound", "note", "by_length":
+{"<length>": {"n", "final_match"}}}`` plus the documented extra keys ``fit``, ``survival``,
+``n_conversations``, ``n_scenarios`` and ``bootstrap``.
 
-Method (docs/ladder.md):
+Method (docs/ladder.md), with L_min and L_max the shortest and longest tested lengths, decided
+in the contract's order:
 
-- **Fit.** Logistic regression of final match on log(chain length), by Newton's method on the
-  counts per length (the likelihood depends on nothing else). Where the data are separated in
-  log length (every success at lengths no longer than every failure, or the reverse, including
-  all successes or all failures at two or more lengths), the maximum-likelihood slope is
-  infinite; the fit is then Firth's bias-reduced (Jeffreys-penalised) logistic regression, which
-  is always finite, and ``fit.method`` says so.
-- **Horizon.** The fitted curve p(L) = 1 / (1 + exp(-(a + b log L))) crosses 50% at
-  L* = exp(-a / b). It is reported only when the curve falls (b < 0) and L* lies in the sane
-  range [1, 10 x the longest chain]. Otherwise ``turns`` is None and ``note`` says why (still
-  above 50% at ten times the longest chain; below 50% from the first turn; a curve that does
-  not fall).
-- **Interval.** A seeded cluster bootstrap over scenarios: scenarios are drawn with
-  replacement, each bringing all its conversations (every repeat), and the curve is refitted.
-  A resample whose curve stays above 50% over the sane range counts as a horizon beyond it
-  (+inf); one below 50% from the first turn, or not falling there, as below it (-inf). The
-  interval is the 2.5th and 97.5th percentile of these extended values; a bound that is
-  infinite is reported as None (the data cannot bound the horizon on that side).
-- **One length only**: no fit; ``turns`` is None, ``ci`` is [None, None], ``note`` says so.
-- **Survival curve**: for each turn index t, among conversations with at least t turns, the
-  share whose turns 1..t all matched.
+1. no conversation failed: censored ``above`` L_max;
+2. every conversation failed: censored ``below`` L_min;
+3. outcomes mixed at fewer than two distinct lengths: no horizon, ``note`` "not enough data";
+4. otherwise the fit. **Fit**: logistic regression of final match on log(chain length), by
+   Newton's method on the counts per length; where the data are separated in log length the
+   maximum-likelihood slope is infinite and the fit is Firth's bias-reduced one (always finite;
+   ``fit.method`` says so). **Place**: the horizon is the first tested-range length where the
+   fitted final match is at or below 50%: ``below`` L_min when it is so already at L_min,
+   ``above`` L_max when it is still above 50% at L_max, otherwise ``turns`` is where the curve
+   falls through 50%, exp(-intercept / slope), inside [L_min, L_max]. A crossing outside the
+   tested lengths is never a number.
+
+**Interval**: a seeded cluster bootstrap over scenarios (each drawn scenario brings all its
+conversations); each resample is decided by the same four steps over the run's [L_min, L_max],
+giving a length, +inf (above) or -inf (below); resamples in step 3 are left out and counted.
+The ends are the 2.5th and 97.5th percentiles of these values (3 decimals). An end beyond the
+tested lengths on its own side is open (None); an end beyond them on the other side (the whole
+interval lies above L_max, or below L_min) is that bound. Ends that coincide are widened to the
+nearest distinct resample values (open where there is none): an interval never has zero width.
+
+**Survival curve**: the Kaplan-Meier estimate of "matched at every turn so far" by turn index.
 """
 
 from __future__ import annotations
@@ -38,15 +41,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-SANE_FACTOR: Final = 10.0
-"""A crossing beyond SANE_FACTOR x the longest chain observed is not reported."""
+from butterfly.core.logistic import Fit, fit_logistic, fit_many
+
 RESAMPLES: Final = 1000
 LEVEL: Final = 0.95
+NOT_ENOUGH_DATA: Final = "not enough data"
+Censored = Literal["above", "below"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,41 +76,46 @@ class Conversation:
 
 
 @dataclass(frozen=True, slots=True)
-class Fit:
-    """p(L) = 1 / (1 + exp(-(intercept + slope * log L)))."""
+class Bootstrap:
+    """What the interval rests on: resamples drawn, those decided (step 3 leaves a resample
+    out), and how many of those were censored on each side."""
 
-    intercept: float
-    slope: float
-    method: str
-    """``mle`` or ``firth`` (separated data)."""
-
-    def rate(self, length: float) -> float:
-        return 1.0 / (1.0 + math.exp(-(self.intercept + self.slope * math.log(length))))
+    drawn: int
+    used: int
+    above: int
+    below: int
+    seed: int
 
 
 @dataclass(frozen=True, slots=True)
 class Horizon:
     turns: float | None
+    """The crossing, inside [L_min, L_max]; None when censored or not enough data."""
     ci: tuple[float | None, float | None]
+    """None: an open end (the interval goes on beyond the tested lengths on that side)."""
+    censored: Censored | None
+    bound: int | None
+    """The tested length the horizon is censored at (L_max above, L_min below)."""
+    note: str | None
+    """Why there is no number: ``not enough data`` (step 3), or the reason for a censoring."""
     by_length: dict[int, tuple[int, float]]
     """length -> (conversations, final match share)."""
     fit: Fit | None
+    """The logistic fit (step 4 only)."""
     survival: tuple[tuple[int, int, float], ...]
-    """(turn t, conversations with at least t turns, share matched at every turn up to t)."""
+    """(turn t, conversations at risk at t, Kaplan-Meier share matched at every turn to t)."""
     n_conversations: int
     n_scenarios: int
-    resamples: int
-    """Bootstrap fits made (resamples holding one length only are skipped)."""
-    seed: int
-    resamples_beyond: int
-    """Bootstrap fits that did not cross within the sane range (either side)."""
-    note: str | None
-    sane_max: float
+    bootstrap: Bootstrap
 
     def to_json(self) -> dict[str, Any]:
+        b = self.bootstrap
         return {
             "turns": _round(self.turns),
             "ci": [_round(self.ci[0]), _round(self.ci[1])],
+            "censored": self.censored,
+            "bound": self.bound,
+            "note": self.note,
             "by_length": {
                 str(n): {"n": k, "final_match": round(r, 6)}
                 for n, (k, r) in sorted(self.by_length.items())
@@ -119,9 +129,8 @@ class Horizon:
                          for t, n, s in self.survival],
             "n_conversations": self.n_conversations,
             "n_scenarios": self.n_scenarios,
-            "bootstrap": {"resamples": self.resamples, "seed": self.seed,
-                          "not_crossing": self.resamples_beyond, "sane_max": self.sane_max},
-            "note": self.note,
+            "bootstrap": {"resamples": b.used, "drawn": b.drawn, "above": b.above,
+                          "below": b.below, "seed": b.seed},
         }
 
 
@@ -129,105 +138,93 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-# ---------------------------------------------------------------------------- the fit
-
-
-def _separated(x: NDArray[np.float64], succ: NDArray[np.float64],
-               trials: NDArray[np.float64]) -> bool:
-    """Are successes and failures (quasi-)separated along x (grouped data)?"""
-    fail = trials - succ
-    has_s, has_f = x[succ > 0], x[fail > 0]
-    if has_s.size == 0 or has_f.size == 0:
-        return True
-    return bool(has_s.max() <= has_f.min() or has_f.max() <= has_s.min())
-
-
-def fit_logistic(lengths: Sequence[float] | NDArray[np.float64],
-                 successes: Sequence[float] | NDArray[np.float64],
-                 trials: Sequence[float] | NDArray[np.float64]) -> Fit | None:
-    """Logistic fit of success on log(length), from counts per length (successes may be
-    fractional: expected rates). None with fewer than two distinct lengths."""
-    s = np.asarray(successes, dtype=float)[None]
-    n = np.asarray(trials, dtype=float)[None]
-    return fit_many(lengths, s, n)[0]
-
-
-def fit_many(lengths: Sequence[float] | NDArray[np.float64], successes: NDArray[np.float64],
-             trials: NDArray[np.float64]) -> list[Fit | None]:
-    """:func:`fit_logistic` of every row of ``successes`` and ``trials`` (one row per
-    bootstrap resample, one column per length), the rows that keep the same lengths fitted
-    together: each row's Newton steps are its own (it stops when its own step is tiny), made
-    with numpy's stacked operations, which give the same bits as one row at a time
-    (tests/butterfly/core/test_horizon.py checks it on random and separated data)."""
-    x_all = np.log(np.asarray(lengths, dtype=float))
-    out: list[Fit | None] = [None] * successes.shape[0]
-    keep = trials > 0
-    groups: dict[bytes, list[int]] = {}
-    for r in range(successes.shape[0]):
-        groups.setdefault(keep[r].tobytes(), []).append(r)
-    for rows in groups.values():
-        k = keep[rows[0]]
-        if np.unique(x_all[k]).size < 2:
-            continue
-        fits = _newton(x_all[k], successes[rows][:, k], trials[rows][:, k])
-        for r, f in zip(rows, fits, strict=True):
-            out[r] = f
-    return out
-
-
-def _newton(x: NDArray[np.float64], s: NDArray[np.float64],
-            n: NDArray[np.float64]) -> list[Fit | None]:
-    """Newton's method (Firth's where a row is separated) on rows sharing the lengths ``x``."""
-    firth = np.array([_separated(x, si, ni) for si, ni in zip(s, n, strict=True)])
-    X = np.column_stack([np.ones_like(x), x])
-    beta = np.zeros((s.shape[0], 2))
-    active = np.ones(s.shape[0], dtype=bool)
-    for _ in range(200):
-        at = np.flatnonzero(active)
-        if at.size == 0:
-            break
-        b = beta[at]
-        eta = (X[None] @ b[:, :, None])[..., 0]
-        p = 1.0 / (1.0 + np.exp(-eta))
-        w = n[at] * p * (1 - p)
-        info = X.T[None] @ (X[None] * w[:, :, None])
-        try:
-            inv = np.linalg.inv(info)
-        except np.linalg.LinAlgError:  # a singular row has no fit: each row alone, then
-            if s.shape[0] == 1:
-                return [None]
-            return [_newton(x, s[i:i + 1], n[i:i + 1])[0] for i in range(s.shape[0])]
-        resid = s[at] - n[at] * p
-        if firth[at].any():
-            # Firth: score + X'(h (1/2 - p)), h the leverages of the weighted design
-            h = w * np.einsum("ij,rjk,ik->ri", X, inv, X)
-            resid = np.where(firth[at][:, None], resid + h * (0.5 - p), resid)
-        step = (inv @ (X.T[None] @ resid[:, :, None]))[..., 0]
-        # step halving keeps Newton stable far from the optimum
-        size = np.max(np.abs(step), axis=1)
-        big = size > 5
-        step[big] = step[big] * (5 / size[big])[:, None]
-        beta[at] = b + step
-        active[at[size < 1e-10]] = False
-    return [Fit(float(b0), float(b1), "firth" if f else "mle")
-            for (b0, b1), f in zip(beta, firth, strict=True)]
-
-
-def crossing(fit: Fit, sane_max: float) -> float:
-    """Where the fitted curve falls through 50%: a length in [1, sane_max], +inf when it is
-    still above 50% at sane_max (or never falls while above), -inf when it is at or below 50%
-    from the first turn."""
-    if fit.slope >= 0:
-        return math.inf if fit.rate(1.0) > 0.5 else -math.inf
-    log_star = -fit.intercept / fit.slope
-    if log_star < 0:
-        return -math.inf
-    if log_star > math.log(sane_max):
-        return math.inf
-    return math.exp(log_star)
-
-
 # ---------------------------------------------------------------------------- the horizon
+
+
+def crossing(fit: Fit, shortest: float, longest: float) -> float:
+    """Step 4: the first length of [shortest, longest] where the fitted final match is at or
+    below 50%: -inf when it is so already at ``shortest``, +inf when it is still above 50% at
+    ``longest``, else where the curve falls through 50% (whatever the curve's shape: one that
+    rises from under 50% is -inf)."""
+    if fit.logit(shortest) <= 0:
+        return -math.inf
+    if fit.logit(longest) > 0:
+        return math.inf
+    return min(max(math.exp(-fit.intercept / fit.slope), shortest), longest)
+
+
+def decide(successes: float, trials: float, fit: Fit | None, shortest: float,
+           longest: float) -> float | None:
+    """Steps 1 to 4 on pooled counts and their fit (None: fewer than two lengths), as one
+    value: a length, +inf (above), -inf (below), or None (not enough data)."""
+    if successes == trials:
+        return math.inf
+    if successes == 0:
+        return -math.inf
+    if fit is None:
+        return None
+    return crossing(fit, shortest, longest)
+
+
+def interval(values: Sequence[float], shortest: float,
+             longest: float) -> tuple[float | None, float | None]:
+    """The percentile interval of decided values (lengths and +-inf), with open (None) and
+    bound ends and no zero width (see the module docstring)."""
+    if not values:
+        return None, None
+    arr = np.sort(np.round(np.asarray(values, dtype=float), 3))
+    alpha = (1 - LEVEL) / 2
+    lo, hi = (float(np.quantile(arr, q, method="inverted_cdf")) for q in (alpha, 1 - alpha))
+    if lo == hi and math.isfinite(lo):  # widen to the nearest distinct values, else open
+        lo = float(arr[arr < lo].max()) if (arr < lo).any() else -math.inf
+        hi = float(arr[arr > hi].min()) if (arr > hi).any() else math.inf
+    return (None if lo == -math.inf else min(lo, longest),
+            None if hi == math.inf else max(hi, shortest))
+
+
+def _counts(conversations: Sequence[Conversation], scenarios: list[str],
+            lengths: list[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Final matches and conversations per scenario (rows) and length (columns)."""
+    col = {n: j for j, n in enumerate(lengths)}
+    row = {s: i for i, s in enumerate(scenarios)}
+    succ = np.zeros((len(scenarios), len(lengths)))
+    trials = np.zeros_like(succ)
+    for c in conversations:
+        trials[row[c.scenario], col[c.length]] += 1
+        succ[row[c.scenario], col[c.length]] += c.final_match
+    return succ, trials
+
+
+def _resampled(succ: NDArray[np.float64], trials: NDArray[np.float64], lengths: list[int],
+               resamples: int, seed: int) -> list[float | None]:
+    """Each bootstrap resample of scenarios decided by steps 1 to 4 over the run's lengths."""
+    rng = np.random.default_rng(seed)
+    k = succ.shape[0]
+    # each resample's counts per length, one resample at a time: the weights of all of them
+    # would be resamples x scenarios (80 MB at 10,000 scenarios)
+    s_boot, n_boot = np.empty((resamples, len(lengths))), np.empty((resamples, len(lengths)))
+    for i in range(resamples):
+        weights = np.bincount(rng.integers(0, k, size=k), minlength=k).astype(float)
+        s_boot[i], n_boot[i] = weights @ succ, weights @ trials
+    fits = fit_many(lengths, s_boot, n_boot)
+    return [decide(s.sum(), n.sum(), f, lengths[0], lengths[-1])
+            for s, n, f in zip(s_boot, n_boot, fits, strict=True)]
+
+
+def _verdict(point: float | None, fitted: bool, shortest: int,
+             longest: int) -> tuple[float | None, Censored | None, int | None, str | None]:
+    """(turns, censored, bound, note) of the decided point."""
+    if point is None:
+        return None, None, None, NOT_ENOUGH_DATA
+    if point == math.inf:
+        return None, "above", longest, (
+            f"the fitted final match is still above 50% at {longest} turns, the longest tested"
+            " length" if fitted else "no conversation failed")
+    if point == -math.inf:
+        return None, "below", shortest, (
+            f"the fitted final match is at or below 50% from {shortest} turns, the shortest "
+            "tested length" if fitted else "every conversation failed")
+    return point, None, None, None
 
 
 def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES,
@@ -237,71 +234,55 @@ def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES
         raise ValueError("no conversations")
     scenarios = sorted({c.scenario for c in conversations})
     lengths = sorted({c.length for c in conversations})
-    col = {n: j for j, n in enumerate(lengths)}
-    row = {s: i for i, s in enumerate(scenarios)}
-    succ = np.zeros((len(scenarios), len(lengths)))
-    trials = np.zeros_like(succ)
-    for c in conversations:
-        trials[row[c.scenario], col[c.length]] += 1
-        succ[row[c.scenario], col[c.length]] += c.final_match
+    succ, trials = _counts(conversations, scenarios, lengths)
     total_s, total_n = succ.sum(0), trials.sum(0)
-    by_length = {n: (int(total_n[j]), float(total_s[j] / total_n[j]))
-                 for n, j in col.items()}
-    sane_max = SANE_FACTOR * lengths[-1]
-    curve = survival(conversations)
+    shortest, longest = lengths[0], lengths[-1]
+    fit = fit_logistic(lengths, total_s, total_n) if 0 < total_s.sum() < total_n.sum() else None
+    point = decide(total_s.sum(), total_n.sum(), fit, shortest, longest)
+    boot, values = Bootstrap(0, 0, 0, 0, seed), [] if point is None else [point]
+    if fit is not None:  # step 4: the resamples make the interval
+        values = [v for v in _resampled(succ, trials, lengths, resamples, seed) if v is not None]
+        boot = Bootstrap(resamples, len(values), values.count(math.inf),
+                         values.count(-math.inf), seed)
+    turns, censored, bound, note = _verdict(point, fit is not None, shortest, longest)
+    return Horizon(
+        turns=turns, ci=interval(values, shortest, longest), censored=censored, bound=bound,
+        note=note, fit=fit, survival=survival(conversations), n_conversations=len(conversations),
+        n_scenarios=len(scenarios), bootstrap=boot,
+        by_length={n: (int(total_n[j]), float(total_s[j] / total_n[j]))
+                   for j, n in enumerate(lengths)})
 
-    def result(turns: float | None, ci: tuple[float | None, float | None], fit: Fit | None,
-               done: int, beyond: int, note: str | None) -> Horizon:
-        return Horizon(turns=turns, ci=ci, by_length=by_length, fit=fit, survival=curve,
-                       n_conversations=len(conversations), n_scenarios=len(scenarios),
-                       resamples=done, seed=seed, resamples_beyond=beyond, note=note,
-                       sane_max=sane_max)
 
-    if len(lengths) < 2:
-        return result(None, (None, None), None, 0, 0,
-                      f"one chain length only ({lengths[0]} turns): no fit, no horizon")
-    fit = fit_logistic(lengths, total_s, total_n)
-    if fit is None:  # pragma: no cover - a singular fit on two lengths or more
-        return result(None, (None, None), None, 0, 0, "the logistic fit failed")
-    point = crossing(fit, sane_max)
-    rng = np.random.default_rng(seed)
-    k = len(scenarios)
-    # each resample's counts per length, one resample at a time: the weights of all of them
-    # would be resamples x scenarios (80 MB at 10,000 scenarios)
-    s_boot, n_boot = np.empty((resamples, len(lengths))), np.empty((resamples, len(lengths)))
-    for i in range(resamples):
-        weights = np.bincount(rng.integers(0, k, size=k), minlength=k).astype(float)
-        s_boot[i], n_boot[i] = weights @ succ, weights @ trials
-    fits = fit_many(lengths, s_boot, n_boot)
-    values = [crossing(f, sane_max) for f in fits if f is not None]  # None: one length only
-    ci: tuple[float | None, float | None] = (None, None)
-    beyond = sum(not math.isfinite(v) for v in values)
-    if values:
-        alpha = (1 - LEVEL) / 2
-        arr = np.asarray(values)
-        lo, hi = (float(np.quantile(arr, q, method="inverted_cdf")) for q in (alpha, 1 - alpha))
-        ci = (lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None)
-    note = None
-    if not math.isfinite(point):
-        note = (f"the fitted final match is still above 50% at {sane_max:g} turns (10 x the "
-                "longest chain)" if point > 0 else
-                "the fitted final match is at or below 50% from the first turn")
-    return result(point if math.isfinite(point) else None, ci, fit, len(values), beyond, note)
+def _first_miss(turn_matches: Sequence[bool]) -> int | None:
+    return next((t for t, m in enumerate(turn_matches, 1) if not m), None)
 
 
 def survival(conversations: Sequence[Conversation]) -> tuple[tuple[int, int, float], ...]:
-    """(t, n_t, share of the n_t conversations with >= t turns matched at every turn <= t)."""
+    """The Kaplan-Meier curve of turn match: at turn t, of the conversations at risk (at least
+    t turns, every turn before t matched), the share that match at t; the curve is the running
+    product, so it never rises. A conversation that diverges leaves the risk set at that turn
+    (the event); one that never diverges leaves it after its last turn (censored), not as a
+    success at later turns. The curve ends at the last turn with a conversation at risk;
+    conversations without turn matches are skipped. (t, at risk, share)."""
     known = [c for c in conversations if c.turn_matches]
     if not known:
         return ()
     longest = max(c.length for c in known)
-    out = []
+    events, leave = [0] * (longest + 2), [0] * (longest + 2)
+    for c in known:
+        t = _first_miss(c.turn_matches)
+        if t is not None:
+            events[t] += 1
+        leave[c.length + 1 if t is None else t + 1] += 1
+    at_risk, share, out = len(known), 1.0, []
     for t in range(1, longest + 1):
-        at = [c for c in known if c.length >= t]
-        alive = sum(all(c.turn_matches[:t]) for c in at)
-        out.append((t, len(at), alive / len(at)))
+        at_risk -= leave[t]
+        if at_risk == 0:
+            break
+        share *= 1 - events[t] / at_risk
+        out.append((t, at_risk, share))
     return tuple(out)
 
 
-__all__ = ["Conversation", "Fit", "Horizon", "crossing", "fit_logistic", "fit_many", "horizon",
-           "survival"]
+__all__ = ["NOT_ENOUGH_DATA", "Bootstrap", "Censored", "Conversation", "Horizon", "crossing",
+           "decide", "horizon", "interval", "survival"]

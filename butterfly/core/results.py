@@ -7,7 +7,7 @@ Schemas are published under docs/schemas/ beside the records' (``butterfly schem
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,36 +130,54 @@ class HorizonFit(BaseModel):
 
 
 class SurvivalPoint(BaseModel):
+    """One turn of the Kaplan-Meier curve of turn match."""
+
     model_config = _RESULT
     turn: int
-    n: int
-    still_matched: float
+    n: int = Field(description="Conversations at risk: at least this many turns, and every "
+                   "turn before it matched.")
+    still_matched: float = Field(description="Kaplan-Meier share matched at every turn up to "
+                                 "this one (never rises).")
 
 
 class HorizonBootstrap(BaseModel):
+    """What the interval rests on: resamples drawn (0 outside step 4, where the interval
+    follows from the censoring), those decided (``resamples``: a resample with mixed outcomes
+    at one length is left out) and how many of those were censored above and below."""
+
     model_config = _RESULT
     resamples: int
+    drawn: int
+    above: int
+    below: int
     seed: int
-    not_crossing: int
-    sane_max: float
 
 
 class HorizonResult(BaseModel):
     """The horizon (contract section 4, docs/ladder.md): the chain length at which final match
     crosses 50%, its seeded cluster-bootstrap 95% interval, final match by chain length, and the
-    survival curve of turn match by turn index. ``turns`` is None with a ``note`` when there is
-    no crossing to report (one length only, or no crossing in the sane range)."""
+    Kaplan-Meier survival curve of turn match by turn index. ``turns`` is None when the
+    horizon is censored (``censored`` says on which side, ``bound`` at which tested length) or
+    when there is not enough data (``note``)."""
 
     model_config = _RESULT
-    turns: float | None
-    ci: list[float | None]
+    turns: float | None = Field(description="The 50% crossing, inside the tested lengths; "
+                                "null when censored or not enough data.")
+    ci: list[float | None] = Field(description="[lo, hi], within the tested lengths; null for "
+                                   "an open end (the interval goes on beyond them on that side). "
+                                   "Wholly above the longest: [longest, null]; wholly below the "
+                                   "shortest: [null, shortest]. Never of zero width.")
+    censored: Literal["above", "below"] | None = Field(
+        description="above: beyond the longest tested length; below: under the shortest.")
+    bound: int | None = Field(description="The tested length the horizon is censored at.")
+    note: str | None = Field(description="'not enough data' (outcomes mixed at one length "
+                             "only), or why the horizon is censored.")
     by_length: dict[str, LengthRate]
     fit: HorizonFit | None
     survival: list[SurvivalPoint]
     n_conversations: int
     n_scenarios: int
     bootstrap: HorizonBootstrap
-    note: str | None
 
 
 class SuiteLabel(BaseModel):

@@ -1,13 +1,12 @@
 """``butterfly notebook build``: the Kaggle notebook, generated from the package (docs/kaggle.md).
 
-The notebook is the same benchmark as the CLI, not a copy: each module it needs (the oracle,
-the prompts, the parser, the scorer, the statistics and :mod:`butterfly.kaggle.runner`) is one
-code cell holding that file's text verbatim, run as that module by a cell magic
-(``%%butterfly_module PATH``: a fresh module object in ``sys.modules``, the cell's text
-executed in it); the frozen suite is one cell of data (``%%butterfly_data PATH``), checked
-against the manifest's sha256 when the notebook runs. So the notebook runs on Kaggle without
-installing this project, and a test fails when the committed notebook differs from a fresh
-build.
+The notebook is the same benchmark as the CLI, not a copy: each module it needs (the oracle, the
+prompts, the parser, the scorer, the statistics and :mod:`butterfly.kaggle.runner`) is one code
+cell holding that file's text verbatim, run as that module by a cell magic
+(``%%butterfly_module PATH``: a fresh module object in ``sys.modules``, the cell's text executed
+in it); the frozen suite is one cell of data (``%%butterfly_data PATH``), checked against the
+manifest's sha256 when the notebook runs. So the notebook runs on Kaggle without installing this
+project, and a test fails when the committed notebook differs from a fresh build.
 
 The build is deterministic (no outputs, no execution counts, fixed cell ids, sorted keys):
 the same sources give the same bytes. It imports neither litellm nor kaggle_benchmarks.
@@ -47,8 +46,10 @@ MODULES: Final = (
     "butterfly/core/vote.py",
     "butterfly/core/turns.py",
     "butterfly/core/agents.py",
+    "butterfly/core/logistic.py",
     "butterfly/core/horizon.py",
     "butterfly/core/results.py",
+    "butterfly/core/horizon_text.py",
     "butterfly/core/metrics.py",
     "butterfly/core/prompts.py",
     "butterfly/kaggle/__init__.py",
@@ -197,8 +198,8 @@ CODE_NOTE: Final = """\
 
 Each cell below is one module of ButterflyBench, verbatim: the oracle (catalogue, records,
 replay), the pure core of the harness (`butterfly/core/`: vocabulary, statistics, parser,
-turns, scripted baselines, results, scorer, prompts), and `butterfly/kaggle/runner.py` (the
-conversation loop, the retries and the verdicts this notebook uses).
+turns, scripted baselines, the horizon, results, scorer, prompts), and
+`butterfly/kaggle/runner.py` (the conversation loop, the retries and the verdicts).
 """
 
 DATA_NOTE: Final = """\
@@ -316,10 +317,7 @@ RUN: Final = '''\
 run = butterflybench.run(llm=llm)
 if run.status != "success":
     raise RuntimeError(f"ButterflyBench did not complete: {run.error_message}")
-share, ci = run.result
-head = bb.headline([VERDICTS[i]["final_match"] for i in RUN_IDS])
-print(f"{MODEL_NAME}: final match {share:.1%} ({head['final_matches']}/{head['n_scenarios']}), "
-      f"95% interval [{head['interval'][0]:.1%}, {head['interval'][1]:.1%}] (± {ci:.1%})")
+print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS]))  # value, CI, horizon
 pd.DataFrame([{k: v[k] for k in ("id", "category", "final_match", "first_divergent_turn",
                                  "abstentions")} for v in (VERDICTS[i] for i in RUN_IDS)])
 '''

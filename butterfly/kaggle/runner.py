@@ -27,9 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict, TypeVar
 
+from butterfly.core.horizon import Conversation, horizon
+from butterfly.core.horizon_text import horizon_line
 from butterfly.core.metrics import score_scenario
 from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import messages
+from butterfly.core.results import HorizonResult
 from butterfly.core.stats import proportion_interval
 from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy, is_transient_status
 from oracle import Scenario, replay
@@ -289,6 +292,24 @@ def headline(final_matches: Sequence[bool]) -> Headline:
     lo, hi = interval
     return Headline(final_match=share, final_matches=k, n_scenarios=n, interval=[lo, hi],
                     ci=max(share - lo, hi - share))
+
+
+def horizon_of(verdicts: Sequence[Verdict]) -> HorizonResult:
+    """The horizon of the notebook's conversations, computed as ``butterfly score`` computes it
+    (a chain's length is its number of turns)."""
+    return HorizonResult.model_validate(horizon([
+        Conversation(v["id"], len(v["turn_match"]), v["final_match"], tuple(v["turn_match"]))
+        for v in verdicts]).to_json())
+
+
+def headline_text(model: str, verdicts: Sequence[Verdict]) -> str:
+    """What the notebook prints under its run: the leaderboard number (the task's value and
+    ci), and the horizon in the words ``butterfly score`` prints."""
+    head = headline([v["final_match"] for v in verdicts])
+    lo, hi = head["interval"]
+    return (f"{model}: final match {head['final_match']:.1%} ({head['final_matches']}/"
+            f"{head['n_scenarios']}), 95% interval [{lo:.1%}, {hi:.1%}] (± {head['ci']:.1%})\n"
+            + horizon_line(horizon_of(verdicts)))
 
 
 def dumps(obj: Any) -> str:

@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from butterfly.core import horizon_text
 from butterfly.core.printable import printable
 from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteLabel, Usage
 from butterfly.models.provider import redact
@@ -195,16 +196,9 @@ def suite_name(suite: SuiteLabel) -> str:
 
 
 def horizon_line(h: HorizonResult | None) -> str | None:
-    """The horizon and final match by chain length, on one line."""
-    if h is None:
-        return None
-    rates = ", ".join(f"{n}: {_pct(r.final_match)} (n={r.n})" for n, r in h.by_length.items())
-    if h.turns is None:
-        head = f"horizon: none ({h.note})"
-    else:
-        lo, hi = ("-" if x is None else f"{x:.1f}" for x in h.ci)
-        head = f"horizon: {h.turns:.1f} turns (95% CI {lo} to {hi})"
-    return f"{head}; final match by chain length: {rates}"
+    """The horizon and final match by chain length, on one line (the notebook prints the same:
+    ``core/horizon_text.py``)."""
+    return None if h is None else horizon_text.horizon_line(h)
 
 
 def usage_line(u: Usage) -> str:

@@ -21,11 +21,14 @@ from typing import Any, Final, TypedDict
 from butterfly import __version__
 from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.scoring import score_run
+from butterfly.core.horizon_text import horizon_words
+from butterfly.core.results import HorizonResult
 from butterfly.core.transcript import TranscriptTurn, conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
+from butterfly.present.horizon_chart import horizon_figure
 from butterfly.present.packing import pack
 from butterfly.runs.reader import check_same_scenarios, load_run
 from butterfly.runs.versions import version_name
@@ -70,7 +73,8 @@ class ConversationData(TypedDict):
 RunEntry = dict[str, Any]
 """A run's (or a baseline's) row on the page: open data for the template. Its metrics are the
 score's (``score --json``), picked by :func:`_metrics`; besides them label, path, model,
-status, params, suite, prompt (its version), horizon, by_category, by_layout, by_op."""
+status, params, suite, prompt (its version), horizon (and its words, as ``score`` prints
+them), by_category, by_layout, by_op."""
 
 
 class ReportModel(TypedDict):
@@ -188,6 +192,8 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
             "suite_sha256": manifest.suite.sha256,
             "prompt": version_name(run_score.prompt.version),
             "horizon": score["horizon"],
+            "horizon_words": (None if run_score.horizon is None
+                              else horizon_words(run_score.horizon)),
             "incomplete": score["incomplete"],
             "n_total": score["n_total"],
             **_metrics(score),
@@ -319,45 +325,11 @@ def charts(model: ReportModel) -> dict[str, str]:
     ax.set_xlabel("change radius: settings wrong at the end that no turn targeted (mean, 95% CI)")
     ax.set_title("Change radius")
     out["change_radius"] = _svg(fig)
-    laddered = [r for r in runs if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
+    laddered = [(r["label"], HorizonResult.model_validate(r["horizon"])) for r in runs
+                if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
     if laddered:
-        out["horizon"] = _horizon_chart(laddered)
+        out["horizon"] = _svg(horizon_figure(laddered))
     return out
-
-
-def _horizon_chart(runs: Sequence[RunEntry]) -> str:
-    """Final match by chain length with the fitted curve (log length), and the survival curve
-    of turn match by turn index, one line per run (docs/ladder.md)."""
-    import math
-
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
-    for r in runs:
-        h = r["horizon"]
-        xs = [int(n) for n in h["by_length"]]
-        ys = [100 * v["final_match"] for v in h["by_length"].values()]
-        (line,) = left.plot(xs, ys, "o", label=r["label"])
-        if h["fit"] is not None:
-            grid = [min(xs) * (max(xs) / min(xs)) ** (i / 60) for i in range(61)]
-            a, b = h["fit"]["intercept"], h["fit"]["slope"]
-            left.plot(grid, [100 / (1 + math.exp(-(a + b * math.log(x)))) for x in grid],
-                      "-", color=line.get_color(), linewidth=1)
-        surv = h["survival"]
-        right.plot([s["turn"] for s in surv], [100 * s["still_matched"] for s in surv],
-                   "-", label=r["label"])
-    left.axhline(50, color="#999", linewidth=0.8, linestyle=":")
-    left.set_xscale("log")
-    left.set_xlabel("chain length (turns, log scale)")
-    left.set_ylabel("final match (%)")
-    left.set_ylim(-2, 102)
-    left.set_title("Final match by chain length, logistic fit")
-    right.set_xlabel("turn")
-    right.set_ylabel("still matched at every turn (%)")
-    right.set_ylim(-2, 102)
-    right.set_title("Survival of turn match")
-    right.legend(fontsize=7)
-    return _svg(fig)
 
 
 # ---------------------------------------------------------------------------------------------

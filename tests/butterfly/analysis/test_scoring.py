@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -38,22 +39,45 @@ def test_score_reports_the_horizon_of_the_drift_agent(ladder: Path, tmp_path: Pa
                        if len(s.turns) == n) / 6 for n in (3, 6, 12, 24)}
     for n, v in h["by_length"].items():  # 24 draws each: within 0.3 of the exact expectation
         assert abs(v["final_match"] - expected[int(n)]) < 0.3, (n, v, expected)
-    assert h["turns"] is not None and 3 < h["turns"] < 60
+    assert h["censored"] is None and h["bound"] is None and h["note"] is None
+    assert h["turns"] is not None and 3 < h["turns"] < 24
     lo, hi = h["ci"]
-    assert lo is None or lo <= h["turns"]
-    assert hi is None or h["turns"] <= hi
+    assert lo is None or 3 <= lo <= h["turns"]
+    assert hi is None or h["turns"] <= hi <= 24
     assert butterfly.score_run(run).horizon is not None
     text = run_cli("score", str(tmp_path / "drift")).stdout
     assert "horizon:" in text and "final match by chain length: 3:" in text
 
 
-def test_one_length_only_says_so(tmp_path: Path) -> None:
+def test_one_length_is_above_it_when_all_matched_and_not_enough_data_when_mixed(
+        tmp_path: Path) -> None:
+    """The first 12 chains of butterfly-long all have 5 turns: the oracle matches them all
+    (the contract's step 1, before step 3), lifo 9 of 12 (step 3)."""
     butterfly.run(model="script/oracle", suite="butterfly-long", limit=4, out=tmp_path / "o",
-                  cache=None)  # the first chains of butterfly-long all have 5 turns
+                  cache=None)
     h = butterfly.score_run(tmp_path / "o").horizon
-    assert h is not None and h.turns is None and h.ci == [None, None]
-    assert h.note is not None and "one" in h.note and "length" in h.note
+    assert h is not None and (h.turns, h.censored, h.bound, h.ci) == (None, "above", 5, [5, None])
     assert list(h.by_length) == ["5"]
+    butterfly.run(model="script/lifo", suite="butterfly-long", limit=12, out=tmp_path / "l",
+                  cache=None)
+    h = butterfly.score_run(tmp_path / "l").horizon
+    assert h is not None and h.by_length["5"].final_match == 0.75
+    assert (h.turns, h.censored, h.bound, h.ci, h.note) == (
+        None, None, None, [None, None], "not enough data")
+
+
+def test_the_survival_curve_of_lifo_on_butterfly_40_never_climbs() -> None:
+    """Seen: the curve of the committed script/lifo run climbed from 33% at turn 9 to 100% at
+    turn 10, where one conversation is left. Kaplan-Meier: that conversation is at risk at turn
+    10 and matches, so the curve stays where it was."""
+    h = butterfly.score_run(ROOT / "runs" / "script-lifo-butterfly-40").horizon
+    assert h is not None
+    shares = [p.still_matched for p in h.survival]
+    assert all(a >= b for a, b in itertools.pairwise(shares)), shares
+    last = h.survival[-1]
+    assert (last.turn, last.n) == (10, 1) and last.still_matched == shares[-2] < 0.5
+    assert h.turns is not None and 1 <= h.turns <= 10  # a crossing inside the tested lengths
+    assert h.ci[0] is not None and h.ci[1] is None  # 21% of resamples stay above 50% at 10
 
 
 def test_the_suite_and_its_version_are_named() -> None:

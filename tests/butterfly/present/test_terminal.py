@@ -148,3 +148,22 @@ def test_parse_takes_parse_like_run_and_score_and_mode_still_works(
         assert code == 3 and "abstention" in err
     _, out, _ = cli(capsys, "parse", "--help")
     assert "--mode" not in out.splitlines()[0]  # the old spelling works, out of the usage
+
+
+def test_score_and_score_json_say_the_same_censored_horizon(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every turn of chains of 3 and 8 turns matched: "above 8 turns" in both, no number."""
+    suite, out = tmp_path / "ladder.jsonl", tmp_path / "run"
+    code, _, err = cli(capsys, "generate", "--lengths", "3,8", "--per-length", "3", "--out",
+                       str(suite))
+    assert code == 0, err
+    code, _, err = cli(capsys, "run", "--model", "script/oracle", "--suite", str(suite),
+                       "--out", str(out), "--no-cache")
+    assert code == 0, err
+    code, text, _ = cli(capsys, "score", str(out))
+    assert code == 0 and ("horizon: above 8 turns (no conversation failed); final match by "
+                          "chain length: 3: 100.0% (n=3), 8: 100.0% (n=3)") in text
+    code, text, _ = cli(capsys, "score", str(out), "--json")
+    h = json.loads(text)["horizon"]
+    assert (h["turns"], h["censored"], h["bound"], h["ci"], h["note"]) == (
+        None, "above", 8, [8, None], "no conversation failed")
