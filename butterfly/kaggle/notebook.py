@@ -34,6 +34,8 @@ LONG_MANIFEST: Final = "scenarios/butterfly-long.manifest.json"
 MODULES: Final = (
     "oracle/catalogue.py",
     "oracle/records.py",
+    "oracle/ledger.py",
+    "oracle/readings.py",
     "oracle/replay.py",
     "oracle/__init__.py",
     "butterfly/__init__.py",
