@@ -213,7 +213,8 @@ BY_NAME: Final = {r.name: r for r in READINGS}
 
 
 def contexts(initial: dict[str, str], turns: Sequence[Turn]) -> Iterator[tuple[int, Context]]:
-    """(turn number, context) for every turn, the state kept by one ledger."""
+    """(turn number, context) for every turn, the state kept by one ledger: a context's ledger
+    is the state before its turn only until the iteration goes on (it is then updated)."""
     ledger = Ledger(initial)
     previous: str | None = None
     for t, turn in enumerate(turns, 1):
@@ -231,8 +232,12 @@ def triggered(ctx: Context) -> tuple[Reading, ...]:
 def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
                  ) -> tuple[Reading, ...]:
     """The readings ``turn`` would trigger after the turns ``before`` (for the generator)."""
-    *_, (_, last) = contexts(initial, (*before, turn))
-    return triggered(last)
+    ledger = Ledger(initial)
+    previous: str | None = None
+    for t in before:
+        ledger.apply(t.op, getattr(t, "setting", None), getattr(t, "value", None))
+        previous = t.op if t.op in UNDO_OPS else previous
+    return triggered(Context(turn, ledger, previous))
 
 
 class Difference(NamedTuple):

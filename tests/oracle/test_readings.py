@@ -9,7 +9,7 @@ import pytest
 from strategies import make, set_turn, simple_turn, undo_ref_turn
 
 import oracle
-from oracle.readings import BY_NAME, READINGS, contexts, triggered
+from oracle.readings import BY_NAME, READINGS, contexts, triggered, triggered_at
 
 UNDO_LAST = simple_turn("undo_last")
 UNDO_EARLIEST = simple_turn("undo_earliest")
@@ -134,3 +134,13 @@ def test_readings_are_checked_after_every_other_guard() -> None:
     s = make(set_turn("log_level", "debug"),
              undo_ref_turn("retries", "Put {desc} back the way it was before I changed it."))
     assert kind(s) == (2, "undo_ref_count")
+
+
+def test_triggered_at_sees_the_state_before_the_turn() -> None:
+    """The generator's question: "instead" on the first change has nothing to replace."""
+    first = make(worded(set_turn("retries", "3"), "Let's go with three retries instead."))
+    assert triggered_at(first.initial, (), first.turns[0]) == ()
+    second = make(set_turn("log_level", "debug"),
+                  worded(set_turn("retries", "3"), "Let's go with three retries instead."))
+    assert triggered_at(second.initial, second.turns[:1], second.turns[1]) == (
+        BY_NAME["replacing-instead"],)
