@@ -25,7 +25,8 @@ LINKED: Final = ("output_format", "input_format")
 class Ledger:
     """Changes, redo stack and uncoupled spec; every op of the contract, no guard."""
 
-    __slots__ = ("active", "base", "by_setting", "initial", "redo", "settings", "values")
+    __slots__ = ("activated", "active", "base", "by_setting", "clock", "initial", "redo",
+                 "settings", "values")
 
     def __init__(self, initial: dict[str, str]) -> None:
         self.initial = initial
@@ -35,6 +36,9 @@ class Ledger:
         self.active: list[bool] = []
         self.redo: list[int] = []
         self.by_setting: dict[str, list[int]] = {}
+        self.activated: list[int] = []
+        """When each change was made or last brought back by a redo (a tick of ``clock``)."""
+        self.clock = 0
 
     def copy(self) -> Ledger:
         other = Ledger(self.initial)
@@ -44,6 +48,8 @@ class Ledger:
         other.active = list(self.active)
         other.redo = list(self.redo)
         other.by_setting = {k: list(v) for k, v in self.by_setting.items()}
+        other.activated = list(self.activated)
+        other.clock = self.clock
         return other
 
     # ------------------------------------------------------------------ the ops
@@ -54,6 +60,7 @@ class Ledger:
         self.settings.append(setting)
         self.values.append(value)
         self.active.append(True)
+        self.activated.append(self._tick())
         self.redo.clear()
         self.base[setting] = value
 
@@ -68,7 +75,7 @@ class Ledger:
             self.deactivate(i)
 
     def undo_earliest(self) -> None:
-        i = next((i for i, a in enumerate(self.active) if a), None)
+        i = self.earliest_active()
         if i is not None:
             self.deactivate(i)
 
@@ -81,6 +88,7 @@ class Ledger:
         if self.redo:
             i = self.redo.pop()
             self.active[i] = True
+            self.activated[i] = self._tick()
             self._restore(self.settings[i])
 
     def apply(self, op: str, setting: str | None, value: str | None) -> None:
@@ -104,6 +112,15 @@ class Ledger:
         """The most recently made change still in effect."""
         return next((i for i in range(len(self.active) - 1, -1, -1) if self.active[i]), None)
 
+    def earliest_active(self) -> int | None:
+        """The earliest-made change still in effect (the contract's "earliest")."""
+        return next((i for i, a in enumerate(self.active) if a), None)
+
+    def longest_in_effect(self) -> int | None:
+        """The change in effect that was made or brought back longest ago."""
+        live = [i for i, a in enumerate(self.active) if a]
+        return min(live, key=lambda i: self.activated[i]) if live else None
+
     def changes_to(self, setting: str) -> list[int]:
         """Every change made to ``setting``, in effect or undone, in the order made."""
         return self.by_setting.get(setting, [])
@@ -117,6 +134,10 @@ class Ledger:
             ok = followed in DOMAINS[target] or followed == UNSPECIFIED
             spec[target] = followed if ok else f"(no {target} for {followed})"
         return apply_couplings(spec)
+
+    def _tick(self) -> int:
+        self.clock += 1
+        return self.clock
 
     def _restore(self, setting: str) -> None:
         value = self.initial[setting]

@@ -1,7 +1,8 @@
 """Every turn a new version of a frozen suite words differently from the old one, with the
 second readings (contract v3) the old wording triggered and whether one changed a spec.
 
-    python tools/suite_changes.py scenarios/retired/butterfly-40.v2.jsonl scenarios/butterfly-40.jsonl
+    python tools/suite_changes.py scenarios/retired/butterfly-40.v2.jsonl \
+        scenarios/butterfly-40.jsonl
 
 Prints Markdown (docs/suite-changes-v3.md is its output for the three suites of contract v3).
 """

@@ -171,11 +171,14 @@ CHANGES: Final = (
     "effect on the spec, as if it had never been made, and keeps every other change. A new "
     "change clears what redo could bring back. A redo brings back one change: of the changes "
     "undone since the latest new change that are still undone, the one undone most recently. "
+    "A change brought back by a redo keeps its place in the order the changes were made: "
+    '"earliest", "first" and "oldest" count from when each change was made. '
     "Change only what the user asks for (and what a rule forces)."
 )
 """What a change, an undo and a redo are (contract v3, section 3: v2 said "every edit the user
 makes is a change", which a careful reader took to include undos and redos, and left unsaid that
-a new change clears what redo could bring back)."""
+a new change clears what redo could bring back; and, found by careful readers of the v3 suites,
+whether a redone change counts as made when it was redone, for "the earliest change")."""
 
 
 def system_message(strategy: str = "zero-shot", protocol: str = "schema",

@@ -106,9 +106,10 @@ and with it every op sequence, is the one generator v2 drew."""
 ONE_READING: Final[dict[str, tuple[str, ...]]] = {
     "set.1": ("set.5", "set.6"),  # "instead" -> "X instead of Y" (or Y is unspecified)
     "undo_ref.0": ("undo_ref.4",),
-    "undo_ref.1": ("undo_ref.4",),
+    "undo_ref.1": ("undo_ref.0", "undo_ref.4"),  # "still in effect" only after another change
     "undo_ref.2": ("undo_ref.5",),
-    "undo_ref.3": ("undo_ref.5",),
+    "undo_ref.3": ("undo_ref.2", "undo_ref.5"),
+    **{f"undo_earliest.{i}": ("undo_earliest.1",) for i in (0, 2, 3, 4, 5)},  # "made first"
     "redo.0": ("redo.4",),
     "redo.1": ("redo.4",),
     "redo.2": ("redo.4",),

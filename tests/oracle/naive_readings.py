@@ -7,7 +7,8 @@ borrowed (the catalogue's couplings and value lists, through ``naive``).
 
 ``first_reading(initial, turns, specs)`` returns ``(turn, "reading_N")`` for the first turn (and,
 at that turn, the lowest-numbered reading) whose second reading gives a spec other than
-``specs`` (the oracle's) after some turn, or None.
+``specs`` (the oracle's) after some turn, or None. Readings 1 to 5 are the contract's; 6 (the
+earliest change after a redo) was found by careful readers of the v3 suites.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def free_replay(initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]]
                 ) -> list[dict[str, str]]:
     """Specs after every turn (index 0 = initial), no guard; a turn may be a list of turns
     (done one after the other, one spec after them) or ``{"op": "follow"}`` (a linked change)."""
-    changes: list[list[Any]] = []  # [setting, value, active]
+    changes: list[list[Any]] = []  # [setting, value, active, when it last came into effect]
     redo: list[int] = []
     specs = [spec_now(initial, changes)]
     for turn in turns:
@@ -98,12 +99,15 @@ def free_replay(initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]]
 def do(turn: Mapping[str, Any], changes: list[list[Any]], redo: list[int]) -> None:
     op = turn["op"]
     live = [i for i, c in enumerate(changes) if c[2]]
+    now = 1 + max((c[3] for c in changes), default=0)
     if op in ("set", "drop", "follow"):
         value = {"set": turn.get("value"), "drop": UNSPECIFIED, "follow": FOLLOW}[op]
-        changes.append([turn.get("setting", "output_format"), value, True])
+        changes.append([turn.get("setting", "output_format"), value, True, now])
         redo.clear()
     elif op == "redo" and redo:
-        changes[redo.pop()][2] = True
+        i = redo.pop()
+        changes[i][2] = True
+        changes[i][3] = now
     elif op in ("undo_last", "undo_earliest", "undo_ref"):
         if op == "undo_ref":
             live = [i for i in live if changes[i][0] == turn["setting"]]
@@ -118,7 +122,7 @@ def do(turn: Mapping[str, Any], changes: list[list[Any]], redo: list[int]) -> No
 
 def spec_now(initial: Mapping[str, str], changes: list[list[Any]]) -> dict[str, str]:
     spec = dict(initial)
-    for setting, value, active in changes:
+    for setting, value, active, _ in changes:
         if active:
             spec[setting] = value
     if spec["output_format"] == FOLLOW:
@@ -167,6 +171,10 @@ def alternatives(initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]],
     if (op == "set" and turn["setting"] == "output_format" and has(text, LINKING)
             and not has(text, PINNED)):
         out.append((5, {"op": "follow"}))
+    if op == "undo_earliest" and live and not has(text, ("made",)):
+        longest = sorted(live, key=lambda i: changes[i][3])[0]
+        if longest != live[0]:
+            out.append((6, {"op": "off", "index": longest}))
     return out
 
 
@@ -176,7 +184,7 @@ def value_after_undo(initial: Mapping[str, str], turns: Sequence[Mapping[str, An
     changes, redo = made_before(turns, t)
     do(turns[t - 1], changes, redo)
     value = None
-    for setting, v, active in changes:
+    for setting, v, active, _ in changes:
         if active and setting == turns[t - 1]["setting"]:
             value = v
     return value if value is not None else initial[turns[t - 1]["setting"]]

@@ -105,7 +105,7 @@ def set_text(setting: str, value: str) -> str:
 
 SIMPLE_TEXT = {
     "undo_last": "Scratch that last change.",
-    "undo_earliest": "Undo the earliest change that is still in effect.",
+    "undo_earliest": "Of the changes still in effect, undo the one I made first.",
     "redo": "Actually, put that back.",
     "distractor": "By the way, my teammate runs this on Windows.",
 }
@@ -147,6 +147,8 @@ DEEP_REDO = "Redo once more: bring back the change I undid before that one."
 REPLACING_SET = ("Let's go with {phrase} instead.", "Actually, I want {phrase}.",
                  "On second thought, switch to {phrase}.")
 NAMED_SET = "Let's go with {phrase} instead of the value we had."
+EARLIEST_TEXTS = ("Undo the earliest change that is still in effect.",
+                  "Go back on the earliest change that is still in place.")
 LINK_TEXTS = ("Use the same format for the output as for the input.",
               "Write the output in whatever format the input files are in.",
               "Set the output format to whatever the input format is right now.")
@@ -188,6 +190,7 @@ def _weighted_pool() -> tuple[dict[str, Any], ...]:
         by_op[op] = [simple_turn(op)]
     by_op["undo_earliest"] += [history_turn(i) for i in range(len(HISTORY_EARLIEST))]
     by_op["redo"] += [{"op": "redo", "text": t} for t in (*JUST_UNDID_REDO, DEEP_REDO)]
+    by_op["undo_earliest"] += [{"op": "undo_earliest", "text": t} for t in EARLIEST_TEXTS]
     for k in POOL:
         for v in BY_KEY[k].domain[:3]:
             sets += [worded_set(k, v, t) for t in (*REPLACING_SET, NAMED_SET)]
@@ -430,6 +433,8 @@ def _reworded(turn: dict[str, Any], choice: int) -> dict[str, Any]:
         return {**turn, "text": texts[choice % len(texts)]}
     if op == "undo_ref":
         return undo_ref_turn(turn["setting"], AMBIGUOUS_REF[choice % len(AMBIGUOUS_REF)])
+    if op == "undo_earliest" and turn["text"] == SIMPLE_TEXT["undo_earliest"]:
+        return {**turn, "text": EARLIEST_TEXTS[choice % len(EARLIEST_TEXTS)]}
     if op == "set":
         if turn["setting"] == "output_format" and choice % 2:
             return {**turn, "text": LINK_TEXTS[choice % len(LINK_TEXTS)]}

@@ -61,6 +61,13 @@ def _link(text: str) -> oracle.Scenario:
                 set_turn("input_format", "tsv"))
 
 
+def _earliest(text: str) -> oracle.Scenario:
+    # the log change undone and brought back: made first, but in effect for less long
+    return make(set_turn("log_level", "debug"), set_turn("retries", "3"),
+                undo_ref_turn("log_level"), redo("Put that back."),
+                {"op": "undo_earliest", "text": text})
+
+
 CASES = {
     # reading: (scenario with two readings, the turn, the same scenario worded with one)
     "stacked-redo": (_stacked("Bring back the change I undid most recently."), 6,
@@ -73,12 +80,15 @@ CASES = {
                           _instead("Let's go with three retries instead of none.")),
     "standing-link": (_link("Write the output in whatever format the input files are in."), 2,
                       _link("Set the output format to whatever the input format is right now.")),
+    "earliest-after-redo": (_earliest("Go back on the earliest change that is still in place."),
+                            5, _earliest("Of the changes still in effect, revert the one I made "
+                                         "first.")),
 }
 
 
 def test_every_reading_of_the_registry_has_a_case() -> None:
     assert list(CASES) == [r.name for r in READINGS]
-    assert [r.number for r in READINGS] == [1, 2, 3, 4, 5]
+    assert [r.number for r in READINGS] == [1, 2, 3, 4, 5, 6]
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -29,10 +29,11 @@ def test_variants_keep_ops_and_answers_and_change_wording() -> None:
         for t in range(len(s.turns)):
             ids = {v.turns[t].paraphrase for v in variants}
             family = s.turns[t].paraphrase.rpartition(".")[0]  # type: ignore[union-attr]
+            all_stand_ins = {p for alts in ONE_READING.values() for p in alts}
             stand_ins = {p for p in ids if int(p.rpartition(".")[2]) >= DRAWN[family]}
-            if stand_ins:  # v3: where a second reading is triggered, variants share a stand-in
-                assert stand_ins <= {p for alts in ONE_READING.values() for p in alts}
-            else:
+            assert stand_ins <= all_stand_ins
+            if not ids & all_stand_ins:  # v3: where a reading is triggered, variants may share
+                # a stand-in
                 assert len(ids) == min(3, DRAWN[family])
 
 
@@ -57,8 +58,10 @@ def test_variant_count_is_bounded() -> None:
 
 
 def test_history_wording_is_never_used_after_a_redo_of_its_target() -> None:
-    """v2: "hasn't been undone yet" after its target was undone and redone reads two ways; such
-    turns get the next in-effect paraphrase, still three distinct ones over three variants."""
+    """v2: "hasn't been undone yet" after its target was undone and redone reads two ways. Since
+    second reading 6 (v3), every wording of such a turn but "the one I made first" reads two
+    ways (the target, made earliest, has not been in effect longest), so all variants use that
+    one; elsewhere three variants give three distinct paraphrases."""
     from butterfly.suite.load import load_suite
     from butterfly.suite.templates import HISTORY_PARAPHRASES
     from oracle.replay import history_wording
@@ -72,13 +75,14 @@ def test_history_wording_is_never_used_after_a_redo_of_its_target() -> None:
             if turn.op != "undo_earliest":
                 continue
             ids = {v.turns[t].paraphrase for v in paraphrase_variants(s, 3)}
-            assert len(ids) == 3
             probe = s.model_copy(update={"turns": (*s.turns[:t], turn.model_copy(
                 update={"text": "Undo my oldest change that hasn't been undone yet."}),
                 *s.turns[t + 1:])})
-            if check(probe) is not None:
+            if check(probe, readings=False) is not None:
                 refused += 1
-                assert not ids & HISTORY_PARAPHRASES
+                assert ids == {"undo_earliest.1"}
+            else:
+                assert len(ids) == 3
     assert refused >= 5  # the hard suite does exercise the guard
     assert all(history_wording(FAMILIES[p.rpartition(".")[0]][int(p.rpartition(".")[2])])
                for p in HISTORY_PARAPHRASES)
