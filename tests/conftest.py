@@ -1,4 +1,5 @@
-"""Shared fixtures: paths, and helpers to run the CLI in a subprocess or in this process."""
+"""Shared fixtures: paths, helpers to run the CLI in a subprocess or in this process, and
+litellm's process-wide state put back after every test (tests/litellm_state.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "tests"))
+
+import litellm_state  # noqa: E402 - from tests/, on the path just above; imports no litellm
+
+FIRST_IMPORT = litellm_state.FirstImport()
+sys.meta_path.insert(0, FIRST_IMPORT)
+
+
+@pytest.fixture(autouse=True)
+def _litellm_state_put_back() -> Iterator[None]:
+    """Whatever a test changes in litellm's globals (price map, transport flag, callbacks)
+    is undone when it ends, so no test depends on which ran before it in this process."""
+    with litellm_state.preserved(FIRST_IMPORT):
+        yield
 
 
 def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
