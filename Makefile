@@ -13,6 +13,10 @@ LOCK := requirements/lock.txt
 # uv compiles the lock; it lives in a venv of its own, at a fixed version.
 UV_VERSION := 0.13.9
 LOCK_VENV := .venv-lock
+# The order check of make test: the seed of its shuffle, and the test files it leaves out.
+ORDER_SEED ?= 21
+LLAMA_TESTS := tests/butterfly/models/test_embedded.py tests/butterfly/runs/test_real_model.py \
+  tests/butterfly/kaggle/test_notebook.py
 
 .PHONY: venv demo test browser lock
 
@@ -46,6 +50,11 @@ test: venv browser
 	# Two workers (the brief's machine has two cores); tests that start a llama.cpp server share
 	# one xdist group, so no two servers ever run at once.
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	# The order check (docs/install.md): the tests again but those that start a llama.cpp server,
+	# shuffled by pytest-randomly from ORDER_SEED, as two fixed sequences of whole modules, one
+	# per worker: a test that depends on what ran before it in its process fails, every time.
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -p randomly --randomly-seed=$(ORDER_SEED) \
+	  -p no:cacheprovider --order-check $(addprefix --ignore=,$(LLAMA_TESTS))
 
 # requirements/lock.txt from pyproject.toml (dependencies and every extra) and
 # requirements/lock.in, for CPython 3.11 on Linux x86_64, every file's sha256.
