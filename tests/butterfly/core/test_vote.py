@@ -62,7 +62,7 @@ def test_abstaining_samples_vote_to_abstain() -> None:
 spec_st = st.fixed_dictionaries({k: st.sampled_from(DOMAIN[k][:3]) for k in KEYS})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.one_of(st.none(), spec_st), min_size=1, max_size=7), st.randoms())
 def test_vote_laws(specs: list[dict[str, str] | None], rnd: Any) -> None:
     v = vote(specs)
