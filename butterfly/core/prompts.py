@@ -168,7 +168,9 @@ CHANGES: Final = (
     "Each message that sets a value or removes a requirement makes one new change. An undo or "
     'a redo is not itself a change: "my last change" never means an undo or a redo; it means '
     "the change made most recently among those still in effect. Undoing a change removes its "
-    "effect on the spec, as if it had never been made, and keeps every other change. A new "
+    "effect on the spec, as if it had never been made, and keeps every other change. A change "
+    'is "in effect" from when it is made until it is undone, even while a later change to the '
+    "same setting hides its value. A new "
     "change clears what redo could bring back. A redo brings back one change: of the changes "
     "undone since the latest new change that are still undone, the one undone most recently. "
     "A change brought back by a redo keeps its place in the order the changes were made: "

@@ -475,6 +475,20 @@ def _twice_then_ref(init: dict[str, str], turn_list: list[dict[str, Any]], key: 
     return out
 
 
+def _earliest_after_redo(init: dict[str, str], turn_list: list[dict[str, Any]]
+                        ) -> list[dict[str, Any]]:
+    """The earliest change undone and brought back, then undo-earliest worded without "made"
+    (the earliest change after a redo), as far as that keeps it valid."""
+    out = list(turn_list)
+    for turn in (simple_turn("undo_earliest"), simple_turn("redo"),
+                 {"op": "undo_earliest", "text": EARLIEST_TEXTS[0]}):
+        trial = [*out, turn]
+        if isinstance(naive.naive_replay(init, trial, readings=False), tuple):
+            break
+        out = trial
+    return out
+
+
 @st.composite
 def read_scenarios(draw: st.DrawFn) -> Scenario:
     """A valid scenario (v1 and v2 guards) with some set, undo_ref and redo turns reworded so
@@ -485,6 +499,8 @@ def read_scenarios(draw: st.DrawFn) -> Scenario:
         turn_list = _stack_up(init, turn_list)
     elif shape == 2:
         turn_list = _twice_then_ref(init, turn_list, _pick(draw, OTHERS))
+    elif shape == 3:
+        turn_list = _earliest_after_redo(init, turn_list)
     out = []
     for turn in turn_list:
         choice = draw(st.integers(0, 11))
