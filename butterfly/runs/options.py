@@ -7,6 +7,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 from pydantic import JsonValue
 
@@ -43,13 +44,61 @@ def parse_layouts(text: str | Sequence[str]) -> tuple[Layout, ...]:
     return layouts  # type: ignore[return-value]
 
 
-OWN_FLAGS: dict[str, str] = {
-    "temperature": "--temperature", "max_tokens": "--max-tokens", "seed": "--seed / --no-seed",
-    "response_format": "--protocol / --no-schema", "api_base": "--api-base",
-    "timeout": "--timeout", "num_retries": "--retries", "max_retries": "--retries",
+_CONVERSATION = ("the conversation", "")
+_MAX_TOKENS = ("the answer's token limit", "--max-tokens")
+_FORMAT = ("the response format", "--protocol / --no-schema")
+_TOOLS = ("tools", "")
+_N = ("the number of answers per call", "--strategy self-consistency --samples N")
+OWNED: Final[dict[str, tuple[str, str]]] = {
+    "model": ("the model", "--model"),
+    **dict.fromkeys(("messages", "prompt", "contents", "system", "system_instruction"),
+                    _CONVERSATION),
+    "temperature": ("the temperature", "--temperature"),
+    **dict.fromkeys(("seed", "random_seed"), ("the seed", "--seed / --no-seed")),
+    **dict.fromkeys(("max_tokens", "max_completion_tokens", "max_new_tokens",
+                     "max_output_tokens", "maxOutputTokens", "num_predict"), _MAX_TOKENS),
+    **dict.fromkeys(("response_format", "format", "output_format", "response_mime_type",
+                     "responseMimeType", "response_schema", "responseSchema",
+                     "response_json_schema", "responseJsonSchema"), _FORMAT),
+    **dict.fromkeys(("tools", "tool_choice", "functions", "function_call"), _TOOLS),
+    **dict.fromkeys(("n", "best_of", "candidate_count", "candidateCount"), _N),
+    **dict.fromkeys(("stream", "stream_options"), ("streaming", "")),
+    **dict.fromkeys(("api_base", "base_url"), ("the server", "--api-base")),
+    "api_key": ("the credentials", ""),
+    "timeout": ("the timeout", "--timeout"),
+    **dict.fromkeys(("num_retries", "max_retries"), ("the retries", "--retries")),
 }
-RESERVED: frozenset[str] = frozenset({"model", "messages", "stream", "n", "api_key"})
-"""Model arguments that are not the user's to set: the harness owns them."""
+"""Model-argument names the harness owns -> (what they set, the flag that sets it, or ""):
+the manifest records these from the harness's own options, so no model argument may carry
+them, at the top level or nested (:data:`NESTED`)."""
+NESTED: Final = frozenset({"extra_body", "options", "generationConfig", "generation_config"})
+"""Mappings whose keys reach the provider as request fields or sampling options: extra_body
+(merged into the body), Ollama's options, Gemini's generation config; checked at any depth."""
+
+
+def _owned(args: Mapping[str, JsonValue], path: str = "") -> tuple[str, str] | None:
+    """(where, name) of the first harness-owned key in ``args`` or a nested mapping."""
+    for key, value in args.items():
+        where = f"{path}{key}"
+        if key in OWNED:
+            return where, key
+        if key in NESTED and isinstance(value, dict):
+            found = _owned(value, where + ".")
+            if found is not None:
+                return found
+    return None
+
+
+def check_owned(args: Mapping[str, JsonValue], source: str) -> None:
+    """Refuse a harness-owned key in ``args`` (from ``source``: -M, a file), one line."""
+    found = _owned(args)
+    if found is None:
+        return
+    where, name = found
+    what, flag = OWNED[name]
+    instead = f": use {flag}" if flag else ": it cannot be a model argument"
+    raise UserError(f"model argument {where!r} ({source}) sets {what}, which the harness "
+                    f"owns and records{instead}")
 
 
 def _value(text: str) -> JsonValue:
@@ -67,11 +116,14 @@ def parse_model_args(pairs: Sequence[str] = (), file: str | Path | None = None
     out: dict[str, JsonValue] = {}
     if file is not None:
         out.update(_read_args_file(Path(file)))
+        check_owned(out, f"--model-args {file}")
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
             raise UserError(f"-M/--model-arg takes KEY=VALUE, got {pair!r}")
-        _merge(out, {key.strip(): _value(text)})
+        one = {key.strip(): _value(text)}
+        check_owned(one, "-M")
+        _merge(out, one)
     return check_model_args(out)
 
 
@@ -106,13 +158,10 @@ def _read_args_file(path: Path) -> dict[str, JsonValue]:
 
 
 def check_model_args(args: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """Refuse arguments the harness sets itself; ``extra_body`` must be a mapping; every value
-    must be JSON (it is recorded in the manifest)."""
-    for key in args:
-        if key in OWN_FLAGS:
-            raise UserError(f"model argument {key!r} has its own flag: use {OWN_FLAGS[key]}")
-        if key in RESERVED:
-            raise UserError(f"model argument {key!r} is set by the harness, not by -M")
+    """Refuse arguments the harness sets itself (:data:`OWNED`, nested ones too);
+    ``extra_body`` must be a mapping; every value must be JSON (it is recorded in the
+    manifest)."""
+    check_owned(args, "model_args")
     if "extra_body" in args and not isinstance(args["extra_body"], dict):
         raise UserError("model argument 'extra_body' must be a JSON object, e.g. "
                         "-M 'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": "
