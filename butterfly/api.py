@@ -28,11 +28,17 @@ from butterfly.core.results import ScoreReport
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy, Via
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.registry import open_client, router_config, transport
+from butterfly.models.registry import (
+    check_cache,
+    check_priced,
+    open_client,
+    router_config,
+    transport,
+)
 from butterfly.models.router import RouterConfig
 from butterfly.present.display import ProgressDisplay
 from butterfly.runs.lock import writer_lock
-from butterfly.runs.options import check_model, make_params
+from butterfly.runs.options import check_model, check_out, make_params
 from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunParams
@@ -88,6 +94,7 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
     ``shard`` (``"I/N"``) plays slice I of N of the conversations (docs/scale.md). The
     manifest's status says whether every conversation completed (``complete``) or some await
     a re-run (``incomplete``, or ``budget``: re-run with a larger ``max_cost``)."""
+    where = check_out(out)
     config = None if router is None else router_config(router, model)  # checked first
     params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
                         repeats=repeats, mode=mode, temperature=temperature,
@@ -99,9 +106,12 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
                         router=None if config is None else router_ref(config), shard=shard)
     if config is None:
         check_model(model)
+    if max_cost is not None:
+        check_priced(model, api_base, via, config)
     suite_path = resolve_suite(suite)
     whole = load_suite(suite_path)
-    target = Path(out) if out else default_out(model, suite_path, shard=shard)
+    target = where or default_out(model, suite_path, shard=shard)
+    check_cache(model, cache, routed=config is not None)  # last: it may create the cache
     state = _play_all(model, suite_path, select(whole, params), params, target,
                       api_base=api_base, cache=cache, progress=progress, router=config)
     return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
@@ -146,6 +156,8 @@ def report(runs: Sequence[str | Path | Run], html: str | Path,
     of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
     if not runs:
         raise UserError("report: give at least one run directory")
+    if not 0 < q < 1:  # as butterfly compare: checked before any run is read
+        raise UserError("--q must be between 0 and 1")
     from butterfly.present.report import write_report  # matplotlib, jinja2, scipy: when asked
 
     paths = [r.path if isinstance(r, Run) else Path(r) for r in runs]

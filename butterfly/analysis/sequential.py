@@ -29,7 +29,13 @@ from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
 from butterfly.errors import BudgetStopped, RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import redact
-from butterfly.models.registry import open_client, router_config, transport
+from butterfly.models.registry import (
+    check_cache,
+    check_priced,
+    open_client,
+    router_config,
+    transport,
+)
 from butterfly.models.router import RouterConfig
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model, check_routed
@@ -145,8 +151,8 @@ def _side_params(params: RunParams, configs: dict[str, RouterConfig], model: str
 
 
 def _budget_line(budget: Budget) -> str:
-    why = ("a model litellm does not price answered, so --max-cost cannot be enforced: run "
-           "without --max-cost" if budget.unpriced else
+    why = ("a call came back without a price (no token counts), so --max-cost cannot be "
+           "enforced: run without --max-cost" if budget.unpriced else
            f"spent ${budget.spent:.4f} of --max-cost ${budget.limit:g}; the next call could "
            "exceed it")
     return (f"sequential: stopped by the budget ({why}); the answers so far are kept: re-run the "
@@ -171,8 +177,13 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
     if not configs:
         check_model(model_a)
         check_model(model_b)
+    for model in (model_a, model_b):
+        if params.max_cost is not None:
+            check_priced(model, api_base, params.via, configs.get(model))
     suite_path = resolve_suite(suite)
     scenarios = select(load_suite(suite_path), params)
+    for model in (model_a, model_b):  # last: it may create the cache
+        check_cache(model, cache_path, routed=model in configs)
     m = len(scenarios)
     design = _design(method, m, q, cap, stop_fine)
     run_params = params.model_copy(update={"repeats": cap, "layouts": ("E",)})

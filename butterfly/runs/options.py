@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
@@ -26,6 +27,7 @@ from butterfly.core.vocab import (
     Via,
 )
 from butterfly.errors import UserError
+from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
 from butterfly.runs.records import RouterRef, RunParams, Shard
 from butterfly.runs.store import redact_url
@@ -232,6 +234,38 @@ def check_model(model: str) -> str:
     return model
 
 
+def check_api_base(url: str | None) -> str | None:
+    """``--api-base``: None, or an http(s) URL with a host (and a valid port, no spaces)."""
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number (or out of range) raises
+    except ValueError:
+        ok = False
+    if not ok or any(c.isspace() or not c.isprintable() for c in url):
+        raise UserError("--api-base must be an http:// or https:// URL with a host, e.g. "
+                        f"http://127.0.0.1:8000/v1; got {redact(url)!r}")
+    return url
+
+
+def check_out(out: str | Path | None, flag: str = "--out") -> Path | None:
+    """``--out`` as a path, or None (the default directory); an empty name is refused rather
+    than read as the current directory or the default, and so is a path through a file."""
+    if isinstance(out, str) and not out.strip():
+        raise UserError(f"{flag} must name a directory (leave it out for the default), got "
+                        f"{out!r}")
+    if out is None:
+        return None
+    path = Path(out)
+    there = next((p for p in (path, *path.parents) if p.exists()), None)
+    if there is not None and not there.is_dir():
+        raise UserError(f"{flag} {out}: {there} is a file, not a directory: choose another "
+                        f"{flag}")
+    return path
+
+
 def check_routed(api_base: str | None) -> None:
     """``--router`` names each deployment's api_base: refuse ``--api-base`` beside it."""
     if api_base:
@@ -253,7 +287,9 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 max_cost: float | None = None, via: Via = DEFAULTS.via,
                 router: RouterRef | None = None, shard: str | Shard | None = None) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
-    _finite(temperature=temperature, timeout=timeout)
+    _finite(temperature=temperature, timeout=timeout,
+            **({} if max_cost is None else {"max_cost": max_cost}))
+    check_api_base(api_base)
     if router is not None:
         check_routed(api_base)
     if temperature < 0:
