@@ -134,7 +134,7 @@ def cmd_schema(a: argparse.Namespace) -> int:
 RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "temperature",
                "max_tokens", "concurrency", "timeout", "retries", "api_base", "no_schema",
                "parse", "strategy", "samples", "protocol", "sc_base", "no_seed", "max_cost",
-               "via", "router", "shard")
+               "via", "router", "shard", "max_answer_chars", "max_retry_wait")
 """The flags of ``butterfly run`` that are the API's ``run`` options as they are."""
 
 
@@ -297,6 +297,7 @@ def cmd_sequential(a: argparse.Namespace) -> int:
                         limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
                         timeout=a.timeout, retries=a.retries, api_base=a.api_base,
                         via=a.via, no_seed=a.no_seed, max_cost=a.max_cost,
+                        max_answer_chars=a.max_answer_chars, max_retry_wait=a.max_retry_wait,
                         model_args=parse_model_args(a.model_arg or (), a.model_args))
     suite_path = resolve_suite(a.suite)
     out_a = check_out(a.out_a, "--out-a") or default_out(a.model_a, suite_path, "seq-")

@@ -84,7 +84,8 @@ def _response(blob: str) -> Response | None:
         d = json.loads(blob)
         return Response(str(d["text"]), d.get("finish_reason"), d.get("prompt_tokens"),
                         d.get("completion_tokens"), d.get("cached_tokens"),
-                        d.get("reasoning_tokens"), d.get("cost_usd"))
+                        d.get("reasoning_tokens"), d.get("cost_usd"),
+                        d.get("reasoning_content"), d.get("raw_chars"))
     except (ValueError, TypeError, KeyError):
         return None
 
@@ -126,6 +127,9 @@ class Cache:
             "cached_tokens": response.cached_tokens,
             "reasoning_tokens": response.reasoning_tokens,
             "cost_usd": response.cost_usd,
+            **({"reasoning_content": response.reasoning_content}
+               if response.reasoning_content is not None else {}),
+            **({"raw_chars": response.raw_chars} if response.raw_chars is not None else {}),
         })
         try:
             self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)",

@@ -30,7 +30,7 @@ from typing import Final
 from butterfly.core.vocab import Transport, Via
 from butterfly.errors import UserError
 from butterfly.models.cache import Cache, cache_file
-from butterfly.models.client import ModelClient
+from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP, ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 from butterfly.models.provider import Provider
 from butterfly.models.router import RouterConfig, load_router
@@ -243,7 +243,8 @@ def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *
 def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                 concurrency: int, retries: int, timeout: float, api_base: str | None = None,
                 cache_path: str | None = None, via: Via = "auto",
-                router: RouterConfig | None = None) -> ModelClient:
+                router: RouterConfig | None = None, max_answer_chars: int = ANSWER_CAP,
+                max_retry_wait: float = RETRY_WAIT_CAP) -> ModelClient:
     """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
     or the provider is not worth caching), retries, timeouts and concurrency. The cache keys
     a router's answers by its deployments (never as one server's)."""
@@ -254,4 +255,5 @@ def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
         server = router.identity() if router is not None else api_base
         cache = Cache(cache_file(cache_path), api_base=server)
     return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
-                       cache=cache)
+                       cache=cache, max_answer_chars=max_answer_chars,
+                       max_retry_wait=max_retry_wait)

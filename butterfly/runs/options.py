@@ -27,6 +27,7 @@ from butterfly.core.vocab import (
     Via,
 )
 from butterfly.errors import UserError
+from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP
 from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
 from butterfly.runs.records import RouterRef, RunParams, Shard
@@ -224,6 +225,16 @@ def _finite(**values: float) -> None:
             raise UserError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
 
 
+def _limits(max_answer_chars: int, max_retry_wait: float) -> None:
+    """The response-size cap (1 to the parser's limit: beyond it an answer is too_large
+    anyway) and the longest wait before a retry (0 or more seconds)."""
+    if not 1 <= max_answer_chars <= ANSWER_CAP:
+        raise UserError(f"--max-answer-chars takes 1 to {ANSWER_CAP} (the parser's limit: a "
+                        f"longer answer is an abstention anyway), got {max_answer_chars}")
+    if max_retry_wait < 0:
+        raise UserError(f"--max-retry-wait must be 0 or more seconds, got {max_retry_wait:g}")
+
+
 def check_model(model: str) -> str:
     """``model`` if it names something a run can open; else one clear line, before anything
     is created (an unknown scripted agent or provider, an empty name)."""
@@ -285,9 +296,11 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 api_base: str | None = None, sc_base: SCBase | None = None,
                 model_args: Mapping[str, JsonValue] | None = None, no_seed: bool = False,
                 max_cost: float | None = None, via: Via = DEFAULTS.via,
-                router: RouterRef | None = None, shard: str | Shard | None = None) -> RunParams:
+                router: RouterRef | None = None, shard: str | Shard | None = None,
+                max_answer_chars: int = ANSWER_CAP,
+                max_retry_wait: float = RETRY_WAIT_CAP) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
-    _finite(temperature=temperature, timeout=timeout,
+    _finite(temperature=temperature, timeout=timeout, max_retry_wait=max_retry_wait,
             **({} if max_cost is None else {"max_cost": max_cost}))
     check_api_base(api_base)
     if router is not None:
@@ -303,6 +316,7 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
               limit=(limit, 1), per_category=(per_category, 1), repeats=(repeats, 1))
     if timeout <= 0:
         raise UserError("--timeout must be positive")
+    _limits(max_answer_chars, max_retry_wait)
     if via not in VIAS:
         raise UserError(f"--via takes one of {', '.join(VIAS)}, got {via!r}")
     return RunParams(
@@ -313,4 +327,5 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
         timeout=timeout, retries=retries, api_base=redact_url(api_base), sc_base=base,
         model_args=check_model_args(model_args or {}), send_seed=not no_seed,
         max_cost=max_cost, via=via, router=router, shard=parse_shard(shard),
+        max_answer_chars=max_answer_chars, max_retry_wait=max_retry_wait,
     )

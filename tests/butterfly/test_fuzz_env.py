@@ -2,7 +2,8 @@
 ``butterfly run`` is given a HOME (usable, unset, empty, relative, ``/proc/self``, a file,
 missing), an answer cache (default, none, fine, in a missing directory, corrupt, a directory,
 unwritable, through a file), an ``--api-base`` (none, a loopback fake server, malformed ones),
-an ``--out`` (fresh, empty, a file, nested, through a file) and a ``--max-cost``; ``report``
+an ``--out`` (fresh, empty, a file, nested, through a file), a ``--max-cost``, a response-size
+cap and a longest retry wait; ``report``
 and ``compare`` a ``--q``. Whatever the draw: an exit status the help names, no traceback, a
 refusal is one line on stderr, and a refusal creates nothing (the scratch tree, HOME included,
 is unchanged). Derandomised; seconds, not minutes.
@@ -146,8 +147,9 @@ def test_run_options_and_environment(server: FakeServer, model: str, home: str, 
                 "--out", _out(out, d), *_cache(cache, d)]
         if base != "none":
             argv += ["--api-base", server.api_base if base == "fake" else data.draw(BAD_URLS)]
-        if data.draw(st.booleans()):
-            argv.append(f"--max-cost={data.draw(NUMBERS)}")
+        for flag in ("--max-cost", "--max-answer-chars", "--max-retry-wait"):
+            if data.draw(st.booleans()):
+                argv.append(f"{flag}={data.draw(NUMBERS | st.sampled_from(['2000000', '50']))}")
         before = _tree(d)
         with environment(_home(home, d), d):
             code, err = cli(argv)
