@@ -163,6 +163,8 @@ def report(runs: Sequence[str | Path | Run], html: str | Path,
     of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
     if not runs:
         raise UserError("report: give at least one run directory")
+    if not str(html).strip():
+        raise UserError("--html must name a file, got ''")
     if not 0 < q < 1:  # as butterfly compare: checked before any run is read
         raise UserError("--q must be between 0 and 1")
     from butterfly.present.report import write_report  # matplotlib, jinja2, scipy: when asked

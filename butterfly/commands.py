@@ -21,6 +21,8 @@ def _write(path: str | None, text: str) -> None:
     if path is None or path == "-":
         sys.stdout.write(text)
         return
+    if not path.strip():
+        raise UserError("an output file must be named (or - for stdout), got ''")
     write_text_atomic(Path(path), text, path)
 
 
@@ -126,6 +128,8 @@ def cmd_oracle(a: argparse.Namespace) -> int:
 def cmd_schema(a: argparse.Namespace) -> int:
     from butterfly.present.schemas import write_schemas
 
+    if not a.out_dir.strip():
+        raise UserError("--out-dir must name a directory, got ''")
     for path in write_schemas(Path(a.out_dir)):
         print(f"wrote {path}", file=sys.stderr)
     return 0

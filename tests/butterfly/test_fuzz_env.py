@@ -181,3 +181,29 @@ def test_report_checks_q_like_compare(base_run: Path, q: str) -> None:
                 assert _tree(d) == before, (q, err)
             codes.append(code)
         assert codes[0] == codes[1], (q, codes)
+
+
+OUTPUTS = st.sampled_from(["", ".", "..", "file", "file/x", "home", "new/x.out", "x.out",
+                           "-"]) | st.text(st.characters(blacklist_characters="/\x00",
+                                                         blacklist_categories=("Cs",)),
+                                           min_size=1, max_size=8)
+"""Output names, relative to a scratch working directory (never above it)."""
+
+
+@SETTINGS
+@given(command=st.sampled_from(["report", "export", "generate", "schema"]), name=OUTPUTS)
+def test_output_files(base_run: Path, command: str, name: str) -> None:
+    with scratch() as d:
+        if command == "schema" and name in (".", "..", "-"):
+            name = "x.out"  # a schema directory above or at the scratch root would escape it
+        argv = {"report": ["report", str(base_run), "--html", name],
+                "export": ["export", str(base_run), "--csv", name],
+                "generate": ["generate", "--count", "1", "--out", name],
+                "schema": ["schema", "--out-dir", name]}[command]
+        before = _tree(d)
+        with environment(str(d / "home"), d):
+            code, err = cli(argv)
+        clear(code, err)
+        if code != 0:
+            assert _tree(d) == before, (argv, err)
+        assert not [p for p in _tree(d) if p.endswith(".tmp")], _tree(d)

@@ -164,3 +164,21 @@ def test_a_failed_atomic_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot write"):
         write_text_atomic(tmp_path / "d.html", "x")
     assert _tree(tmp_path) == ["d.html"]
+
+
+@pytest.mark.parametrize(("command", "why"), [
+    (["generate", "--count", "1", "--out", ""], "an output file must be named"),
+    (["schema", "--out-dir", ""], "--out-dir must name a directory"),
+    (["generate", "--count", "1", "--out", ".."], "must name a file"),
+])
+def test_an_empty_output_name_is_one_line_not_a_traceback(tmp_path: Path, command: list[str],
+                                                         why: str) -> None:
+    assert why in _refused(tmp_path, *command)
+
+
+def test_report_and_export_to_no_file(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert run_inproc("run", "--model", "script/oracle", "--limit", "1", "--no-cache",
+                      "--out", str(run)).returncode == 0
+    assert "--html must name a file" in _refused(tmp_path, "report", str(run), "--html", "")
+    assert "output file must be named" in _refused(tmp_path, "export", str(run), "--csv", "")
