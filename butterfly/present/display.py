@@ -30,7 +30,8 @@ from butterfly.runs.reader import Run
 
 class ProgressDisplay:
     """A rich progress bar on a terminal; a plain line every 10 s (and at the end) otherwise.
-    A wait before a retry ("rate-limited, waiting 60 s") is shown at once either way."""
+    A wait before a retry ("rate-limited, waiting 60 s") is shown at once either way (as a
+    plain line at most once a second)."""
 
     def __init__(self, total: int, label: str, *, tty: bool | None = None) -> None:
         self.total = total
@@ -38,6 +39,7 @@ class ProgressDisplay:
         self.tty = sys.stderr.isatty() if tty is None else tty
         self._last = 0.0
         self._note = ""
+        self._noted = float("-inf")
         self._bar: Progress | None = None
         self._task: Any = None
 
@@ -69,8 +71,8 @@ class ProgressDisplay:
                              note=p.note)
             return
         now = time.perf_counter()
-        noted, self._note = bool(p.note) and p.note != self._note, p.note
-        if noted:
+        if p.note and p.note != self._note and now - self._noted >= 1:  # at most 1 a second
+            self._note, self._noted = p.note, now
             print(f"calls {p.done}/{p.total}  errors {p.errors}  {p.note}", file=sys.stderr,
                   flush=True)
         elif now - self._last >= 10 or p.done == p.total:

@@ -118,3 +118,18 @@ def test_content_parts_and_reasoning_are_recorded_and_shown(tmp_path: Path, via:
     assert shown.returncode == 0, shown.stderr
     assert "reasoning (11 tokens): the user moved one setting" in shown.stdout
     assert "so I move only it" in shown.stdout
+
+
+def test_the_progress_line_says_when_calls_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    from butterfly.present.display import ProgressDisplay
+    from butterfly.runs.play import Progress
+
+    progress = Progress(total=4)
+    with ProgressDisplay(4, "m on out", tty=False) as display:
+        progress.on_update = display.update
+        progress.waiting(60.0, "rate_limit")
+        progress.waiting(60.0, "rate_limit")  # the same note again: not repeated
+    err = capsys.readouterr().err.splitlines()
+    assert err[:2] == ["m on out: 4 calls to make",
+                       "calls 0/4  errors 0  rate-limited, waiting 60 s"]
+    assert sum("waiting" in line for line in err) == 1
