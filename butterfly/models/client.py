@@ -29,7 +29,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
-from butterfly.core.extract import MAX_CHARS
 from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass
 from butterfly.models.cache import Cache
 from butterfly.models.provider import Provider, ProviderError, Request, Response
@@ -42,7 +41,6 @@ OnWait = Callable[[float, ErrorClass], None]
 ANSWER_CAP: Final = DEFAULTS.max_answer_chars
 """The default response-size cap, in characters: the parser's own limit (a longer answer is an
 abstention, ``too_large``, either way), so the default never changes a verdict."""
-assert ANSWER_CAP == MAX_CHARS
 RETRY_WAIT_CAP: Final = DEFAULTS.max_retry_wait
 """The default longest wait before a retry, in seconds, whatever a server's Retry-After asks."""
 ANNOUNCE: Final = 1.0

@@ -224,6 +224,10 @@ def to_response(resp: Any, priced_as: str) -> Response:
     )
 
 
+RECEIVED: Final = "'response_object': "
+"""Where litellm's "Invalid response object" error quotes the server's completion."""
+
+
 def _literal_at(text: str) -> Any:
     """The Python literal (a dict) that opens the first line of ``text``, or None."""
     line = text.split("\n", 1)[0]
@@ -254,10 +258,6 @@ def unconverted(e: BaseException | None) -> Any:
             return _literal_at(text[at + len(RECEIVED):])
         e = e.__cause__ or e.__context__
     return None
-
-
-RECEIVED: Final = "'response_object': "
-"""Where litellm's "Invalid response object" error quotes the server's completion."""
 
 
 def recovered(e: Exception, priced_as: str, secrets: tuple[str | None, ...]) -> Response:
