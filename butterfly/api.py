@@ -27,12 +27,18 @@ from butterfly.analysis.tidy import load_runs, tidy_rows
 from butterfly.core.results import ScoreReport
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy, Via
 from butterfly.errors import UserError
-from butterfly.models.client import ModelClient
-from butterfly.models.registry import open_client, router_config, transport
+from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP, ModelClient
+from butterfly.models.registry import (
+    check_cache,
+    check_priced,
+    open_client,
+    router_config,
+    transport,
+)
 from butterfly.models.router import RouterConfig
 from butterfly.present.display import ProgressDisplay
 from butterfly.runs.lock import writer_lock
-from butterfly.runs.options import check_model, make_params
+from butterfly.runs.options import check_model, check_out, make_params
 from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunParams
@@ -78,6 +84,7 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
         sc_base: SCBase | None = None, model_args: Mapping[str, JsonValue] | None = None,
         no_seed: bool = False, max_cost: float | None = None, via: Via = DEFAULTS.via,
         router: str | Path | None = None, shard: str | None = None,
+        max_answer_chars: int = ANSWER_CAP, max_retry_wait: float = RETRY_WAIT_CAP,
         cache: str | None = DEFAULTS.cache, progress: bool = False) -> Run:
     """Run ``suite`` against ``model`` into ``out`` (created, or resumed when it holds the same
     run) and return the run as written. ``cache=None`` turns the answer cache off;
@@ -85,9 +92,12 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
     (``-M KEY=VALUE``); ``max_cost`` (USD) stops the run before a call could exceed it;
     ``via="litellm"`` sends through litellm what would take the fast path.
     ``router`` (a litellm Router file) spreads the calls over the deployments named ``model``;
-    ``shard`` (``"I/N"``) plays slice I of N of the conversations (docs/scale.md). The
+    ``shard`` (``"I/N"``) plays slice I of N of the conversations (docs/scale.md).
+    ``max_answer_chars`` caps what is kept (and sent back) of an answer; ``max_retry_wait``
+    the longest wait before a retry (docs/running.md). The
     manifest's status says whether every conversation completed (``complete``) or some await
     a re-run (``incomplete``, or ``budget``: re-run with a larger ``max_cost``)."""
+    where = check_out(out)
     config = None if router is None else router_config(router, model)  # checked first
     params = run_params(limit=limit, per_category=per_category, seed=seed, layouts=layouts,
                         repeats=repeats, mode=mode, temperature=temperature,
@@ -96,12 +106,16 @@ def run(model: str = DEFAULTS.model, suite: str = DEFAULTS.suite, out: str | Pat
                         strategy=strategy, samples=samples, protocol=protocol,
                         sc_base=sc_base, model_args=model_args, no_seed=no_seed,
                         max_cost=max_cost, via=via,
-                        router=None if config is None else router_ref(config), shard=shard)
+                        router=None if config is None else router_ref(config), shard=shard,
+                        max_answer_chars=max_answer_chars, max_retry_wait=max_retry_wait)
     if config is None:
         check_model(model)
+    if max_cost is not None:
+        check_priced(model, api_base, via, config)
     suite_path = resolve_suite(suite)
     whole = load_suite(suite_path)
-    target = Path(out) if out else default_out(model, suite_path, shard=shard)
+    target = where or default_out(model, suite_path, shard=shard)
+    check_cache(model, cache, routed=config is not None)  # last: it may create the cache
     state = _play_all(model, suite_path, select(whole, params), params, target,
                       api_base=api_base, cache=cache, progress=progress, router=config)
     return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
@@ -116,7 +130,9 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
         stack.enter_context(writer_lock(out))
         client = open_client(stack, model, scenarios, concurrency=params.concurrency,
                              retries=params.retries, timeout=params.timeout, api_base=api_base,
-                             cache_path=cache, via=params.via, router=router)
+                             cache_path=cache, via=params.via, router=router,
+                             max_answer_chars=params.max_answer_chars,
+                             max_retry_wait=params.max_retry_wait)
         try:
             state = open_run(out, model, suite_path, scenarios, params)
             note_transport(out, state, transport(model, api_base, params.via,
@@ -126,6 +142,7 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
             raise
         todo = pending_calls(scenarios, state)
         tracker = Progress(total=todo)
+        client.on_wait = tracker.waiting  # "rate-limited, waiting N s" on the progress line
         if progress:
             display = stack.enter_context(ProgressDisplay(todo, f"{model} on {out}"))
             tracker.on_update = display.update
@@ -146,6 +163,10 @@ def report(runs: Sequence[str | Path | Run], html: str | Path,
     of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
     if not runs:
         raise UserError("report: give at least one run directory")
+    if not str(html).strip():
+        raise UserError("--html must name a file, got ''")
+    if not 0 < q < 1:  # as butterfly compare: checked before any run is read
+        raise UserError("--q must be between 0 and 1")
     from butterfly.present.report import write_report  # matplotlib, jinja2, scipy: when asked
 
     paths = [r.path if isinstance(r, Run) else Path(r) for r in runs]

@@ -83,6 +83,15 @@ def _add_model_args(p: argparse.ArgumentParser, sent_with: str) -> None:
                    help="send no seed (for providers that reject it)")
 
 
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    """--max-answer-chars and --max-retry-wait (``butterfly run`` and ``sequential``)."""
+    p.add_argument("--max-answer-chars", type=int, default=D.max_answer_chars, metavar="N",
+                   help="the response-size cap: a longer answer is kept (and sent back in the "
+                   "history) as its first N characters, an abstention (too_large)")
+    p.add_argument("--max-retry-wait", type=float, default=D.max_retry_wait, metavar="SECONDS",
+                   help="the longest wait before a retry, whatever a server's Retry-After asks")
+
+
 def _add_cache(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
@@ -185,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-cost", type=float, metavar="USD",
                    help="stop before a call could take the run's spending above USD "
                    "(status budget, exit 6; re-run with a larger budget to complete)")
+    _add_limits(r)
     _add_cache(r)
     r.set_defaults(func=commands.cmd_run)
 
@@ -340,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stop before a call could take the spending of both models together "
                     "above USD (both runs' status budget, exit 6; re-run with a larger budget "
                     "to continue)")
+    _add_limits(sq)
     _add_cache(sq)
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")
     sq.set_defaults(func=commands.cmd_sequential)

@@ -21,6 +21,8 @@ def _write(path: str | None, text: str) -> None:
     if path is None or path == "-":
         sys.stdout.write(text)
         return
+    if not path.strip():
+        raise UserError("an output file must be named (or - for stdout), got ''")
     write_text_atomic(Path(path), text, path)
 
 
@@ -141,6 +143,8 @@ def cmd_oracle(a: argparse.Namespace) -> int:
 def cmd_schema(a: argparse.Namespace) -> int:
     from butterfly.present.schemas import write_schemas
 
+    if not a.out_dir.strip():
+        raise UserError("--out-dir must name a directory, got ''")
     for path in write_schemas(Path(a.out_dir)):
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -149,7 +153,7 @@ def cmd_schema(a: argparse.Namespace) -> int:
 RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "temperature",
                "max_tokens", "concurrency", "timeout", "retries", "api_base", "no_schema",
                "parse", "strategy", "samples", "protocol", "sc_base", "no_seed", "max_cost",
-               "via", "router", "shard")
+               "via", "router", "shard", "max_answer_chars", "max_retry_wait")
 """The flags of ``butterfly run`` that are the API's ``run`` options as they are."""
 
 
@@ -160,13 +164,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     from butterfly.suite.load import resolve_suite
 
     model = a.model
-    out = Path(a.out) if a.out else None
     model_args = parse_model_args(a.model_arg or (), a.model_args)
     try:
-        result = run(model, a.suite, out, cache=None if a.no_cache else a.cache, progress=True,
+        result = run(model, a.suite, a.out, cache=None if a.no_cache else a.cache, progress=True,
                      model_args=model_args, **{k: getattr(a, k) for k in RUN_OPTIONS})
     except KeyboardInterrupt:
-        where = out or default_out(model, resolve_suite(a.suite), shard=a.shard)
+        where = a.out or default_out(model, resolve_suite(a.suite), shard=a.shard)
         print(f"butterfly: interrupted; answers so far are kept in {where}. Re-run the same "
               "command to resume.", file=sys.stderr)
         return 130
@@ -176,8 +179,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     m = result.manifest
     if m.status == "budget":
         spent = m.usage.spent_usd if m.usage is not None else None
-        why = (f"litellm has no price for {model}, so --max-cost cannot be enforced: run it "
-               "without --max-cost" if spent is None else
+        why = ("a call came back without a price (no token counts), so --max-cost cannot be "
+               "enforced: run it without --max-cost" if spent is None else
                f"spent ${spent:.4f} of --max-cost ${a.max_cost:g}; the next call could exceed it")
         print(f"butterfly: stopped by the budget ({why}). {len(m.incomplete_scenarios)} "
               "scenario(s) are not finished; re-run the same command with a larger --max-cost "
@@ -306,17 +309,18 @@ def cmd_notebook(a: argparse.Namespace) -> int:
 def cmd_sequential(a: argparse.Namespace) -> int:
     from butterfly.analysis.sequential import render, run_sequential
     from butterfly.api import default_out, run_params
-    from butterfly.runs.options import parse_model_args
+    from butterfly.runs.options import check_out, parse_model_args
     from butterfly.suite.load import resolve_suite
 
     params = run_params(temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
                         limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
                         timeout=a.timeout, retries=a.retries, api_base=a.api_base,
                         via=a.via, no_seed=a.no_seed, max_cost=a.max_cost,
+                        max_answer_chars=a.max_answer_chars, max_retry_wait=a.max_retry_wait,
                         model_args=parse_model_args(a.model_arg or (), a.model_args))
     suite_path = resolve_suite(a.suite)
-    out_a = Path(a.out_a) if a.out_a else default_out(a.model_a, suite_path, "seq-")
-    out_b = Path(a.out_b) if a.out_b else default_out(a.model_b, suite_path, "seq-")
+    out_a = check_out(a.out_a, "--out-a") or default_out(a.model_a, suite_path, "seq-")
+    out_b = check_out(a.out_b, "--out-b") or default_out(a.model_b, suite_path, "seq-")
     if out_a == out_b and not (a.out_a or a.out_b):
         out_b = out_b.with_name(out_b.name + "-b")
     result = run_sequential(model_a=a.model_a, model_b=a.model_b, suite=a.suite, out_a=out_a,

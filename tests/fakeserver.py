@@ -27,6 +27,11 @@ Fault spec grammar (case-insensitive, surrounding whitespace ignored)::
     empty               HTTP 200, valid completion JSON whose content is ""
     drop                close the connection without sending any response
 
+A responder may return a dict instead of the text: it is the choice's ``message`` (``role``
+assistant added), so a test can send ``content`` as a list of parts or add
+``reasoning_content``; its ``usage`` key, if any, is merged into the response's usage (e.g.
+``{"completion_tokens_details": {"reasoning_tokens": 7}}``).
+
 ``faults`` may be a list of specs (applied to chat-completion requests in arrival order,
 normal answers after the list is exhausted), a comma-separated string of specs, or a
 callable ``(index) -> spec`` / ``(index, body) -> spec`` returning a spec or None.
@@ -95,7 +100,7 @@ class Fault:
 
 
 FaultSpec = str | Fault | None
-Responder = Callable[[JSONDict], str]
+Responder = Callable[[JSONDict], "str | JSONDict"]
 Faults = (
     Sequence[FaultSpec]
     | str
@@ -622,7 +627,9 @@ class FakeServer:
         rng = random.Random(self.seed + index)
         choices: list[JSONDict] = []
         completion_tokens = 0
+        usage_extra: JSONDict = {}
         for i in range(n):
+            message: JSONDict
             if fault.kind == "garbage":
                 text, finish = _garbage_text(rng), "stop"
             elif fault.kind == "empty":
@@ -637,7 +644,16 @@ class FakeServer:
                 truncated = isinstance(result, Truncated) or getattr(
                     type(result), "__fakeserver_truncated__", False
                 )
-                text, finish = str(result), "length" if truncated else "stop"
+                finish = "length" if truncated else "stop"
+                if isinstance(result, dict):  # the message itself (content parts, reasoning)
+                    usage_extra.update(result.get("usage") or {})
+                    message = {"role": "assistant",
+                               **{k: v for k, v in result.items() if k != "usage"}}
+                    completion_tokens += _count_tokens(_text_of(message.get("content")))
+                    choices.append({"index": i, "message": message, "logprobs": None,
+                                    "finish_reason": finish})
+                    continue
+                text = str(result)
             completion_tokens += _count_tokens(text)
             choices.append(
                 {
@@ -662,6 +678,7 @@ class FakeServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                **usage_extra,
             },
         }
         handler._send_json(200, payload)

@@ -25,11 +25,17 @@ from butterfly.analysis import regress
 from butterfly.analysis.results import SequentialResult
 from butterfly.core.printable import printable
 from butterfly.core.turns import CallKey
-from butterfly.core.vocab import SEQUENTIAL_METHODS, RunStatus
+from butterfly.core.vocab import SEQUENTIAL_METHODS, ErrorClass, RunStatus
 from butterfly.errors import BudgetStopped, RunFailed, UserError
-from butterfly.models.client import ModelClient
+from butterfly.models.client import ModelClient, OnWait
 from butterfly.models.provider import redact
-from butterfly.models.registry import open_client, router_config, transport
+from butterfly.models.registry import (
+    check_cache,
+    check_priced,
+    open_client,
+    router_config,
+    transport,
+)
 from butterfly.models.router import RouterConfig
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_model, check_routed
@@ -40,6 +46,7 @@ from butterfly.runs.play import (
     Progress,
     in_workers,
     play_conversation,
+    wait_note,
 )
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
@@ -144,9 +151,16 @@ def _side_params(params: RunParams, configs: dict[str, RouterConfig], model: str
     return params.model_copy(update={"router": router_ref(configs[model])})
 
 
+def _announce(model: str) -> OnWait:
+    """Say on stderr that ``model``'s calls wait before a retry ("rate-limited, waiting N s")."""
+    def say(seconds: float, kind: ErrorClass) -> None:
+        print(f"{printable(model)}: {wait_note(seconds, kind)}", file=sys.stderr, flush=True)
+    return say
+
+
 def _budget_line(budget: Budget) -> str:
-    why = ("a model litellm does not price answered, so --max-cost cannot be enforced: run "
-           "without --max-cost" if budget.unpriced else
+    why = ("a call came back without a price (no token counts), so --max-cost cannot be "
+           "enforced: run without --max-cost" if budget.unpriced else
            f"spent ${budget.spent:.4f} of --max-cost ${budget.limit:g}; the next call could "
            "exceed it")
     return (f"sequential: stopped by the budget ({why}); the answers so far are kept: re-run the "
@@ -171,8 +185,13 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
     if not configs:
         check_model(model_a)
         check_model(model_b)
+    for model in (model_a, model_b):
+        if params.max_cost is not None:
+            check_priced(model, api_base, params.via, configs.get(model))
     suite_path = resolve_suite(suite)
     scenarios = select(load_suite(suite_path), params)
+    for model in (model_a, model_b):  # last: it may create the cache
+        check_cache(model, cache_path, routed=model in configs)
     m = len(scenarios)
     design = _design(method, m, q, cap, stop_fine)
     run_params = params.model_copy(update={"repeats": cap, "layouts": ("E",)})
@@ -186,7 +205,11 @@ def run_sequential(*, model_a: str, model_b: str, suite: str, out_a: Path, out_b
                 providers[model] = open_client(
                     stack, model, scenarios, concurrency=run_params.concurrency,
                     retries=run_params.retries, timeout=run_params.timeout, api_base=api_base,
-                    cache_path=cache_path, via=run_params.via, router=configs.get(model))
+                    cache_path=cache_path, via=run_params.via, router=configs.get(model),
+                    max_answer_chars=run_params.max_answer_chars,
+                    max_retry_wait=run_params.max_retry_wait)
+                if not quiet:
+                    providers[model].on_wait = _announce(model)
         sides, budget = _open_sides(pairs, providers, suite_path, scenarios, run_params,
                                     configs, api_base)
         rounds = 0

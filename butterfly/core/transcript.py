@@ -44,6 +44,9 @@ class TranscriptTurn(TypedDict):
     collateral: list[str]
     missed: list[str]
     finish_reason: NotRequired[str | None]
+    reasoning: NotRequired[str | None]
+    """The reasoning the provider returned beside the answer (``butterfly show``)."""
+    reasoning_tokens: NotRequired[int | None]
 
 
 class Transcript(TypedDict):

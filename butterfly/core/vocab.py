@@ -62,6 +62,11 @@ class Defaults:
     """Seconds per call."""
     retries: int = 4
     """Retries per call after a failure."""
+    max_retry_wait: float = 60.0
+    """The longest wait before a retry, in seconds, whatever a server's Retry-After asks."""
+    max_answer_chars: int = 1_000_000
+    """The response-size cap, in characters: the parser's own limit (``core.extract.MAX_CHARS``:
+    a longer answer is an abstention, too_large, either way), so it never changes a verdict."""
     strategy: Strategy = "zero-shot"
     protocol: Protocol = "schema"
     parse: ParseMode = "structured"

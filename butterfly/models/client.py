@@ -5,20 +5,29 @@ still fails after its retries comes back with ``error`` set (its class and messa
 runner can mark the scenario incomplete instead of scoring a glitch as a model failure.
 
 Retries use exponential backoff with full jitter (``core.vocab.CLI_RETRY``: base 0.5 s, cap
-30 s) and honour a server's Retry-After (or ``x-ratelimit-reset-*``) when it gives one. The
-concurrency slot is released while a call waits to retry. How many calls are in flight adapts
-to rate limits (:mod:`butterfly.models.window`): shrunk to three quarters on a 429, grown back
-by answers, never above ``concurrency``.
+30 s) and honour a server's Retry-After (or ``x-ratelimit-reset-*``) when it gives one, up to
+``max_retry_wait`` (``--max-retry-wait``, :data:`RETRY_WAIT_CAP`): no wait is longer, and each
+wait of a second or more is announced (``on_wait``: the progress line says "rate-limited,
+waiting N s"). The concurrency slot is released while a call waits to retry. How many calls are
+in flight adapts to rate limits (:mod:`butterfly.models.window`): shrunk to three quarters on a
+429, grown back by answers, never above ``concurrency``.
+
+The response-size cap (``--max-answer-chars``, :data:`ANSWER_CAP`): an answer longer than it
+is kept as its first N characters with its whole length in ``raw_chars`` (the run records an
+abstention, ``too_large``, and sends the cut text back in the history), and so is its
+reasoning; both transports and the cache go through :func:`capped` here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Final
 
 from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass
 from butterfly.models.cache import Cache
@@ -26,6 +35,35 @@ from butterfly.models.provider import Provider, ProviderError, Request, Response
 from butterfly.models.window import Signal, Window
 
 Sleep = Callable[[float], Awaitable[None]]
+OnWait = Callable[[float, ErrorClass], None]
+"""Told ``(seconds, error class)`` before a wait of a second or more before a retry."""
+
+ANSWER_CAP: Final = DEFAULTS.max_answer_chars
+"""The default response-size cap, in characters: the parser's own limit (a longer answer is an
+abstention, ``too_large``, either way), so the default never changes a verdict."""
+RETRY_WAIT_CAP: Final = DEFAULTS.max_retry_wait
+"""The default longest wait before a retry, in seconds, whatever a server's Retry-After asks."""
+ANNOUNCE: Final = 1.0
+"""Waits of at least this many seconds are announced (``on_wait``)."""
+
+
+def capped(response: Response, cap: int) -> Response:
+    """``response`` with its answer and its reasoning cut to ``cap`` characters; ``raw_chars``
+    keeps the answer's whole length when it was cut."""
+    text, reasoning = response.text, response.reasoning_content
+    long_reasoning = reasoning is not None and len(reasoning) > cap
+    if len(text) <= cap and not long_reasoning:
+        return response
+    return dataclasses.replace(
+        response, text=text[:cap],
+        raw_chars=(response.raw_chars or len(text)) if len(text) > cap else response.raw_chars,
+        reasoning_content=reasoning[:cap] if reasoning is not None else None)
+
+
+def fits(hit: Response, cap: int) -> bool:
+    """Whether a cached answer serves a run capped at ``cap``: whole, or cut no shorter than
+    this cap keeps it (else it is asked again)."""
+    return hit.raw_chars is None or len(hit.text) >= min(hit.raw_chars, cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +106,9 @@ class ModelClient:
         sleep: Sleep = asyncio.sleep,
         adaptive: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        max_answer_chars: int = ANSWER_CAP,
+        max_retry_wait: float = RETRY_WAIT_CAP,
+        on_wait: OnWait | None = None,
     ) -> None:
         self.provider = provider
         self.retries = retries
@@ -84,29 +125,32 @@ class ModelClient:
         self.window = Window(concurrency, adaptive=adaptive, clock=clock)
         self.sent = 0
         self.failed_attempts = 0
+        self.max_answer_chars = max_answer_chars
+        self.max_retry_wait = max_retry_wait
+        self.on_wait = on_wait
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based): full jitter under
         ``min(cap, base * 2 ** (attempt - 1))``, and at least the server's wait when it gave
-        one (at most ten times the cap; up to a quarter more, so that the calls it refused
-        together do not all come back at once)."""
+        one (up to a quarter more, so that the calls it refused together do not all come back
+        at once); never more than ``max_retry_wait``."""
         delay = self._rng.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)))
         if retry_after is not None:
-            wait = min(retry_after, 10 * self.backoff_cap)
-            delay = max(delay, wait * (1 + self._rng.uniform(0, 0.25)))
-        return delay
+            delay = max(delay, retry_after * (1 + self._rng.uniform(0, 0.25)))
+        return min(delay, self.max_retry_wait)
 
     async def call(self, request: Request) -> Outcome:
         start = time.perf_counter()
         if self.cache is not None:
             hit = self.cache.get(request)
-            if hit is not None:
-                return Outcome(hit, None, 1, time.perf_counter() - start, True)
+            if hit is not None and fits(hit, self.max_answer_chars):
+                return Outcome(capped(hit, self.max_answer_chars), None, 1,
+                               time.perf_counter() - start, True)
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = await self._attempt(request)
+                response = capped(await self._attempt(request), self.max_answer_chars)
             except ProviderError as e:
                 err = e
             except Exception:
@@ -123,7 +167,10 @@ class ModelClient:
                                time.perf_counter() - start, False)
             if _cancelling():
                 raise asyncio.CancelledError
-            await self._sleep(self.backoff(attempt, err.retry_after))
+            delay = self.backoff(attempt, err.retry_after)
+            if self.on_wait is not None and delay >= ANNOUNCE:
+                self.on_wait(delay, err.kind)
+            await self._sleep(delay)
 
     async def _attempt(self, request: Request) -> Response:
         """One call to the provider inside the window (a timeout is a ``ProviderError``)."""

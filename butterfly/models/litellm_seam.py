@@ -16,12 +16,15 @@ looked up once, not per call.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
+import io
 import os
+import tokenize
 import warnings
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from pydantic import JsonValue
@@ -36,11 +39,13 @@ from litellm.router import Router
 from litellm.types.router import RouterRateLimitError, RouterRateLimitErrorBasic
 
 from butterfly.errors import UserError
+from butterfly.models.openai_http import completion_of
 from butterfly.models.provider import (
     FatalProviderError,
     ProviderError,
     Request,
     Response,
+    answer_text,
     redact,
     refusal,
     retry_after_of,
@@ -52,6 +57,8 @@ litellm.telemetry = False
 litellm.suppress_debug_info = True
 warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited",
                         category=RuntimeWarning)  # litellm's async logging, after a refusal
+warnings.filterwarnings("ignore", message=r"Pydantic serializer warnings",
+                        category=UserWarning)  # litellm logging a completion it refused
 
 
 __all__ = ["FatalProviderError", "LiteLLMProvider", "check_route", "classify", "price"]
@@ -197,13 +204,14 @@ def to_response(resp: Any, priced_as: str) -> Response:
     """Our :class:`Response` from litellm's completion (priced as the model ``priced_as``)."""
     try:
         choice = resp.choices[0]
-        text = choice.message.content
+        content = choice.message.content
         finish = choice.finish_reason
     except (AttributeError, IndexError, KeyError, TypeError) as e:
         raise ProviderError("bad_response", f"malformed completion: {e}") from e
     usage = getattr(resp, "usage", None)
+    reasoning = getattr(choice.message, "reasoning_content", None)
     return Response(
-        text="" if text is None else str(text),
+        text=answer_text(content),
         finish_reason=finish,
         prompt_tokens=token_count(getattr(usage, "prompt_tokens", None)),
         completion_tokens=token_count(getattr(usage, "completion_tokens", None)),
@@ -212,7 +220,53 @@ def to_response(resp: Any, priced_as: str) -> Response:
         reasoning_tokens=token_count(getattr(getattr(usage, "completion_tokens_details", None),
                                       "reasoning_tokens", None)),
         cost_usd=price(priced_as, usage),
+        reasoning_content=reasoning if isinstance(reasoning, str) and reasoning else None,
     )
+
+
+RECEIVED: Final = "'response_object': "
+"""Where litellm's "Invalid response object" error quotes the server's completion."""
+
+
+def _literal_at(text: str) -> Any:
+    """The Python literal (a dict) that opens the first line of ``text``, or None."""
+    line = text.split("\n", 1)[0]
+    depth = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            if tok.type == tokenize.OP and tok.string in "{[(":
+                depth += 1
+            elif tok.type == tokenize.OP and tok.string in "}])":
+                depth -= 1
+                if depth == 0:
+                    return ast.literal_eval(line[:tok.end[1]])
+    except (tokenize.TokenError, SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return None
+
+
+def unconverted(e: BaseException | None) -> Any:
+    """The completion litellm received but refused to convert ("Invalid response object":
+    e.g. its content is a list of parts, which the fast path joins), recovered from the
+    message litellm gives it in; None for any other failure."""
+    for _ in range(8):  # the exception and its causes
+        if e is None:
+            return None
+        text = str(e)
+        at = text.find(RECEIVED)
+        if at >= 0 and "Invalid response object" in text:
+            return _literal_at(text[at + len(RECEIVED):])
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def recovered(e: Exception, priced_as: str, secrets: tuple[str | None, ...]) -> Response:
+    """The answer in a completion litellm would not convert (read as the fast path reads it),
+    else the failure classified."""
+    data = unconverted(e)
+    if data is None:
+        raise classify(e, secrets) from e
+    return completion_of(data, priced_as)
 
 
 class LiteLLMProvider:
@@ -242,7 +296,7 @@ class LiteLLMProvider:
         except FatalProviderError:
             raise
         except Exception as e:  # every provider failure is classified, never propagated raw
-            raise classify(e, (self.api_key,)) from e
+            return recovered(e, model, (self.api_key,))
         return to_response(resp, model)
 
     async def aclose(self) -> None:
@@ -302,7 +356,7 @@ class RouterProvider:
                                                      self._secrets)[:300],
                                 float(wait) if isinstance(wait, int | float) else None) from e
         except Exception as e:  # every provider failure is classified, never propagated raw
-            raise classify(e, self._secrets) from e
+            return recovered(e, self._fallback_model, self._secrets)
         hidden = getattr(resp, "_hidden_params", None) or {}
         model = hidden.get("litellm_model_name") if isinstance(hidden, dict) else None
         return to_response(resp, model if isinstance(model, str) else self._fallback_model)

@@ -28,12 +28,18 @@ from butterfly.models.provider import (
     ProviderError,
     Request,
     Response,
+    answer_text,
+    reasoning_text,
     redact,
     refusal,
     retry_after_of,
     token_count,
 )
 
+BODY_LIMIT: Final = 64 << 20
+"""The most of a response body the fast path reads (64 MiB): a larger one fails the call
+(``bad_response``) unread. Well above any answer the response-size cap keeps (1,000,000
+characters at most), so only a runaway server reaches it."""
 WIRE_PREFIXES: Final = ("openai/", "hosted_vllm/")
 """Model-name prefixes the fast path serves with ``--api-base`` (stripped on the wire)."""
 
@@ -98,23 +104,52 @@ def parse_completion(raw: bytes, price_model: str) -> Response:
     """A 200 answer's text, finish reason, tokens and price; ``bad_response`` if malformed."""
     try:
         data = json.loads(raw)
+    except ValueError as e:
+        raise _malformed(e, raw) from None
+    return completion_of(data, price_model, raw)
+
+
+def _malformed(e: Exception, raw: bytes) -> ProviderError:
+    head = raw[:120].decode("utf-8", errors="replace")
+    return ProviderError("bad_response", redact(f"malformed completion ({type(e).__name__}): "
+                                                f"{head}")[:500])
+
+
+def completion_of(data: Any, price_model: str, raw: bytes = b"") -> Response:
+    """A decoded completion's text (content parts joined), reasoning, finish reason, tokens
+    and price; ``bad_response`` if it is not one."""
+    try:
         choice = data["choices"][0]
-        text = choice["message"].get("content")
+        message = choice["message"]
+        text = answer_text(message.get("content"))
         finish = choice.get("finish_reason")
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-        head = raw[:120].decode("utf-8", errors="replace")
-        raise ProviderError("bad_response", redact(f"malformed completion ({type(e).__name__}"
-                                                   f"): {head}")[:500]) from None
+    except (KeyError, IndexError, TypeError, AttributeError) as e:
+        raise _malformed(e, raw or json.dumps(data, default=str).encode()) from None
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     prompt = token_count(usage.get("prompt_tokens"))
     completion = token_count(usage.get("completion_tokens"))
     cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
-    return Response(text="" if text is None else str(text),
-                    finish_reason=finish if isinstance(finish, str) else None,
+    return Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
                     prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
                     reasoning_tokens=_detail(usage, "completion_tokens_details",
                                              "reasoning_tokens"),
-                    cost_usd=cost_usd(price_model, prompt, completion, cached))
+                    cost_usd=cost_usd(price_model, prompt, completion, cached),
+                    reasoning_content=reasoning_text(message))
+
+
+async def read_body(r: aiohttp.ClientResponse, limit: int = BODY_LIMIT) -> bytes:
+    """The response body, read up to ``limit`` bytes (a larger one is ``bad_response``)."""
+    if r.content_length is not None and r.content_length > limit:
+        raise ProviderError("bad_response", f"the response is {r.content_length} bytes, over "
+                            f"the fast path's limit of {limit}: not read")
+    chunks, size = [], 0
+    async for chunk in r.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise ProviderError("bad_response", f"the response is over the fast path's limit "
+                                f"of {limit} bytes: not read to its end")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class OpenAIHTTPProvider:
@@ -154,7 +189,7 @@ class OpenAIHTTPProvider:
         try:
             async with self.session().post(self.url, data=data, headers=self._headers,
                                            timeout=aiohttp.ClientTimeout(total=timeout)) as r:
-                raw = await r.read()
+                raw = await read_body(r)
                 status, headers = r.status, r.headers
         except TimeoutError:
             raise ProviderError("timeout", f"no answer within {timeout:g} s") from None

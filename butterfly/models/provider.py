@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import JsonValue
 
@@ -89,6 +89,44 @@ class Response:
     reasoning_tokens: int | None = None
     cost_usd: float | None = None
     """The call's price (litellm's offline price map), or None when the model is unpriced."""
+    reasoning_content: str | None = None
+    """The reasoning the provider returned beside the answer (``reasoning_content``, or
+    ``reasoning``), never sent back in the history."""
+    raw_chars: int | None = None
+    """The answer's length in characters when ``text`` holds only its first N (the
+    response-size cap, :mod:`butterfly.models.client`); None when ``text`` is all of it."""
+
+
+TEXT_PARTS: Final = (None, "text", "output_text")
+"""Content-part types whose ``text`` is the answer's (an image or a refusal part is not)."""
+
+
+def answer_text(content: object) -> str:
+    """The answer's text from a completion message's ``content``: a string as it is, None as
+    "", a list of content parts (``{"type": "text", "text": ...}``, or plain strings) joined
+    in order without a separator, parts without text left out; anything else is not an
+    answer (``bad_response``). The fast path and the litellm seam both read it here."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p if isinstance(p, str) else p["text"] for p in content
+                       if isinstance(p, str) or (isinstance(p, dict)
+                                                 and p.get("type") in TEXT_PARTS
+                                                 and isinstance(p.get("text"), str)))
+    raise ProviderError("bad_response", f"the answer's content is a {type(content).__name__}, "
+                        "not text or a list of text parts")
+
+
+def reasoning_text(message: Mapping[str, Any]) -> str | None:
+    """The reasoning a server returned beside the answer: ``reasoning_content`` (vLLM,
+    DeepSeek, llama.cpp), else ``reasoning``; None when it gave none."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 class ProviderError(Exception):

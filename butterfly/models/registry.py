@@ -29,8 +29,8 @@ from typing import Final
 
 from butterfly.core.vocab import Transport, Via
 from butterfly.errors import UserError
-from butterfly.models.cache import Cache
-from butterfly.models.client import ModelClient
+from butterfly.models.cache import Cache, cache_file
+from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP, ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 from butterfly.models.provider import Provider
 from butterfly.models.router import RouterConfig, load_router
@@ -187,6 +187,44 @@ def router_config(path: str | Path, model: str) -> RouterConfig:
     return config
 
 
+def uses_cache(model: str, routed: bool = False) -> bool:
+    """Whether ``model``'s answers go through the answer cache (scripted agents' do not)."""
+    return routed or not model.startswith("script/")
+
+
+def check_cache(model: str, cache_path: str | None, routed: bool = False) -> None:
+    """Open (or create) the answer cache ``model`` would use, before a run creates anything:
+    a bad HOME, a missing directory, an unwritable place or a corrupt file is one line."""
+    if cache_path is not None and uses_cache(model, routed):
+        Cache(cache_file(cache_path)).close()
+
+
+def _unpriced(model: str, api_base: str | None, via: Via,
+              router: RouterConfig | None) -> list[str]:
+    """The models behind ``model`` that litellm's offline price map does not price."""
+    if router is None and model.startswith(("script/", "local/")):
+        return [model]
+    if router is None and takes_fast_path(model, api_base, via):
+        from butterfly.models.prices import rates
+
+        return [] if rates(model) is not None else [model]
+    from butterfly.models.litellm_seam import shipped_rates
+
+    served = [m for m, _ in router.served()] if router is not None else [model]
+    return [m for m in served if shipped_rates(m) is None]
+
+
+def check_priced(model: str, api_base: str | None = None, via: Via = "auto",
+                 router: RouterConfig | None = None) -> None:
+    """``--max-cost`` needs a price for every call: refuse, before any call, a model that
+    litellm's offline price map does not price (a scripted agent, a local or self-hosted
+    model, a name it does not know)."""
+    unpriced = _unpriced(model, api_base, via, router)
+    if unpriced:
+        raise UserError(f"--max-cost: no price is known for {unpriced[0]} (litellm's offline "
+                        "price map), so the budget cannot be enforced: run without --max-cost")
+
+
 def opener_of(model: str, router: RouterConfig | None = None) -> Opener:
     if router is not None:
         return _routed
@@ -205,7 +243,8 @@ def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *
 def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                 concurrency: int, retries: int, timeout: float, api_base: str | None = None,
                 cache_path: str | None = None, via: Via = "auto",
-                router: RouterConfig | None = None) -> ModelClient:
+                router: RouterConfig | None = None, max_answer_chars: int = ANSWER_CAP,
+                max_retry_wait: float = RETRY_WAIT_CAP) -> ModelClient:
     """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
     or the provider is not worth caching), retries, timeouts and concurrency. The cache keys
     a router's answers by its deployments (never as one server's)."""
@@ -214,6 +253,7 @@ def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
     cache = None
     if cache_path is not None and provider.cacheable:
         server = router.identity() if router is not None else api_base
-        cache = Cache(Path(cache_path).expanduser(), api_base=server)
+        cache = Cache(cache_file(cache_path), api_base=server)
     return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
-                       cache=cache)
+                       cache=cache, max_answer_chars=max_answer_chars,
+                       max_retry_wait=max_retry_wait)

@@ -31,13 +31,17 @@ from butterfly.runs.versions import version_name
 
 
 class ProgressDisplay:
-    """A rich progress bar on a terminal; a plain line every 10 s (and at the end) otherwise."""
+    """A rich progress bar on a terminal; a plain line every 10 s (and at the end) otherwise.
+    A wait before a retry ("rate-limited, waiting 60 s") is shown at once either way (as a
+    plain line at most once a second)."""
 
     def __init__(self, total: int, label: str, *, tty: bool | None = None) -> None:
         self.total = total
         self.label = printable(label, newlines=False)
         self.tty = sys.stderr.isatty() if tty is None else tty
         self._last = 0.0
+        self._note = ""
+        self._noted = float("-inf")
         self._bar: Progress | None = None
         self._task: Any = None
 
@@ -47,13 +51,15 @@ class ProgressDisplay:
                 TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("calls  errors {task.fields[errors]}  {task.fields[tps]} tok/s"),
+                TextColumn("calls  errors {task.fields[errors]}  {task.fields[tps]} tok/s"
+                           "  {task.fields[note]}", markup=False),
                 TimeRemainingColumn(),
                 console=Console(stderr=True),
                 transient=False,
             )
             self._bar.__enter__()
-            self._task = self._bar.add_task(self.label, total=self.total, errors=0, tps="-")
+            self._task = self._bar.add_task(self.label, total=self.total, errors=0, tps="-",
+                                            note="")
         else:
             print(f"{self.label}: {self.total} calls to make", file=sys.stderr, flush=True)
         return self
@@ -63,10 +69,15 @@ class ProgressDisplay:
         # tokens only where a model generated them (scripted agents and cache hits report none)
         tps = f"{p.completion_tokens / elapsed:.1f}" if p.completion_tokens else "-"
         if self._bar is not None:
-            self._bar.update(self._task, completed=p.done, errors=p.errors, tps=tps)
+            self._bar.update(self._task, completed=p.done, errors=p.errors, tps=tps,
+                             note=p.note)
             return
         now = time.perf_counter()
-        if now - self._last >= 10 or p.done == p.total:
+        if p.note and p.note != self._note and now - self._noted >= 1:  # at most 1 a second
+            self._note, self._noted = p.note, now
+            print(f"calls {p.done}/{p.total}  errors {p.errors}  {p.note}", file=sys.stderr,
+                  flush=True)
+        elif now - self._last >= 10 or p.done == p.total:
             self._last = now
             rate = p.done / elapsed
             eta = (p.total - p.done) / rate if rate > 0 else float("nan")

@@ -1,6 +1,7 @@
 """``butterfly show``: a conversation's transcript in the terminal, turn by turn.
 
-Each turn: the user's words, the model's raw answer (truncated unless ``--full``), and its spec
+Each turn: the user's words, the model's raw answer (truncated unless ``--full``), the reasoning
+the provider returned beside it (and its reasoning tokens) when there is one, and its spec
 against the oracle's. Settings are marked with a sign as well as a colour, so the meaning
 survives a pipe, where there is no colour:
 
@@ -15,6 +16,7 @@ every control character in them (or in an id, a model name, a user's words) is s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -22,9 +24,10 @@ from rich.console import Console
 from rich.text import Text
 
 from butterfly.core.printable import printable
-from butterfly.core.transcript import Transcript, conversation_of
-from butterfly.core.turns import ConversationKey
+from butterfly.core.transcript import Transcript, TranscriptTurn, conversation_of
+from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.errors import UserError
+from butterfly.runs.calls import CallView
 from butterfly.runs.reader import load_run
 
 WRONG = "red"
@@ -72,7 +75,20 @@ def load(run: Path, scenario: str | None, layout: str | None,
     answered = loaded.turns()
     info = ShowInfo(run=str(run), model=manifest.model, layout=lay, repeat=repeat,
                     strategy=params.strategy, samples=params.samples)
-    return safe(info), [safe(conversation_of(s, answered, lay, repeat)) for s in chosen]
+    convs = [with_reasoning(conversation_of(s, answered, lay, repeat), loaded.records)
+             for s in chosen]
+    return safe(info), [safe(c) for c in convs]
+
+
+def with_reasoning(conv: Transcript, records: Mapping[CallKey, CallView]) -> Transcript:
+    """``conv`` with each answered turn's reasoning and reasoning tokens (its first sample's)."""
+    for row in conv["turns"]:
+        view = records.get(CallKey(conv["id"], row["turn"], conv.get("layout", "E"),
+                                   conv.get("repeat", 0), 0))
+        if row["status"] != "missing" and view is not None:
+            row["reasoning"] = view.reasoning_content
+            row["reasoning_tokens"] = view.tokens.reasoning
+    return conv
 
 
 def safe(data: Any) -> Any:
@@ -127,6 +143,7 @@ def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[
         if hidden:
             out.append(Text(f"         ... {hidden} more lines (--full shows them)",
                             style="dim"))
+        out += _reasoning(row, lines)
         if row["samples"]:
             out.append(Text(f"  {len(row['samples'])} samples voted; the spec below is the "
                             "vote", style="dim"))
@@ -150,6 +167,19 @@ def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[
             if k not in row["wrong"]:  # moved off an earlier mistake without being asked
                 out.append(Text(f"  ~ {k} = {spec[k]!r}  changed, not asked "
                                 "(now equal to the oracle)", style=COLLATERAL))
+    return out
+
+
+def _reasoning(row: TranscriptTurn, lines: int | None) -> list[Text]:
+    """The turn's reasoning (clipped like the answer) and its reasoning tokens, if any."""
+    text, tokens = row.get("reasoning"), row.get("reasoning_tokens")
+    if not text and not tokens:
+        return []
+    head = Text("  reasoning" + (f" ({tokens} tokens)" if tokens else "") + ": ", style="dim")
+    shown, hidden = _clip(text or "(not returned)", lines)
+    out = [head.append(Text(shown.replace("\n", "\n         "), style="dim"))]
+    if hidden:
+        out.append(Text(f"         ... {hidden} more lines (--full shows them)", style="dim"))
     return out
 
 

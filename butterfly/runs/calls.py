@@ -3,9 +3,10 @@
 A call record on disk carries what was sent (``messages_added``: in restate mode the whole
 prompt, every turn) beside what came back. No reader needs the messages once the record is
 checked, so a run is held as one :class:`CallView` per call: its key, the raw answer, the
-parsed spec or abstention, finish reason, tokens, cost, cache flag and error. Equal answers,
-specs, token counts and repeated strings are shared between views (:class:`Compactor`), so a
-10,000-scenario run is held in a small multiple of its answers' size, not of its file's.
+parsed spec or abstention, finish reason, tokens, cost, cache flag, error and reasoning.
+Equal answers, specs, token counts and repeated strings are shared between views
+(:class:`Compactor`), so a 10,000-scenario run is held in a small multiple of its answers'
+size, not of its file's.
 
 :class:`Tally` keeps the counts and usage a run's manifest records, as records are read or
 written: closing a run never re-reads its file.
@@ -50,6 +51,9 @@ class CallView:
     cost_usd: float | None
     cached: bool
     error: CallError | None
+    raw_chars: int | None = None
+    """Set when ``raw`` is only the first characters of a longer answer (the cap)."""
+    reasoning_content: str | None = None
 
     @property
     def key(self) -> CallKey:
@@ -87,7 +91,7 @@ class Compactor:
             self.raw(rec.raw), rec.finish_reason, self.spec(rec.spec),
             None if rec.abstention is None else sys.intern(rec.abstention),
             sys.intern(rec.abstention_detail), self.tokens(rec.tokens), rec.cost_usd,
-            rec.cached, rec.error)
+            rec.cached, rec.error, rec.raw_chars, rec.reasoning_content)
 
 
 @dataclass

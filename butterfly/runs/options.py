@@ -7,6 +7,8 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final
+from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
@@ -25,6 +27,8 @@ from butterfly.core.vocab import (
     Via,
 )
 from butterfly.errors import UserError
+from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP
+from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
 from butterfly.runs.records import RouterRef, RunParams, Shard
 from butterfly.runs.store import redact_url
@@ -43,13 +47,61 @@ def parse_layouts(text: str | Sequence[str]) -> tuple[Layout, ...]:
     return layouts  # type: ignore[return-value]
 
 
-OWN_FLAGS: dict[str, str] = {
-    "temperature": "--temperature", "max_tokens": "--max-tokens", "seed": "--seed / --no-seed",
-    "response_format": "--protocol / --no-schema", "api_base": "--api-base",
-    "timeout": "--timeout", "num_retries": "--retries", "max_retries": "--retries",
+_CONVERSATION = ("the conversation", "")
+_MAX_TOKENS = ("the answer's token limit", "--max-tokens")
+_FORMAT = ("the response format", "--protocol / --no-schema")
+_TOOLS = ("tools", "")
+_N = ("the number of answers per call", "--strategy self-consistency --samples N")
+OWNED: Final[dict[str, tuple[str, str]]] = {
+    "model": ("the model", "--model"),
+    **dict.fromkeys(("messages", "prompt", "contents", "system", "system_instruction"),
+                    _CONVERSATION),
+    "temperature": ("the temperature", "--temperature"),
+    **dict.fromkeys(("seed", "random_seed"), ("the seed", "--seed / --no-seed")),
+    **dict.fromkeys(("max_tokens", "max_completion_tokens", "max_new_tokens",
+                     "max_output_tokens", "maxOutputTokens", "num_predict"), _MAX_TOKENS),
+    **dict.fromkeys(("response_format", "format", "output_format", "response_mime_type",
+                     "responseMimeType", "response_schema", "responseSchema",
+                     "response_json_schema", "responseJsonSchema"), _FORMAT),
+    **dict.fromkeys(("tools", "tool_choice", "functions", "function_call"), _TOOLS),
+    **dict.fromkeys(("n", "best_of", "candidate_count", "candidateCount"), _N),
+    **dict.fromkeys(("stream", "stream_options"), ("streaming", "")),
+    **dict.fromkeys(("api_base", "base_url"), ("the server", "--api-base")),
+    "api_key": ("the credentials", ""),
+    "timeout": ("the timeout", "--timeout"),
+    **dict.fromkeys(("num_retries", "max_retries"), ("the retries", "--retries")),
 }
-RESERVED: frozenset[str] = frozenset({"model", "messages", "stream", "n", "api_key"})
-"""Model arguments that are not the user's to set: the harness owns them."""
+"""Model-argument names the harness owns -> (what they set, the flag that sets it, or ""):
+the manifest records these from the harness's own options, so no model argument may carry
+them, at the top level or nested (:data:`NESTED`)."""
+NESTED: Final = frozenset({"extra_body", "options", "generationConfig", "generation_config"})
+"""Mappings whose keys reach the provider as request fields or sampling options: extra_body
+(merged into the body), Ollama's options, Gemini's generation config; checked at any depth."""
+
+
+def _owned(args: Mapping[str, JsonValue], path: str = "") -> tuple[str, str] | None:
+    """(where, name) of the first harness-owned key in ``args`` or a nested mapping."""
+    for key, value in args.items():
+        where = f"{path}{key}"
+        if key in OWNED:
+            return where, key
+        if key in NESTED and isinstance(value, dict):
+            found = _owned(value, where + ".")
+            if found is not None:
+                return found
+    return None
+
+
+def check_owned(args: Mapping[str, JsonValue], source: str) -> None:
+    """Refuse a harness-owned key in ``args`` (from ``source``: -M, a file), one line."""
+    found = _owned(args)
+    if found is None:
+        return
+    where, name = found
+    what, flag = OWNED[name]
+    instead = f": use {flag}" if flag else ": it cannot be a model argument"
+    raise UserError(f"model argument {where!r} ({source}) sets {what}, which the harness "
+                    f"owns and records{instead}")
 
 
 def _value(text: str) -> JsonValue:
@@ -67,11 +119,14 @@ def parse_model_args(pairs: Sequence[str] = (), file: str | Path | None = None
     out: dict[str, JsonValue] = {}
     if file is not None:
         out.update(_read_args_file(Path(file)))
+        check_owned(out, f"--model-args {file}")
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
             raise UserError(f"-M/--model-arg takes KEY=VALUE, got {pair!r}")
-        _merge(out, {key.strip(): _value(text)})
+        one = {key.strip(): _value(text)}
+        check_owned(one, "-M")
+        _merge(out, one)
     return check_model_args(out)
 
 
@@ -106,13 +161,10 @@ def _read_args_file(path: Path) -> dict[str, JsonValue]:
 
 
 def check_model_args(args: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """Refuse arguments the harness sets itself; ``extra_body`` must be a mapping; every value
-    must be JSON (it is recorded in the manifest)."""
-    for key in args:
-        if key in OWN_FLAGS:
-            raise UserError(f"model argument {key!r} has its own flag: use {OWN_FLAGS[key]}")
-        if key in RESERVED:
-            raise UserError(f"model argument {key!r} is set by the harness, not by -M")
+    """Refuse arguments the harness sets itself (:data:`OWNED`, nested ones too);
+    ``extra_body`` must be a mapping; every value must be JSON (it is recorded in the
+    manifest)."""
+    check_owned(args, "model_args")
     if "extra_body" in args and not isinstance(args["extra_body"], dict):
         raise UserError("model argument 'extra_body' must be a JSON object, e.g. "
                         "-M 'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": "
@@ -173,6 +225,16 @@ def _finite(**values: float) -> None:
             raise UserError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
 
 
+def _limits(max_answer_chars: int, max_retry_wait: float) -> None:
+    """The response-size cap (1 to the parser's limit: beyond it an answer is too_large
+    anyway) and the longest wait before a retry (0 or more seconds)."""
+    if not 1 <= max_answer_chars <= ANSWER_CAP:
+        raise UserError(f"--max-answer-chars takes 1 to {ANSWER_CAP} (the parser's limit: a "
+                        f"longer answer is an abstention anyway), got {max_answer_chars}")
+    if max_retry_wait < 0:
+        raise UserError(f"--max-retry-wait must be 0 or more seconds, got {max_retry_wait:g}")
+
+
 def check_model(model: str) -> str:
     """``model`` if it names something a run can open; else one clear line, before anything
     is created (an unknown scripted agent or provider, an empty name)."""
@@ -181,6 +243,38 @@ def check_model(model: str) -> str:
                         f"ollama_chat/qwen2.5:7b), got {model!r}")
     check_model_name(model)
     return model
+
+
+def check_api_base(url: str | None) -> str | None:
+    """``--api-base``: None, or an http(s) URL with a host (and a valid port, no spaces)."""
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number (or out of range) raises
+    except ValueError:
+        ok = False
+    if not ok or any(c.isspace() or not c.isprintable() for c in url):
+        raise UserError("--api-base must be an http:// or https:// URL with a host, e.g. "
+                        f"http://127.0.0.1:8000/v1; got {redact(url)!r}")
+    return url
+
+
+def check_out(out: str | Path | None, flag: str = "--out") -> Path | None:
+    """``--out`` as a path, or None (the default directory); an empty name is refused rather
+    than read as the current directory or the default, and so is a path through a file."""
+    if isinstance(out, str) and not out.strip():
+        raise UserError(f"{flag} must name a directory (leave it out for the default), got "
+                        f"{out!r}")
+    if out is None:
+        return None
+    path = Path(out)
+    there = next((p for p in (path, *path.parents) if p.exists()), None)
+    if there is not None and not there.is_dir():
+        raise UserError(f"{flag} {out}: {there} is a file, not a directory: choose another "
+                        f"{flag}")
+    return path
 
 
 def check_routed(api_base: str | None) -> None:
@@ -202,9 +296,13 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
                 api_base: str | None = None, sc_base: SCBase | None = None,
                 model_args: Mapping[str, JsonValue] | None = None, no_seed: bool = False,
                 max_cost: float | None = None, via: Via = DEFAULTS.via,
-                router: RouterRef | None = None, shard: str | Shard | None = None) -> RunParams:
+                router: RouterRef | None = None, shard: str | Shard | None = None,
+                max_answer_chars: int = ANSWER_CAP,
+                max_retry_wait: float = RETRY_WAIT_CAP) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted)."""
-    _finite(temperature=temperature, timeout=timeout)
+    _finite(temperature=temperature, timeout=timeout, max_retry_wait=max_retry_wait,
+            **({} if max_cost is None else {"max_cost": max_cost}))
+    check_api_base(api_base)
     if router is not None:
         check_routed(api_base)
     if temperature < 0:
@@ -218,6 +316,7 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
               limit=(limit, 1), per_category=(per_category, 1), repeats=(repeats, 1))
     if timeout <= 0:
         raise UserError("--timeout must be positive")
+    _limits(max_answer_chars, max_retry_wait)
     if via not in VIAS:
         raise UserError(f"--via takes one of {', '.join(VIAS)}, got {via!r}")
     return RunParams(
@@ -228,4 +327,5 @@ def make_params(*, temperature: float = DEFAULTS.temperature,
         timeout=timeout, retries=retries, api_base=redact_url(api_base), sc_base=base,
         model_args=check_model_args(model_args or {}), send_seed=not no_seed,
         max_cost=max_cost, via=via, router=router, shard=parse_shard(shard),
+        max_answer_chars=max_answer_chars, max_retry_wait=max_retry_wait,
     )

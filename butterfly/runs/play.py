@@ -21,7 +21,7 @@ from typing import Final, TypeVar
 from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import added_messages
 from butterfly.core.turns import CallKey, Turn, make_turn
-from butterfly.core.vocab import RunStatus
+from butterfly.core.vocab import ErrorClass, RunStatus
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import Request
@@ -41,6 +41,12 @@ SAMPLE_SEED_STRIDE: Final = 100_000
 """Sample k of repeat r is drawn with seed = seed + r + k * SAMPLE_SEED_STRIDE."""
 
 
+def wait_note(seconds: float, kind: ErrorClass) -> str:
+    """What a wait before a retry is called on the progress line."""
+    why = "rate-limited" if kind == "rate_limit" else f"retrying after a {kind} error"
+    return f"{why}, waiting {seconds:.0f} s"
+
+
 @dataclass
 class Progress:
     """What a progress display is told; the CLI renders it (rich bar or plain lines)."""
@@ -51,9 +57,18 @@ class Progress:
     completion_tokens: int = 0
     started: float = field(default_factory=time.perf_counter)
     on_update: Callable[[Progress], None] | None = None
+    note: str = ""
+    """What the calls are waiting for now ("rate-limited, waiting 60 s"); cleared by an answer."""
+
+    def waiting(self, seconds: float, kind: ErrorClass) -> None:
+        """A call waits ``seconds`` before its retry (the client's ``on_wait``): say so."""
+        self.note = wait_note(seconds, kind)
+        if self.on_update is not None:
+            self.on_update(self)
 
     def add(self, rec: CallRecord) -> None:
         self.done += 1
+        self.note = ""
         if rec.error is not None:
             self.errors += 1
         if not rec.cached:  # tokens served from the cache were not generated now
@@ -259,6 +274,8 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
     resp = outcome.response
     if resp is None:
         parsed_spec, reason, detail = None, None, ""
+    elif resp.raw_chars is not None:  # cut at the response-size cap: too large, whatever it says
+        parsed_spec, reason, detail = None, "too_large", cut_detail(resp.raw_chars, len(resp.text))
     else:
         p = parse_answer(resp.text, params.parse, truncated=resp.finish_reason == "length",
                          protocol=params.protocol)
@@ -272,6 +289,8 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
         messages_sha256=messages_sha256,
         messages_added=added,
         raw=None if resp is None else resp.text,
+        raw_chars=None if resp is None else resp.raw_chars,
+        reasoning_content=None if resp is None else resp.reasoning_content,
         finish_reason=None if resp is None else resp.finish_reason,
         spec=parsed_spec,
         abstention=reason,
@@ -290,6 +309,12 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
                                                             message=outcome.error.message),
         at=now(),
     )
+
+
+def cut_detail(raw_chars: int, kept: int) -> str:
+    """Why an answer cut at the response-size cap is an abstention."""
+    return (f"the answer has {raw_chars} characters, over the response-size cap "
+            f"(--max-answer-chars {kept}): its first {kept} are kept")
 
 
 async def in_workers(items: Iterable[T], concurrency: int,

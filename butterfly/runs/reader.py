@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from butterfly.core.parse import parse_answer
 from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_turn
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
@@ -39,7 +40,7 @@ def turns(records: Mapping[CallKey, CallView | CallRecord], params: RunParams,
         protocol = protocol or params.protocol
     if params.samples == 1:  # a turn is its one call: no grouping (a dict of lists per turn)
         out = {TurnKey(key.scenario, key.turn, key.layout, key.repeat):
-               make_turn((rec,), parse_mode, protocol)
+               _turn((rec,), parse_mode, protocol)
                for key, rec in records.items() if _answered(rec, 1)}
     else:
         out = _voted(records, params.samples, parse_mode, protocol)
@@ -61,8 +62,32 @@ def _voted(records: Mapping[CallKey, CallView | CallRecord], samples: int,
         if _answered(rec, samples):
             grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
                                []).append(rec)
-    return {k: make_turn(sorted(recs, key=lambda r: r.sample), parse_mode, protocol)
+    return {k: _turn(sorted(recs, key=lambda r: r.sample), parse_mode, protocol)
             for k, recs in grouped.items() if len(recs) == samples}
+
+
+Record = CallView | CallRecord
+
+
+def _turn(recs: Sequence[Record], parse_mode: ParseMode | None,
+          protocol: Protocol | None) -> Turn:
+    """:func:`make_turn`, except that an answer cut at the response-size cap (``raw_chars``
+    set) keeps its recorded verdict, too_large, when the others are parsed again: its first
+    N characters could hold a spec that the whole answer was never read for."""
+    if parse_mode is None or all(r.raw_chars is None for r in recs):
+        return make_turn(recs, parse_mode, protocol)
+    return make_turn([r if r.raw_chars is not None else _reparsed(r, parse_mode, protocol)
+                      for r in recs])
+
+
+def _reparsed(rec: Record, parse_mode: ParseMode, protocol: Protocol | None) -> Record:
+    p = parse_answer(rec.raw or "", parse_mode, truncated=rec.finish_reason == "length",
+                     protocol=protocol)
+    if isinstance(rec, CallView):
+        return dataclasses.replace(rec, spec=p.spec, abstention=p.reason,
+                                   abstention_detail=p.detail)
+    return rec.model_copy(update={"spec": p.spec, "abstention": p.reason,
+                                  "abstention_detail": p.detail})
 
 
 @dataclass(frozen=True)

@@ -99,9 +99,16 @@ class RunParams(BaseModel):
     send_seed: bool = Field(True, description="Whether the seed is sent (--no-seed: not).")
     max_cost: float | None = Field(None, description="--max-cost USD: the run stops before a "
                                    "call could take its spending above this.")
+    max_answer_chars: int = Field(
+        DEFAULTS.max_answer_chars, ge=1, description="--max-answer-chars: the response-size "
+        "cap; a longer answer is kept as its first N characters (an abstention, too_large) "
+        "and sent back so.")
     concurrency: int = DEFAULTS.concurrency
     timeout: float = DEFAULTS.timeout
     retries: int = DEFAULTS.retries
+    max_retry_wait: float = Field(
+        DEFAULTS.max_retry_wait, ge=0, description="--max-retry-wait: the longest wait before "
+        "a retry (seconds), whatever a server's Retry-After asks.")
     api_base: str | None = None
     via: Via = Field(DEFAULTS.via, description="--via: auto (the fast path for an "
                      "OpenAI-compatible --api-base and local/ models, litellm elsewhere) or "
@@ -124,6 +131,7 @@ class RunParams(BaseModel):
             "sc_base": self.sc_base,
             "model_args": self.model_args,
             "send_seed": self.send_seed,
+            "max_answer_chars": self.max_answer_chars,
         }
 
     @model_validator(mode="after")
@@ -220,6 +228,14 @@ class CallRecord(BaseModel):
         "the full list is the concatenation over turns 1..turn."
     )
     raw: str | None = Field(description="The model's raw answer; null only if the call failed.")
+    raw_chars: int | None = Field(None, description="The answer's length in characters when it "
+                                  "was longer than the response-size cap (--max-answer-chars) "
+                                  "and raw holds only its first N; null when raw is the whole "
+                                  "answer. Such an answer is an abstention (too_large).")
+    reasoning_content: str | None = Field(None, description="The reasoning the provider "
+                                          "returned beside the answer (reasoning_content), cut "
+                                          "to the same cap; null when it returned none. Never "
+                                          "sent back in the history.")
     finish_reason: str | None = None
     spec: dict[str, str] | None = Field(description="The parsed spec, or null (abstention).")
     abstention: str | None = Field(description="Why the answer is an abstention, or null.")

@@ -248,6 +248,8 @@ def write_manifest(out: Path, manifest: RunManifest) -> None:
         tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, out / MANIFEST)
     except OSError as e:
+        with contextlib.suppress(OSError):  # no stray temporary file
+            tmp.unlink()
         raise UserError(f"{out / MANIFEST}: cannot write: {e.strerror or e}") from None
 
 

@@ -184,10 +184,14 @@ def test_max_cost_stops_before_the_budget_and_a_larger_one_completes(tmp_path: P
     assert _score(out)["final_match"] == 1.0
 
 
-def test_max_cost_on_an_unpriced_model_stops_and_says_why(tmp_path: Path) -> None:
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_max_cost_on_an_unpriced_model_is_refused_before_any_call(tmp_path: Path,
+                                                                   via: str) -> None:
+    """Issue 21: it made one call, then said the budget could not be enforced (one more call
+    per re-run); now refused before anything is created or sent, on either path."""
     out = tmp_path / "run"
     with FakeServer(oracle_responder()) as srv:
-        r = _run(out, srv, "--max-cost", "1", model="openai/fake")
-        assert srv.count == 1
-    assert r.returncode == 6 and "no price" in r.stderr
-    assert _manifest(out)["status"] == "budget"
+        r = _run(out, srv, "--max-cost", "1", model="openai/fake", via=via)
+        assert srv.count == 0
+    assert r.returncode == 1 and "no price is known for openai/fake" in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and not out.exists()
