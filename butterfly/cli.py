@@ -200,6 +200,21 @@ def build_parser() -> argparse.ArgumentParser:
                     "(new or empty)")
     mg.set_defaults(func=commands.cmd_merge)
 
+    rr = sub.add_parser("repair", help="rebuild a damaged run directory (a lost manifest, a "
+                        "broken digest) from its records, saying what it dropped",
+                        description="Keep every record of RUN that reads as a call of the run "
+                        "(its spec the parse of its\nanswer, one answer per call), drop and name "
+                        "the rest, and write a sealed manifest with\nstatus interrupted; the old "
+                        "files stay as *.before-repair (docs/running.md). A lost\nmanifest is "
+                        "rebuilt from RUN FLAGS, the flags of the butterfly run command that made "
+                        "RUN.",
+                        epilog="exit status: 0 repaired (or nothing to repair), 1 refused")
+    rr.add_argument("run", metavar="RUN", help="a run directory")
+    rr.add_argument("flags", nargs=argparse.REMAINDER, metavar="RUN FLAGS",
+                    help="when RUN's manifest is lost: --model M [--suite S --limit N ...] as "
+                    "given to butterfly run")
+    rr.set_defaults(func=_repair)
+
     s = sub.add_parser("score", help="score a run directory")
     s.add_argument("run", metavar="RUN", help="a run directory")
     s.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -350,6 +365,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default: the whole answer, or the last object)")
     pa.set_defaults(func=commands.cmd_parse)
     return p
+
+
+def _repair(a: argparse.Namespace) -> int:
+    """``repair``: its RUN FLAGS read as ``butterfly run`` reads them."""
+    a.run_args = None if not a.flags else build_parser().parse_args(
+        ["run", *a.flags, "--out", a.run])
+    return commands.cmd_repair(a)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

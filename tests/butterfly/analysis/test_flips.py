@@ -21,7 +21,8 @@ SCENARIOS = [s for s in generate(proportional_counts(80), seed=12) if len(s.turn
 def _rec(s: Scenario, turn: int, layout: str, repeat: int, spec: dict[str, str] | None,
          error: bool = False) -> CallRecord:
     return CallRecord(
-        scenario=s.id, turn=turn, layout=layout, repeat=repeat, messages_sha256="0" * 64,
+        chain_sha256="0" * 64, scenario=s.id, turn=turn, layout=layout, repeat=repeat,
+        messages_sha256="0" * 64,
         messages_added=(), raw=None if error else json.dumps(spec),
         spec=None if error else spec, abstention=None if spec or error else "unsure",
         latency_s=0.0, attempts=1, at="2026-01-01T00:00:00+00:00",

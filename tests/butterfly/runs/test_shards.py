@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, rewrite_calls, rewrite_manifest
 
 import butterfly
 from butterfly.analysis.scoring import score_run
@@ -173,9 +173,7 @@ def test_merge_prompt_and_version_must_match(sweep: tuple[Path, list[Path]],
                               ("butterfly_version", "0.0.1", "butterfly 0.0.1")):
         edited = tmp_path / field
         subprocess.run(["cp", "-r", str(s2), str(edited)], check=True)
-        data = json.loads((edited / "manifest.json").read_text())
-        data[field] = value
-        (edited / "manifest.json").write_text(json.dumps(data))
+        rewrite_manifest(edited, **{field: value})
         _refused([s1, edited], tmp_path / "m", f"not shards of one sweep: .*{why}")
 
 
@@ -185,11 +183,9 @@ def test_merge_refuses_a_call_in_two_shards(sweep: tuple[Path, list[Path]],
     dup = tmp_path / "dup"
     subprocess.run(["cp", "-r", str(s2), str(dup)], check=True)
     first = (s1 / "calls.jsonl").read_text().splitlines()[0]
-    with (dup / "calls.jsonl").open("a") as f:
-        f.write(first + "\n")
+    rewrite_calls(dup, [*(dup / "calls.jsonl").read_text().splitlines(), first])
     data = json.loads((dup / "manifest.json").read_text())
-    data["n_calls"] += 1  # so that the shard alone reads as intact
-    (dup / "manifest.json").write_text(json.dumps(data))
+    rewrite_manifest(dup, n_calls=data["n_calls"] + 1)  # the shard alone reads as intact
     _refused([s1, dup], tmp_path / "m", "not in shard 2/2's slice: a call copied between "
              "shards")
 
@@ -201,7 +197,7 @@ def test_merge_reads_each_shard_through_the_integrity_checks(
     subprocess.run(["cp", "-r", str(s2), str(cut)], check=True)
     lines = (cut / "calls.jsonl").read_text().splitlines(keepends=True)
     (cut / "calls.jsonl").write_text("".join(lines[:-3]))
-    _refused([s1, cut], tmp_path / "m", "the manifest .* counts")
+    _refused([s1, cut], tmp_path / "m", "the manifest's seal covers")
 
 
 def test_a_killed_merge_leaves_no_run(sweep: tuple[Path, list[Path]], tmp_path: Path,
@@ -291,9 +287,7 @@ def test_merge_refuses_other_layouts_and_a_shard_being_written(
     _refused([s1, tmp_path / "e"], tmp_path / "m", "not shards of one sweep: .*--layouts E,Q")
     live = tmp_path / "live"
     subprocess.run(["cp", "-r", str(s2), str(live)], check=True)
-    data = json.loads((live / "manifest.json").read_text())
-    data["status"] = "running"
-    (live / "manifest.json").write_text(json.dumps(data))
+    rewrite_manifest(live, status="running")
     with writer_lock(live):
         _refused([s1, live], tmp_path / "m", "still being written")
     merge([s1, live], tmp_path / "m")  # its writer died: read as interrupted, and merged
