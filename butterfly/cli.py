@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-schema", action="store_true",
                    help="do not send the spec's JSON Schema as response_format")
     r.add_argument("--parse", choices=PARSE_MODES, default=D.parse,
-                   help="how strictly answers are parsed (docs/parsing.md)")
+                   help="how strictly answers are parsed (docs/parser.md)")
     r.add_argument("--strategy", choices=STRATEGIES, default=D.strategy,
                    help="prompting strategy (docs/strategies.md)")
     r.add_argument("--samples", type=int,
@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.set_defaults(func=commands.cmd_runs)
 
     f = sub.add_parser("flips", help="per scenario, one character per run for each layout; "
-                       "stable / layout-sensitive / noisy")
+                       "stable / layout-sensitive / runs-differ / noisy")
     f.add_argument("runs", nargs="+", metavar="RUN", help="run directories of one suite")
     f.add_argument("--json", action="store_true", help="one JSON object on stdout")
     f.set_defaults(func=commands.cmd_flips)
@@ -251,10 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     au.set_defaults(func=commands.cmd_audit)
 
     sh = sub.add_parser("show", help="a conversation's transcript turn by turn, with the spec "
-                        "diff against the oracle (without --scenario: every verdict)")
+                        "diff against the oracle (without --scenario: each scenario's verdict "
+                        "in one layout and repeat)")
     sh.add_argument("run", metavar="RUN", help="a run directory")
-    sh.add_argument("--scenario", metavar="ID", help="the scenario to show (every verdict when "
-                    "not given)")
+    sh.add_argument("--scenario", metavar="ID", help="the scenario to show (when not given: "
+                    "each scenario's verdict in the --layout and --repeat shown)")
     sh.add_argument("--layout", metavar="L", help="the layout to show (the run's first when "
                     "not given)")
     sh.add_argument("--repeat", type=int, default=0, metavar="R", help="the repeat to show")

@@ -161,12 +161,12 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
             f"(sha256 {old.suite.sha256[:12]}); this is {model} on {suite_path} "
             f"(sha256 {suite_sha[:12]}): choose another --out"
         )
-    if old.params.answer_key() != params.answer_key():
-        raise UserError(
-            f"--out {out} was run with other answer-changing parameters "
-            f"({json.dumps(old.params.answer_key())}); resume with the same ones or choose "
-            "another --out"
-        )
+    was, now_ = old.params.answer_key(), params.answer_key()
+    if was != now_:
+        differ = "; ".join(f"{k} {json.dumps(was[k])} (this is {json.dumps(now_[k])})"
+                           for k in now_ if was.get(k) != now_[k])
+        raise UserError(f"--out {out} was run with other answer-changing parameters: {differ}; "
+                        "resume with the same ones or choose another --out")
     if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol, params.sc_base):
         raise UserError(
             f"--out {out} was run with a different prompt (prompt_sha256 "

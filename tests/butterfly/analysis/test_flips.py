@@ -94,6 +94,24 @@ def test_classify_edge_cases() -> None:
     assert classify({"E": "", "Q": "", "H": ""}) == "incomplete"
 
 
+def test_runs_that_differ_are_not_layout_sensitive() -> None:
+    """Two runs (two models) whose layouts each agree, but which disagree with each other: a
+    difference between the runs, not a layout's (it was called layout-sensitive)."""
+    runs = {"a:E": 0, "a:Q": 0, "b:E": 1, "b:Q": 1}
+    assert classify({"a:E": "PP", "a:Q": "PP", "b:E": "FF", "b:Q": "AF"}, runs) == "runs-differ"
+    assert classify({"a:E": "PP", "a:Q": "FF", "b:E": "FF", "b:Q": "FF"},
+                    runs) == "layout-sensitive"  # within run a, the layouts disagree
+    assert classify({"a:E": "PP", "a:Q": "PP", "b:E": "PF", "b:Q": "FF"}, runs) == "noisy"
+    assert classify({"a:E": "P", "b:E": "P"}, runs) == "stable-pass"
+    d = SCENARIOS[3]
+    recs = _records({(d.id, "E", 0): "P"})
+    wrong = _records({(d.id, "E", 0): "F"})
+    grid = flip_grid([d], [Column("a", "E", 1, recs, run=0), Column("b", "E", 1, wrong, run=1)])
+    assert grid["scenarios"][0]["class"] == "runs-differ" and grid["counts"]["runs-differ"] == 1
+    one = flip_grid([d], [Column("", "E", 1, recs)])
+    assert "runs-differ" not in one["counts"]  # one run: no such class (score's flips)
+
+
 def test_audit_uses_the_complete_repeats_when_one_is_incomplete() -> None:
     d = SCENARIOS[3]
     recs = _records({(d.id, "E", 0): "P", (d.id, "E", 1): "F", (d.id, "E", 2): "-"})

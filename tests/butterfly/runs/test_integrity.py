@@ -178,6 +178,17 @@ def test_two_answers_for_one_call_are_refused(tmp_path: Path,
     assert code == 1 and "a second answer" in err
 
 
+def test_a_resume_with_other_parameters_names_only_those_that_differ(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    oracle_run(capsys, out)
+    code, _, err = cli(capsys, "run", *ORACLE, "--out", str(out), "--limit", "3",
+                       "--temperature", "0.5", "--seed", "7")
+    assert code == 1 and err.count("\n") == 1, err
+    assert "temperature 0.0 (this is 0.5); seed 0 (this is 7); resume" in err, err
+    assert "max_tokens" not in err and "model_args" not in err  # those agree: not shown
+
+
 # --- scope ------------------------------------------------------------------------------------
 
 def test_a_resume_keeps_the_recorded_scope(tmp_path: Path,

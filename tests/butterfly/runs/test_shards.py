@@ -295,6 +295,12 @@ def test_merge_refuses_other_layouts_and_a_shard_being_written(
     assert m.status == "interrupted"
 
 
+def test_merge_takes_str_paths(sweep: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    _, (s1, s2) = sweep
+    m = merge([str(s2), str(s1)], str(tmp_path / "m"))  # it raised AttributeError on a str
+    assert m.status == "complete" and len(m.merged_from) == 2
+
+
 def test_cli_refusals_are_one_line_with_exit_1(sweep: tuple[Path, list[Path]], tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     whole, (s1, _) = sweep
