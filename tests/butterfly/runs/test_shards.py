@@ -311,3 +311,29 @@ def test_cli_refusals_are_one_line_with_exit_1(sweep: tuple[Path, list[Path]], t
                  str(tmp_path / "x")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--shard takes I/N" in err and not (tmp_path / "x").exists()
+
+
+def _content(run: Path) -> list[dict[str, object]]:
+    return [{k: v for k, v in json.loads(x).items() if k != "chain_sha256"}
+            for x in (run / "calls.jsonl").read_text().splitlines()]
+
+
+def test_merge_links_the_records_anew_and_keeps_their_content(
+        sweep: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    from butterfly.runs.reader import load_run
+
+    _, (s1, s2) = sweep
+    merge([s2, s1], tmp_path / "m")
+    assert _content(tmp_path / "m") == _content(s1) + _content(s2)
+    n = len(_content(tmp_path / "m"))
+    assert load_run(tmp_path / "m").digest.label() == f"sealed ({n} records)"
+    old = tmp_path / "old"  # shard 2 as the harness wrote it before the digest
+    subprocess.run(["cp", "-r", str(s2), str(old)], check=True)
+    recs = [{**r, "schema_version": 1} for r in _content(old)]
+    (old / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    m = json.loads((old / "manifest.json").read_text())
+    m.update(schema_version=1)
+    del m["seal"], m["repaired"]
+    (old / "manifest.json").write_text(json.dumps(m))
+    _refused([s1, old], tmp_path / "m2", "not shards of one sweep: a manifest of version 2 vs "
+             "a manifest of version 1")
