@@ -202,12 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     rr = sub.add_parser("repair", help="rebuild a damaged run directory (a lost manifest, a "
                         "broken digest) from its records, saying what it dropped",
-                        description="Keep every record of RUN that reads as a call of the run "
-                        "(its spec the parse of its\nanswer, one answer per call), drop and name "
-                        "the rest, and write a sealed manifest with\nstatus interrupted; the old "
-                        "files stay as *.before-repair (docs/running.md). A lost\nmanifest is "
-                        "rebuilt from RUN FLAGS, the flags of the butterfly run command that made "
-                        "RUN.",
+                        description="Keep every record of RUN that reads as a call of the run, "
+                        "drop and name the rest, and\nwrite a sealed manifest, status interrupted "
+                        "(old files: *.before-repair; docs/running.md).\nA lost manifest is "
+                        "rebuilt from RUN FLAGS, the flags of the butterfly run that made RUN.",
                         epilog="exit status: 0 repaired (or nothing to repair), 1 refused")
     rr.add_argument("run", metavar="RUN", help="a run directory")
     rr.add_argument("flags", nargs=argparse.REMAINDER, metavar="RUN FLAGS",

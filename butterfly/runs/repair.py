@@ -104,9 +104,8 @@ def _rebuilt(out: Path, who: Identity) -> RunManifest:
     if (out / SUITE_COPY).exists() and _suite_sha(out / SUITE_COPY) != sha:
         raise UserError(f"repair: {out / SUITE_COPY} is not the suite {who.suite_path} (sha256 "
                         f"{sha[:12]}): give the --suite the run was made with")
-    (out / SUITE_COPY).write_bytes(who.suite_path.read_bytes())
     p = who.params
-    chosen = select(load_suite(out / SUITE_COPY, played=True), p)
+    chosen = select(load_suite(who.suite_path, played=True), p)
     stamp = now()
     return RunManifest(
         butterfly_version=__version__, git_commit=git_commit(), model=who.model,
@@ -233,11 +232,19 @@ class Writer:
         self.kept.tally.add(rec)
 
 
-def _records(out: Path, manifest: RunManifest, rebuilt: bool) -> Kept:
+def _records(out: Path, manifest: RunManifest, rebuilt: bool, suite: Path) -> Kept:
     """Write the kept records to ``calls.jsonl.repairing`` (one record held back until the
-    next line's link says whether it is what was written)."""
+    next line's link says whether it is what was written); a refusal leaves no such file."""
+    try:
+        return _kept(out, manifest, rebuilt, suite)
+    except BaseException:
+        (out / (CALLS + ".repairing")).unlink(missing_ok=True)
+        raise
+
+
+def _kept(out: Path, manifest: RunManifest, rebuilt: bool, suite: Path) -> Kept:
     kept, old = Kept(), Old(manifest)
-    scope = Scope(load_suite(out / SUITE_COPY, played=True), manifest.params)
+    scope = Scope(load_suite(suite, played=True), manifest.params)
     pending: tuple[int, CallRecord] | None = None
     with (out / (CALLS + ".repairing")).open("wb") as w, (out / CALLS).open("rb") as f:
         writer = Writer(kept, scope, ParseCheck(out / CALLS, manifest.params), rebuilt, w)
@@ -312,9 +319,12 @@ def repair(out: Path, who: Identity | None = None) -> RepairResult:
             return RepairResult(out, None)
         _check_room(out)
         manifest, rebuilt = _manifest(out, who)
-        if not rebuilt:
+        if who is None:
             _suite_copy(out, manifest)
-        kept = _records(out, manifest, rebuilt)
+        kept = _records(out, manifest, rebuilt, out / SUITE_COPY if who is None
+                        else who.suite_path)
+        if who is not None:  # the records fit the flags: the suite they give is the run's
+            (out / SUITE_COPY).write_bytes(who.suite_path.read_bytes())
         written = _write(out, manifest, kept, found, rebuilt)
     return RepairResult(out, found, written, kept.tally.answered + kept.tally.errors,
                         tuple(kept.dropped))

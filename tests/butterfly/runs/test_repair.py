@@ -59,7 +59,8 @@ def test_a_lost_manifest_is_rebuilt_only_from_the_run_s_flags(
                         "its prompt is not what the flags send")):
         code, _, err = cli(capsys, "repair", str(out), *ORACLE, *wrong)
         assert code == 1 and why in err, (wrong, err)
-        assert not (out / "manifest.json").exists()  # a refusal writes nothing
+        assert sorted(p.name for p in out.iterdir()) == [
+            "calls.jsonl", "suite.jsonl", "writer.lock"]  # a refusal writes nothing
     code, _, err = cli(capsys, "repair", str(out), *ORACLE, "--limit", "3", "--layouts", "E,Q")
     assert code == 0 and "kept 24 record(s), dropped 0" in err, err
     run = load_run(out)
