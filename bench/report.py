@@ -56,18 +56,30 @@ def wait_loaded(d: Any, timeout: float = 120) -> None:
         time.sleep(0.01)
 
 
-def pretty(calls: Path) -> None:
-    """Rewrite each record's raw answer as a chatty model's answer with the same spec."""
-    lines = []
-    for line in calls.read_text(encoding="utf-8").splitlines():
+def pretty(run: Path) -> None:
+    """Rewrite each record's raw answer as a chatty model's answer with the same spec, as the
+    run of such a model records it: linked into the digest, the manifest sealed again (a
+    reader refuses records edited any other way: docs/running.md, "Tamper evidence")."""
+    from butterfly.runs.digest import Chain
+    from butterfly.runs.records import CallRecord, RunManifest
+    from butterfly.runs.store import CALLS, MANIFEST, CallLog, write_manifest
+
+    recs = []
+    for line in (run / CALLS).read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
         if rec["spec"] is not None:
             rec["raw"] = (f"Sure! Here is the complete spec after turn {rec['turn']} of "
                           f"{rec['scenario']}:\n```json\n{json.dumps(rec['spec'], indent=2)}"
                           "\n```\nI changed only what you asked for; everything else is as "
                           "before.")
-        lines.append(json.dumps(rec) + "\n")
-    calls.write_text("".join(lines), encoding="utf-8")
+        recs.append(CallRecord.model_validate(rec))
+    (run / CALLS).unlink()
+    chain = Chain()
+    log = CallLog(run / CALLS, chain)
+    for r in recs:
+        log.append(r)
+    log.close()
+    write_manifest(run, RunManifest.model_validate_json((run / MANIFEST).read_bytes()), chain)
 
 
 def main() -> None:
@@ -92,7 +104,7 @@ def main() -> None:
         runs.append(str(out))
     if a.answers == "pretty":
         for run in runs:
-            pretty(Path(run) / "calls.jsonl")
+            pretty(Path(run))
     html = work / "report.html"
     build_s = cli("report", *runs, "--html", str(html))
     score_s = sum(cli("score", run) for run in runs)

@@ -42,14 +42,16 @@ from butterfly.runs.options import check_model, check_out, make_params
 from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunParams
+from butterfly.runs.repair import Identity, RepairResult
+from butterfly.runs.repair import repair as repair_run
 from butterfly.runs.scope import select
 from butterfly.runs.store import RunState, note_transport, open_run
 from butterfly.runs.sweep import parse_shard, router_ref
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario
 
-__all__ = ["Run", "ScoreReport", "default_out", "load_run", "load_runs", "report", "run",
-           "run_params", "score_run", "tidy_rows"]
+__all__ = ["Run", "ScoreReport", "default_out", "load_run", "load_runs", "repair", "report",
+           "run", "run_params", "score_run", "tidy_rows"]
 
 T = TypeVar("T")
 
@@ -171,3 +173,16 @@ def report(runs: Sequence[str | Path | Run], html: str | Path,
 
     paths = [r.path if isinstance(r, Run) else Path(r) for r in runs]
     return write_report(paths, Path(html), title, compare_method, q)
+
+
+def repair(out: str | Path, model: str | None = None, suite: str = DEFAULTS.suite,
+           **options: Any) -> RepairResult:
+    """``butterfly repair``: rebuild the damaged run directory ``out`` from its records (see
+    :mod:`butterfly.runs.repair`). ``model``, ``suite`` and ``options`` (those of :func:`run`)
+    are the flags the run was made with, needed only when its manifest is lost."""
+    if model is None:
+        return repair_run(Path(out))
+    router = options.pop("router", None)
+    config = None if router is None else router_config(router, model)
+    params = run_params(**options, router=None if config is None else router_ref(config))
+    return repair_run(Path(out), Identity(model, resolve_suite(suite), params))

@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-schema", action="store_true",
                    help="do not send the spec's JSON Schema as response_format")
     r.add_argument("--parse", choices=PARSE_MODES, default=D.parse,
-                   help="how strictly answers are parsed (docs/parsing.md)")
+                   help="how strictly answers are parsed (docs/parser.md)")
     r.add_argument("--strategy", choices=STRATEGIES, default=D.strategy,
                    help="prompting strategy (docs/strategies.md)")
     r.add_argument("--samples", type=int,
@@ -214,6 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "(new or empty)")
     mg.set_defaults(func=commands.cmd_merge)
 
+    rr = sub.add_parser("repair", help="rebuild a damaged run directory (a lost manifest, a "
+                        "broken digest) from its records, saying what it dropped",
+                        description="Keep every record of RUN that reads as a call of the run, "
+                        "drop and name the rest, and\nwrite a sealed manifest, status interrupted "
+                        "(old files: *.before-repair; docs/running.md).\nA lost manifest is "
+                        "rebuilt from RUN FLAGS, the flags of the butterfly run that made RUN.",
+                        epilog="exit status: 0 repaired (or nothing to repair), 1 refused")
+    rr.add_argument("run", metavar="RUN", help="a run directory")
+    rr.add_argument("flags", nargs=argparse.REMAINDER, metavar="RUN FLAGS",
+                    help="when RUN's manifest is lost: --model M [--suite S --limit N ...] as "
+                    "given to butterfly run")
+    rr.set_defaults(func=_repair)
+
     s = sub.add_parser("score", help="score a run directory")
     s.add_argument("run", metavar="RUN", help="a run directory")
     s.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -239,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.set_defaults(func=commands.cmd_runs)
 
     f = sub.add_parser("flips", help="per scenario, one character per run for each layout; "
-                       "stable / layout-sensitive / noisy")
+                       "stable / layout-sensitive / runs-differ / noisy")
     f.add_argument("runs", nargs="+", metavar="RUN", help="run directories of one suite")
     f.add_argument("--json", action="store_true", help="one JSON object on stdout")
     f.set_defaults(func=commands.cmd_flips)
@@ -250,10 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     au.set_defaults(func=commands.cmd_audit)
 
     sh = sub.add_parser("show", help="a conversation's transcript turn by turn, with the spec "
-                        "diff against the oracle (without --scenario: every verdict)")
+                        "diff against the oracle (without --scenario: each scenario's verdict "
+                        "in one layout and repeat)")
     sh.add_argument("run", metavar="RUN", help="a run directory")
-    sh.add_argument("--scenario", metavar="ID", help="the scenario to show (every verdict when "
-                    "not given)")
+    sh.add_argument("--scenario", metavar="ID", help="the scenario to show (when not given: "
+                    "each scenario's verdict in the --layout and --repeat shown)")
     sh.add_argument("--layout", metavar="L", help="the layout to show (the run's first when "
                     "not given)")
     sh.add_argument("--repeat", type=int, default=0, metavar="R", help="the repeat to show")
@@ -365,6 +379,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default: the whole answer, or the last object)")
     pa.set_defaults(func=commands.cmd_parse)
     return p
+
+
+def _repair(a: argparse.Namespace) -> int:
+    """``repair``: its RUN FLAGS read as ``butterfly run`` reads them."""
+    a.run_args = None if not a.flags else build_parser().parse_args(
+        ["run", *a.flags, "--out", a.run])
+    return commands.cmd_repair(a)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

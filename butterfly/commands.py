@@ -211,6 +211,26 @@ def cmd_merge(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_repair(a: argparse.Namespace) -> int:
+    from butterfly.api import repair
+    from butterfly.runs.options import parse_model_args
+
+    r = a.run_args
+    result = repair(a.run) if r is None else repair(
+        a.run, r.model, r.suite, model_args=parse_model_args(r.model_arg or (), r.model_args),
+        **{k: getattr(r, k) for k in RUN_OPTIONS})
+    if result.found is None:
+        print(f"{a.run} reads intact: nothing to repair", file=sys.stderr)
+        return 0
+    print(f"repaired {a.run}: found: {printable(result.found, newlines=False)}", file=sys.stderr)
+    for line in result.dropped:
+        print(f"  dropped {printable(line, newlines=False)}", file=sys.stderr)
+    print(f"kept {result.kept} record(s), dropped {len(result.dropped)}; the old files are "
+          f"beside the new ones (*.before-repair); the run is interrupted: butterfly run --out "
+          f"{a.run} with the run's flags completes it", file=sys.stderr)
+    return 0
+
+
 def cmd_score(a: argparse.Namespace) -> int:
     from butterfly.api import load_run, score_run
 
@@ -219,9 +239,10 @@ def cmd_score(a: argparse.Namespace) -> int:
     if a.json:
         print(_dump(result.to_json()))
     else:
-        from butterfly.present.display import print_score
+        from butterfly.present.display import content_line, print_score
 
         print_score(result)
+        print(content_line(run))
     if run.manifest.status == "failed":  # scored what there is, but say so: exit 5
         why = printable(run.manifest.failure or "no reason recorded", newlines=False)
         print(f"butterfly: error: {a.run}: this run failed ({why}); fix the cause and re-run "

@@ -10,8 +10,8 @@ from butterfly.errors import UserError
 
 def write_text_atomic(path: Path, text: str, label: str | None = None) -> None:
     """Write ``text`` to a temporary sibling and rename it over ``path`` (a reader never sees
-    half a file); a failure is one clear line naming ``label`` (default: the path), and
-    leaves no temporary file."""
+    half a file); a failure is one clear line naming ``label`` (default: the path), and leaves
+    no temporary file behind (a refused path, such as a directory, gets no ``PATH.tmp``)."""
     if not path.name or path.name in (".", ".."):  # "" (the current directory), "/", ".."
         raise UserError(f"{label or path}: must name a file, got {str(path)!r}")
     tmp = path.with_name(path.name + ".tmp")

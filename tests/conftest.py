@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -52,6 +53,33 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
         [sys.executable, "-m", "butterfly.cli", *args],
         input=stdin, capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=timeout,
     )
+
+
+def rewrite_manifest(out: Path, **changes: object) -> None:
+    """Change fields of a run's manifest as the harness writes it (sealed again over the calls
+    file as it is): for tests that make what a process leaves behind (a kill -9, a second
+    writer). An edit by hand, unsealed, is what the digest refuses."""
+    from butterfly.runs.digest import chain_of
+    from butterfly.runs.records import RunManifest
+    from butterfly.runs.store import CALLS, MANIFEST, write_manifest
+
+    data = json.loads((out / MANIFEST).read_text())
+    data.update(changes)
+    write_manifest(out, RunManifest.model_validate(data), chain_of(out / CALLS))
+
+
+def rewrite_calls(out: Path, lines: list[str]) -> None:
+    """Replace a run's calls.jsonl by ``lines`` (records as JSON), linked into the digest as the
+    harness writes them: the file a run that made only those calls would have left."""
+    from butterfly.runs.digest import Chain
+    from butterfly.runs.records import CallRecord
+    from butterfly.runs.store import CALLS, CallLog
+
+    (out / CALLS).unlink()
+    log = CallLog(out / CALLS, Chain())
+    for line in lines:
+        log.append(CallRecord.model_validate_json(line))
+    log.close()
 
 
 @contextlib.contextmanager

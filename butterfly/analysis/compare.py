@@ -5,7 +5,7 @@ final match with its interval (docs/statistics.md)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,8 @@ class RunAnswers:
     passes: dict[str, tuple[bool, ...]]
     temperature: float
     seed: int
+    repeats: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """The repeat of each verdict in :attr:`passes` (incomplete repeats are left out)."""
 
 
 def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
@@ -48,20 +50,21 @@ def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
     done = loaded.turns()
     in_run = loaded.scenarios
     passes: dict[str, tuple[bool, ...]] = {}
+    repeats: dict[str, tuple[int, ...]] = {}
     for s in in_run:
         final = replay(s)[-1]
         n = len(s.turns)
-        verdicts = []
+        verdicts: dict[int, bool] = {}
         for r in range(params.repeats):
             last = done.get(TurnKey(s.id, n, lay, r))
             complete = all(TurnKey(s.id, t, lay, r) in done for t in range(1, n + 1))
             if last is None or not complete:
                 continue
-            verdicts.append(last.spec == final)
-        passes[s.id] = tuple(verdicts)
+            verdicts[r] = last.spec == final
+        passes[s.id], repeats[s.id] = tuple(verdicts.values()), tuple(verdicts)
     return RunAnswers(str(run), manifest.model, manifest.suite.sha256, lay,
                       tuple(s.id for s in in_run), {s.id: s.to_json() for s in in_run}, passes,
-                      params.temperature, params.seed)
+                      params.temperature, params.seed, repeats)
 
 
 def paired_matrix(a: RunAnswers, b: RunAnswers) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -5,7 +5,9 @@ final mismatch, ``A`` abstained at the final turn, ``-`` incomplete (a provider 
 run). A scenario is (contract section 5, seed 000):
 
 - **noisy** when the repeats of one layout disagree (pass vs not pass);
-- **layout-sensitive** when each layout's repeats agree but the layouts disagree;
+- **layout-sensitive** when each layout's repeats agree but two layouts of one run disagree;
+- **runs-differ** (several runs) when each run's layouts agree but the runs disagree: a
+  difference between models, strategies, protocols or modes, not a layout's;
 - **stable** otherwise, split into stable-pass and stable-fail, because a model that always
   fails is perfectly stable and useless (seed 000's always-YES model);
 - **incomplete** when any of its conversations is.
@@ -32,7 +34,8 @@ from butterfly.runs.reader import check_same_scenarios, load_run
 from oracle import KEYS, Scenario, replay
 
 Spec = dict[str, str]
-CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "noisy", "incomplete")
+CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "runs-differ", "noisy",
+                  "incomplete")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Column:
     played: frozenset[ConversationKey] | None = None
     """Conversations (scenario, layout, repeat) with any call record; the others were never
     started (a sequential comparison stops scenarios early) and get no character."""
+    run: int = 0
+    """Which run the column is a layout of (columns of one run differ by layout only)."""
 
     def repeats_of(self, scenario_id: str) -> list[int]:
         return [r for r in range(self.repeats)
@@ -76,19 +81,25 @@ def verdict(s: Scenario, recs: list[Turn] | None, final: Spec) -> str:
     return "P" if last == final else "F"
 
 
-def classify(cells: dict[str, str]) -> str:
-    """The class of a scenario from its verdict strings, one per column. An empty string is a
-    column where the run plays none of the scenario's conversations (a shard holding only some
-    of its layouts, a sequential comparison that stopped it): it takes no part."""
-    played = [v for v in cells.values() if v]
-    joined = "".join(played)
+def classify(cells: dict[str, str], runs: dict[str, int] | None = None) -> str:
+    """The class of a scenario from its verdict strings, one per column (``runs``: the run of
+    each column; one run when not given). An empty string is a column where the run plays none
+    of the scenario's conversations (a shard holding only some of its layouts, a sequential
+    comparison that stopped it): it takes no part."""
+    played = {name: v for name, v in cells.items() if v}
+    joined = "".join(played.values())
     if "-" in joined or not joined:
         return "incomplete"
-    passes = [{c == "P" for c in v} for v in played]
-    if any(len(p) > 1 for p in passes):
+    passes = {name: {c == "P" for c in v} for name, v in played.items()}
+    if any(len(p) > 1 for p in passes.values()):
         return "noisy"
-    if len({next(iter(p)) for p in passes}) > 1:
+    by_run: dict[int, set[bool]] = {}
+    for name, p in passes.items():
+        by_run.setdefault((runs or {}).get(name, 0), set()).update(p)
+    if any(len(v) > 1 for v in by_run.values()):
         return "layout-sensitive"
+    if len(set().union(*by_run.values())) > 1:
+        return "runs-differ"
     return "stable-pass" if joined[0] == "P" else "stable-fail"
 
 
@@ -128,6 +139,7 @@ class AuditItem(TypedDict):
 def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> FlipGrid:
     """The flip table as a JSON-able dict: per scenario its cells and class, counts, pass rates."""
     rows: list[FlipRow] = []
+    runs = {col.name: col.run for col in columns}
     for s in scenarios:
         final = replay(s)[-1]
         cells = {
@@ -136,7 +148,7 @@ def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> FlipG
             for col in columns
         }
         rows.append(FlipRow({"id": s.id, "category": s.category, "cells": cells,
-                             "class": classify(cells)}))
+                             "class": classify(cells, runs)}))
     counts = Counter(r["class"] for r in rows)
     pass_rate: dict[str, float | None] = {}
     for col in columns:
@@ -146,7 +158,8 @@ def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> FlipG
         columns=[c.name for c in columns],
         repeats={c.name: c.repeats for c in columns},
         scenarios=rows,
-        counts={c: counts.get(c, 0) for c in CLASSES},
+        counts={c: counts.get(c, 0) for c in CLASSES
+                if c != "runs-differ" or len(set(runs.values())) > 1},
         pass_rate_by_column=pass_rate,
     )
 
@@ -227,7 +240,7 @@ def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
     check_same_scenarios(loaded)
     columns: list[Column] = []
     scenarios: list[Scenario] | None = None
-    for path, run in zip(runs, loaded, strict=True):
+    for i, (path, run) in enumerate(zip(runs, loaded, strict=True)):
         manifest = run.manifest
         chosen = run.scenarios
         scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
@@ -238,7 +251,7 @@ def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
             f"{path}[{manifest.model},{p.strategy},{p.protocol},{p.mode}]"
         )
         for layout in p.layouts:
-            columns.append(Column(label, layout, p.repeats, answered, played))
+            columns.append(Column(label, layout, p.repeats, answered, played, i))
     names = [c.name for c in columns]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

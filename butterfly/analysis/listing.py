@@ -1,6 +1,8 @@
 """``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name and
 sha, prompt version, layouts and repeats, status and shard, final match, cost). A directory that
-does not read as a run is listed with its error, never skipped silently."""
+does not read as a run is listed with its error, never skipped silently; a run made before the
+digest is labelled unsealed, a repaired one repaired. A run with no priced answer (an unpriced
+model, or every call failed) has no cost (``-``), never $0."""
 
 from __future__ import annotations
 
@@ -30,6 +32,11 @@ class RunLine:
     error: str | None = None
     shard: str | None = None
     """``I/N`` for a shard of a sweep (``run --shard``); its figures are the shard's only."""
+    content: str | None = None
+    """What was verified of its records: sealed, or made before the digest (unsealed)."""
+    sealed: bool | None = None
+    repaired: int = 0
+    """How many times ``butterfly repair`` rebuilt it."""
 
     def to_json(self) -> dict[str, str | int | float | None]:
         return asdict(self)
@@ -54,8 +61,10 @@ def describe(path: Path) -> RunLine:
         suite_sha256=m.suite.sha256, prompt_version=score.prompt.version,
         layouts=",".join(p.layouts), repeats=p.repeats,
         status=m.status, final_match=score.final_match, n_conversations=score.n_conversations,
-        cost_usd=None if score.usage is None else score.usage.cost_usd,
-        shard=None if p.shard is None else str(p.shard),
+        cost_usd=None if score.usage is None or not score.usage.priced_calls
+        else score.usage.cost_usd,
+        shard=None if p.shard is None else str(p.shard), content=run.digest.label(),
+        sealed=run.digest.sealed is not None, repaired=len(m.repaired),
     )
 
 
@@ -75,7 +84,10 @@ def render(lines: list[RunLine]) -> str:
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
-        status = (x.status or "") + ("" if x.shard is None else f" (shard {x.shard})")
+        notes = [text for on, text in ((x.shard is not None, f"shard {x.shard}"),
+                                       (x.sealed is False, "unsealed"),
+                                       (x.repaired > 0, "repaired")) if on]
+        status = (x.status or "") + (f" ({', '.join(notes)})" if notes else "")
         prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
         rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,
                      x.layouts or "", str(x.repeats), status, fm, cost))

@@ -129,7 +129,8 @@ def _open_sides(pairs: Sequence[tuple[str, Path]], providers: dict[str, ModelCli
     for (model, out), state in zip(pairs, states, strict=True):
         note_transport(out, state, transport(model, api_base, params.via,
                                              routed=model in configs))
-        player = Player(providers[model], state, CallLog(out / CALLS), progress, budget)
+        player = Player(providers[model], state, CallLog(out / CALLS, state.chain), progress,
+                        budget)
         sides.append(Side(model, out, player, finals))
     return sides, budget
 

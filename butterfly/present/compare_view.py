@@ -1,31 +1,43 @@
 """The report's compare view: for runs of one suite, the scenarios that regressed and improved
 from the first run of that suite to each later one, by ``butterfly compare`` (its method and
-q), each linked to the two transcripts."""
+q), each linked to the two transcripts that show it: for a regression a passing repeat of A
+and a failing repeat of B (for an improvement the other way round), and beside them every
+repeat of both with its verdict."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run
 
+if TYPE_CHECKING:  # compare imports scipy: only a report that compares runs loads it
+    from butterfly.analysis.compare import RunAnswers
+
 
 class Link(TypedDict):
-    """A transcript of the page: run index, scenario, layout, repeat, and its anchor."""
+    """A transcript of the page: run index, scenario, layout, repeat, its verdict (P final
+    match, F not) and its anchor."""
 
     r: int
     id: str
     l: str  # noqa: E741 (the page's conversation key)
     k: int
+    v: str
     href: str
 
 
 class Finding(TypedDict):
+    """A scenario that regressed (or improved): the transcripts that show it (``a``, ``b``)
+    and every compared repeat of each run (``a_all``, ``b_all``)."""
+
     id: str
     a: Link
     b: Link
+    a_all: list[Link]
+    b_all: list[Link]
 
 
 class Comparison(TypedDict):
@@ -41,12 +53,27 @@ class Comparison(TypedDict):
     difference: float
 
 
-def _link(run: int, sid: str, layout: str) -> Link:
-    return {"r": run, "id": sid, "l": layout, "k": 0, "href": f"#t/{run}/{sid}/{layout}/0"}
+def _links(run: int, answers: RunAnswers, sid: str) -> list[Link]:
+    """Every complete repeat of ``sid`` in a run, with its verdict."""
+    lay = answers.layout
+    return [{"r": run, "id": sid, "l": lay, "k": k, "v": "P" if ok else "F",
+             "href": f"#t/{run}/{sid}/{lay}/{k}"}
+            for k, ok in zip(answers.repeats[sid], answers.passes[sid], strict=True)]
 
 
-def _findings(ids: Sequence[str], i: int, j: int, la: str, lb: str) -> list[Finding]:
-    return [{"id": sid, "a": _link(i, sid, la), "b": _link(j, sid, lb)} for sid in ids]
+def _showing(links: list[Link], verdict: str) -> Link:
+    """The first repeat with ``verdict`` (a scenario found by the comparison has one)."""
+    return next((x for x in links if x["v"] == verdict), links[0])
+
+
+def _findings(ids: Sequence[str], i: int, j: int, a: RunAnswers, b: RunAnswers,
+              regressed: bool) -> list[Finding]:
+    out: list[Finding] = []
+    for sid in ids:
+        la, lb = _links(i, a, sid), _links(j, b, sid)
+        out.append({"id": sid, "a": _showing(la, "P" if regressed else "F"),
+                    "b": _showing(lb, "F" if regressed else "P"), "a_all": la, "b_all": lb})
+    return out
 
 
 def compare_view(runs: Sequence[Path | Run], suites: Sequence[str], labels: Sequence[str],
@@ -78,7 +105,7 @@ def compare_view(runs: Sequence[Path | Run], suites: Sequence[str], labels: Sequ
         entry["n_scenarios"] = res.n_scenarios
         entry["pairs"] = res.pairs_available
         entry["difference"] = res.final_match.diff
-        entry["regressed"] = _findings(res.regressed, i, j, a.layout, b.layout)
-        entry["improved"] = _findings(res.improved, i, j, a.layout, b.layout)
+        entry["regressed"] = _findings(res.regressed, i, j, a, b, regressed=True)
+        entry["improved"] = _findings(res.improved, i, j, a, b, regressed=False)
         out.append(entry)
     return out

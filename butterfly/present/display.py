@@ -223,6 +223,16 @@ def usage_line(u: Usage) -> str:
             f"completion tokens{extra}; {cost}")
 
 
+def content_line(run: Run) -> str:
+    """What a reader verified of a run's records (docs/running.md, "Tamper evidence"), and
+    each repair it went through."""
+    text = f"records: {run.digest.label()}"
+    for r in run.manifest.repaired:
+        rebuilt = ", its manifest rebuilt from the flags given" if r.rebuilt_manifest else ""
+        text += f"; repaired {r.at} ({len(r.dropped)} line(s) dropped{rebuilt})"
+    return text
+
+
 def print_score(result: ScoreReport, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)

@@ -129,14 +129,16 @@ def _cut(path: Path) -> tuple[int, int]:
 
 
 def _corrupt(path: Path, n: int, e: ValidationError) -> UserError:
-    return UserError(f"{path}:{n}: corrupt call record ({str(e).splitlines()[0]}): delete that "
-                     "line (its call is asked again when the run's command is re-run)")
+    return UserError(f"{path}:{n}: corrupt call record ({str(e).splitlines()[0]}): restore the "
+                     "file from a copy, or butterfly repair RUN (it drops that line: its call is "
+                     "asked again when the run's command is re-run)")
 
 
-def iter_calls(path: Path, *, repair: bool = False) -> Iterator[tuple[int, CallRecord]]:
-    """(line number, record) of every call record, read line by line and validated once. A
-    torn last line (a kill mid-write: no newline yet) is ignored, and cut off the file when
-    ``repair``; any other bad line is a corrupt run directory."""
+def iter_records(path: Path, *, repair: bool = False
+                 ) -> Iterator[tuple[int, bytes, CallRecord]]:
+    """(line number, the line's bytes, record) of every call record, read line by line and
+    validated once. A torn last line (a kill mid-write: no newline yet) is ignored, and cut off
+    the file when ``repair``; any other bad line is a corrupt run directory."""
     if not path.exists():
         return
     try:
@@ -155,9 +157,15 @@ def iter_calls(path: Path, *, repair: bool = False) -> Iterator[tuple[int, CallR
             if at > cut:
                 return
             try:
-                yield n, CallRecord.model_validate_json(line)
+                yield n, line, CallRecord.model_validate_json(line)
             except ValidationError as e:
                 raise _corrupt(path, n, e) from None
+
+
+def iter_calls(path: Path, *, repair: bool = False) -> Iterator[tuple[int, CallRecord]]:
+    """(line number, record) of every call record (see :func:`iter_records`)."""
+    for n, _, rec in iter_records(path, repair=repair):
+        yield n, rec
 
 
 def read_calls(path: Path, *, repair: bool = False) -> list[CallRecord]:

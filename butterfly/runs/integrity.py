@@ -3,6 +3,9 @@
 - the suite copy hashes to the manifest's ``suite.sha256``;
 - a closed run (any status but ``running``) holds exactly the calls its manifest counts;
 - no call has two answers (two writers, or an edited file);
+- each stored spec (or abstention) is the parse of its stored raw answer, in the run's parse
+  mode and protocol, as when it was played;
+- the rolling digest of the records and the manifest's seal (:mod:`butterfly.runs.digest`);
 - over several runs, one scenario id means one scenario (compared by content, not by suite).
 
 Each refusal is one line that says what is wrong and how to recover.
@@ -16,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from butterfly.core.parse import parse_answer
 from butterfly.core.turns import CallKey
 from butterfly.errors import UserError
-from butterfly.runs.records import CallError, RunManifest
+from butterfly.runs.digest import WAY_BACK
+from butterfly.runs.records import CallError, CallRecord, RunManifest, RunParams
 from oracle import Scenario
 
 R = TypeVar("R", bound="Keyed")
@@ -71,6 +76,40 @@ class CallIndex(Generic[R]):
         self.done[key] = rec
         self._line[key] = n
         self.failed.pop(key, None)
+
+
+class ParseCheck:
+    """Each stored spec or abstention is what the parser makes of the stored raw answer, read
+    as the run read it when it played (its ``--parse`` and ``--protocol``, a truncated answer
+    an abstention): an edited spec, or an edited answer under its old spec, is refused. The
+    parses of the last :data:`HELD` distinct answers are kept (repeated answers: parsed once)."""
+
+    HELD = 4096
+
+    def __init__(self, path: Path, params: RunParams) -> None:
+        self.path = path
+        self.mode = params.parse
+        self.protocol = params.protocol
+        self._seen: dict[tuple[str, bool], tuple[dict[str, str] | None, str | None]] = {}
+
+    def _parse(self, raw: str, truncated: bool) -> tuple[dict[str, str] | None, str | None]:
+        got = self._seen.get((raw, truncated))
+        if got is None:
+            p = parse_answer(raw, self.mode, truncated=truncated, protocol=self.protocol)
+            if len(self._seen) >= self.HELD:
+                self._seen.clear()
+            got = self._seen[(raw, truncated)] = (p.spec, p.reason)
+        return got
+
+    def add(self, n: int, rec: CallRecord) -> None:
+        if rec.raw is None:
+            return
+        if self._parse(rec.raw, rec.finish_reason == "length") != (rec.spec, rec.abstention):
+            stored = "abstention" if rec.spec is None else "spec"
+            raise UserError(
+                f"{self.path}:{n}: the stored {stored} is not the parse of the stored raw "
+                f"answer (--parse {self.mode}, --protocol {self.protocol}): the record was "
+                f"edited; {WAY_BACK}")
 
 
 def index_calls(records: Sequence[R], path: Path) -> tuple[dict[CallKey, R], dict[CallKey, R]]:

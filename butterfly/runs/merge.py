@@ -8,8 +8,10 @@ no call is in two shards). Any refusal is one line, and nothing is written.
 
 The merged run is a normal run directory: its manifest (no shard, status the worst of the
 shards', counts and usage summed from the records, ``merged_from`` naming the shards), the
-suite copy, and ``calls.jsonl`` with the shards' lines copied as they are, shard by shard (so
-the order of the arguments does not matter). The lines are streamed, one at a time. Every
+suite copy, and ``calls.jsonl`` with the shards' records copied shard by shard (so the order of
+the arguments does not matter), each linked anew into the merged file's digest (its content
+unchanged; records made before the digest are copied as they are, under an unsealed manifest),
+and the manifest sealed over them. The lines are streamed, one at a time. Every
 file is written into a hidden directory beside ``--out`` and moved in at the end, the
 manifest last: a killed merge leaves no run that reads as complete.
 """
@@ -28,6 +30,7 @@ from pydantic import ValidationError
 from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import RunStatus
 from butterfly.errors import UserError
+from butterfly.runs.digest import Chain
 from butterfly.runs.lock import LOCK, writer_lock
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, MergedShard, RunManifest, RunParams, Shard
@@ -82,6 +85,8 @@ def _differences(a: RunManifest, b: RunManifest) -> str | None:
         (a.prompt_sha256, b.prompt_sha256, lambda m: f"prompt sha256 {m.prompt_sha256[:12]}"),
         (a.butterfly_version, b.butterfly_version, lambda m: f"butterfly "
                                                              f"{m.butterfly_version}"),
+        (a.schema_version, b.schema_version, lambda m: "a manifest of version "
+                                                       f"{m.schema_version}"),
         (_scope(pa), _scope(pb), lambda m: _scope(m.params)),
         (_shard(a).count, _shard(b).count, lambda m: f"{_shard(m).count} shards"),
     ]
@@ -142,8 +147,9 @@ def _slice_of(path: Path, m: RunManifest) -> frozenset[ConversationKey]:
     return frozenset(conversation_keys(select(suite, m.params), m.params))
 
 
-def _copy(path: Path, m: RunManifest, out: IO[bytes]) -> Iterator[CallRecord]:
-    """Copy a shard's call lines to ``out``, checking each, and yield its records."""
+def _copy(path: Path, m: RunManifest, out: IO[bytes], chain: Chain) -> Iterator[CallRecord]:
+    """Copy a shard's call records to ``out``, checking each and linking it into ``chain``
+    (the merged file's digest), and yield them."""
     keys = _slice_of(path, m)
     src = path / CALLS
     for n, line in _lines(src):
@@ -157,7 +163,11 @@ def _copy(path: Path, m: RunManifest, out: IO[bytes]) -> Iterator[CallRecord]:
                             f"{rec.scenario}, layout {rec.layout}, repeat {rec.repeat}), which "
                             f"is not in shard {m.params.shard}'s slice: a call copied between "
                             "shards (a duplicate), or an edited file")
+        if rec.chain_sha256 is not None:
+            rec = rec.model_copy(update={"chain_sha256": chain.sha256})
+            line = (rec.model_dump_json() + "\n").encode("utf-8")
         out.write(line)
+        chain.add(line)
         yield rec
 
 
@@ -200,31 +210,33 @@ def _check_empty(out: Path) -> None:
 
 def _write(paths: Sequence[Path], shards: Sequence[RunManifest], tmp: Path) -> RunManifest:
     shutil.copyfile(paths[0] / SUITE_COPY, tmp / SUITE_COPY)
+    chain = Chain()
     with (tmp / CALLS).open("wb") as f:
-        records = (rec for p, m in zip(paths, shards, strict=True) for rec in _copy(p, m, f))
+        records = (rec for p, m in zip(paths, shards, strict=True)
+                   for rec in _copy(p, m, f, chain))
         manifest = _merged_manifest(paths, shards, records)
-    write_manifest(tmp, manifest)
-    return manifest
+    return write_manifest(tmp, manifest, chain)
 
 
-def merge(shard_dirs: Sequence[Path], out: Path) -> RunManifest:
+def merge(shard_dirs: Sequence[Path | str], out: Path | str) -> RunManifest:
     """Join shards 1..N of one sweep (in any order) into the run directory ``out``."""
     if not shard_dirs:
         raise UserError("merge: give the shard directories")
-    _distinct(shard_dirs)
-    read = sorted(((p, _read_shard(p)) for p in shard_dirs), key=lambda x: _shard(x[1]).index)
+    dirs, target = [Path(p) for p in shard_dirs], Path(out)
+    _distinct(dirs)
+    read = sorted(((p, _read_shard(p)) for p in dirs), key=lambda x: _shard(x[1]).index)
     paths, shards = [p for p, _ in read], [m for _, m in read]
     check_shards(paths, shards)
-    created = not out.exists()
+    created = not target.exists()
     try:
-        return _write_locked(paths, shards, out)
+        return _write_locked(paths, shards, target)
     except BaseException:
         if created:  # leave no directory behind a refused, failed or interrupted merge
             for name in (SUITE_COPY, CALLS, LOCK):
                 with contextlib.suppress(OSError):
-                    (out / name).unlink()
+                    (target / name).unlink()
             with contextlib.suppress(OSError):
-                out.rmdir()
+                target.rmdir()
         raise
 
 

@@ -26,6 +26,7 @@ from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import Request
 from butterfly.runs.calls import CallView
+from butterfly.runs.digest import START
 from butterfly.runs.integrity import key_of
 from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
 from butterfly.runs.scope import conversations
@@ -281,6 +282,7 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
                          protocol=params.protocol)
         parsed_spec, reason, detail = p.spec, p.reason, p.detail
     return CallRecord(
+        chain_sha256=START,  # linked into the file's digest when it is appended (CallLog)
         scenario=conv.scenario.id,
         turn=t,
         layout=conv.layout,
@@ -342,7 +344,7 @@ async def run_suite(
     with ``max_cost``, stop (status ``budget``) before a call could exceed it."""
     params = state.manifest.params
     budget = Budget.of(params.max_cost, state.done.values())
-    player = Player(client, state, CallLog(out / CALLS), progress, budget)
+    player = Player(client, state, CallLog(out / CALLS, state.chain), progress, budget)
     incomplete: dict[str, None] = {}  # the scenario ids, each once
     interrupted = False
     failure: str | None = None

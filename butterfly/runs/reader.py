@@ -19,6 +19,7 @@ from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_t
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor
+from butterfly.runs.digest import Digest
 from butterfly.runs.integrity import check_counts, check_one_meaning, check_suite_copy
 from butterfly.runs.lock import writer_alive
 from butterfly.runs.records import CallRecord, RunManifest, RunParams
@@ -103,6 +104,8 @@ class Run:
     _turns: dict[tuple[ParseMode | None, Protocol | None], dict[TurnKey, Turn]] = field(
         default_factory=dict, repr=False, compare=False)
     compactor: Compactor = field(default_factory=Compactor, repr=False, compare=False)
+    digest: Digest = field(default_factory=lambda: Digest(0, None), compare=False)
+    """What was verified of its content (:mod:`butterfly.runs.digest`)."""
 
     @property
     def params(self) -> RunParams:
@@ -148,7 +151,8 @@ class Run:
 
 def load_run(path: Path | str) -> Run:
     """Read a run directory: manifest, suite copy, and the latest record of every call, after
-    checking them against each other (:mod:`butterfly.runs.integrity`). A manifest that says
+    checking them against each other and against the manifest's seal
+    (:mod:`butterfly.runs.integrity`, :mod:`butterfly.runs.digest`). A manifest that says
     ``running`` while no process holds the directory's write lock is read as ``interrupted``."""
     out = Path(path)
     if not (out / MANIFEST).is_file():
@@ -168,7 +172,8 @@ def load_run(path: Path | str) -> Run:
 def run_of(out: Path, manifest: RunManifest, suite: Sequence[Scenario], state: RunState) -> Run:
     """The :class:`Run` of a state already read (or just played): nothing is read again."""
     records = state.done if not state.failed else {**state.failed, **state.done}
-    return Run(out, manifest, tuple(suite), records, compactor=state.compactor)
+    return Run(out, manifest, tuple(suite), records, compactor=state.compactor,
+               digest=state.digest)
 
 
 def check_same_scenarios(runs: Sequence[Run]) -> None:

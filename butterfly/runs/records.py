@@ -5,6 +5,11 @@ A run directory holds:
 - ``suite.jsonl``: a copy of the suite, so a run can be scored anywhere, years later;
 - ``calls.jsonl``: one record per model call, appended and flushed as each call ends. The raw
   answer is always kept beside the parsed spec or the abstention reason.
+
+Version 2 (issue 21) adds tamper evidence over content: each call record links to the rolling
+digest of the lines before it (``chain_sha256``) and the manifest carries a ``seal``
+(:mod:`butterfly.runs.digest`). Version 1 records and manifests, made before the digest, still
+read: they have neither.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from butterfly.core.vocab import (
     Via,
 )
 
-RUN_SCHEMA_VERSION: Literal[1] = 1
+RUN_SCHEMA_VERSION: Literal[2] = 2
+"""The version written now; version 1 (before the digest) is still read."""
+SHA256 = r"^[0-9a-f]{64}$"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -156,9 +163,35 @@ class MergedShard(BaseModel):
     status: RunStatus
 
 
+class Seal(BaseModel):
+    """What a reader checks a run's content against (docs/running.md, "Tamper evidence")."""
+
+    model_config = _STRICT
+    records: int = Field(ge=0, description="The lines of calls.jsonl the seal covers (all of "
+                         "them once the run is closed).")
+    calls_sha256: str = Field(pattern=SHA256, description="The rolling digest of those lines: "
+                              "C_0 = 64 zeros, C_n = sha256(C_(n-1) as hex + line n's bytes, "
+                              "newline included).")
+    sha256: str = Field(pattern=SHA256, description="sha256 of this manifest as canonical JSON "
+                        "(sorted keys, no spaces) without this field: its parameters, counts, "
+                        "status and the two fields above.")
+
+
+class Repair(BaseModel):
+    """``butterfly repair``: when and how the run directory was rebuilt."""
+
+    model_config = _STRICT
+    at: str
+    rebuilt_manifest: bool = Field(description="The manifest was lost or unreadable and was "
+                                   "rebuilt from the records and the flags given.")
+    dropped: tuple[str, ...] = Field(description="Each line of calls.jsonl left out, with why.")
+    found: str = Field(description="What the digest found before the repair.")
+
+
 class RunManifest(BaseModel):
     model_config = _STRICT
-    schema_version: Literal[1] = RUN_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = Field(RUN_SCHEMA_VERSION, description="2: sealed (issue "
+                                          "21); 1: made before the digest, read unsealed.")
     kind: Literal["butterfly-run"] = "butterfly-run"
     butterfly_version: str
     git_commit: str | None
@@ -186,6 +219,16 @@ class RunManifest(BaseModel):
         "scripted. A run resumed through the other path lists both.")
     merged_from: tuple[MergedShard, ...] = Field(
         (), description="butterfly merge: the shard directories this run was joined from.")
+    repaired: tuple[Repair, ...] = Field(
+        (), description="butterfly repair: each time the directory was rebuilt.")
+    seal: Seal | None = Field(None, description="The digest of calls.jsonl and of this "
+                              "manifest (version 2); null in a version 1 manifest.")
+
+    @model_validator(mode="after")
+    def _sealed_from_version_2(self) -> RunManifest:
+        if (self.seal is not None) != (self.schema_version == 2):
+            raise ValueError("a version 2 manifest has a seal; a version 1 manifest has none")
+        return self
 
 
 class Tokens(BaseModel):
@@ -215,7 +258,11 @@ class CallRecord(BaseModel):
     """One model call: what was sent, what came back, and what the parser made of it."""
 
     model_config = _STRICT
-    schema_version: Literal[1] = RUN_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = Field(RUN_SCHEMA_VERSION, description="2: linked into the "
+                                          "file's digest; 1: made before the digest.")
+    chain_sha256: str | None = Field(None, pattern=SHA256, description="The rolling digest of "
+                                     "every line of calls.jsonl before this one (see the run "
+                                     "manifest's seal); null in a version 1 record.")
     scenario: str
     turn: int = Field(ge=1)
     layout: str = "E"
@@ -248,3 +295,9 @@ class CallRecord(BaseModel):
     cached: bool = False
     error: CallError | None = None
     at: str
+
+    @model_validator(mode="after")
+    def _linked_from_version_2(self) -> CallRecord:
+        if (self.chain_sha256 is not None) != (self.schema_version == 2):
+            raise ValueError("a version 2 record has chain_sha256; a version 1 record has none")
+        return self

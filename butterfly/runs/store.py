@@ -2,7 +2,8 @@
 
 A run directory holds ``manifest.json`` (what was run, its status), ``suite.jsonl`` (a copy of
 the suite) and ``calls.jsonl`` (one record per call, appended and flushed as each call ends).
-It is created once and then only appended to; the manifest is rewritten whole (atomically).
+It is created once and then only appended to; the manifest is rewritten whole (atomically),
+sealed each time with the digest of the records so far (:mod:`butterfly.runs.digest`).
 Reading a run for analysis is :mod:`butterfly.runs.reader`.
 """
 
@@ -28,9 +29,10 @@ from butterfly.core.prompts import PROMPT_VERSION, prompt_fingerprint
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import Protocol, RunStatus, SCBase, Strategy, Transport
 from butterfly.errors import UserError
-from butterfly.runs.calls import CallView, Compactor, Tally, iter_calls
+from butterfly.runs.calls import CallView, Compactor, Tally, iter_records
 from butterfly.runs.calls import read_calls as read_calls  # re-exported: callers read it here
-from butterfly.runs.integrity import CallIndex
+from butterfly.runs.digest import UNSEALED, Chain, Digest, Links, check_content, sealed
+from butterfly.runs.integrity import CallIndex, ParseCheck
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
@@ -87,6 +89,10 @@ class RunState:
     index: CallIndex[CallView] = field(default_factory=lambda: CallIndex(Path(CALLS)))
     tally: Tally = field(default_factory=Tally)
     compactor: Compactor = field(default_factory=Compactor)
+    chain: Chain = field(default_factory=Chain)
+    """The rolling digest of every line of calls.jsonl so far (continued by :class:`CallLog`)."""
+    unlinked: int = 0
+    """Leading records made before the digest (version 1)."""
 
     @property
     def done(self) -> dict[CallKey, CallView]:
@@ -105,24 +111,46 @@ class RunState:
     def lines(self) -> int:
         return self.tally.answered + self.tally.errors
 
+    @property
+    def digest(self) -> Digest:
+        seal = self.manifest.seal
+        return Digest(self.chain.records, None if seal is None else seal.records, self.unlinked)
+
 
 def read_state(out: Path, manifest: RunManifest, *, repair: bool = False) -> RunState:
-    """The run's records read once, line by line, into a :class:`RunState`."""
+    """The run's records read once, line by line, into a :class:`RunState`, each checked as it
+    is read: one answer per call, its spec the parse of its answer, its link into the digest;
+    then the manifest's seal against the digest."""
     state = RunState(manifest, CallIndex(out / CALLS))
-    for n, rec in iter_calls(out / CALLS, repair=repair):
+    links, parses = Links(out / CALLS, manifest.seal), ParseCheck(out / CALLS, manifest.params)
+    for n, line, rec in iter_records(out / CALLS, repair=repair):
         state.add(n, rec)
+        parses.add(n, rec)
+        links.add(n, line, rec.chain_sha256)
+    links.finish()
+    state.chain, state.unlinked = links.chain, links.unlinked
     return state
 
 
-def read_manifest(out: Path) -> RunManifest:
+def manifest_and_json(out: Path) -> tuple[RunManifest, dict[str, object]]:
+    """A run's manifest, and the JSON object it was read from (what its seal covers)."""
     mpath = out / MANIFEST
     try:
-        return RunManifest.model_validate_json(mpath.read_bytes())
+        data = mpath.read_bytes()
+        return RunManifest.model_validate_json(data), json.loads(data)
     except OSError as e:
         raise UserError(f"{mpath}: cannot read: {e.strerror or e}") from None
     except ValidationError as e:
         raise UserError(f"{mpath}: not a butterfly run manifest ({str(e).splitlines()[0]}): "
-                        "restore it from a copy, or run again into a new --out") from None
+                        "restore it from a copy, or rebuild it from the records with "
+                        "butterfly repair RUN and the run's flags") from None
+
+
+def read_manifest(out: Path) -> RunManifest:
+    """A run's manifest, refused when it differs from its seal."""
+    manifest, obj = manifest_and_json(out)
+    check_content(out / MANIFEST, manifest, obj)
+    return manifest
 
 
 def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, suite_sha: str,
@@ -134,12 +162,12 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
             f"(sha256 {old.suite.sha256[:12]}); this is {model} on {suite_path} "
             f"(sha256 {suite_sha[:12]}): choose another --out"
         )
-    if old.params.answer_key() != params.answer_key():
-        raise UserError(
-            f"--out {out} was run with other answer-changing parameters "
-            f"({json.dumps(old.params.answer_key())}); resume with the same ones or choose "
-            "another --out"
-        )
+    was, now_ = old.params.answer_key(), params.answer_key()
+    if was != now_:
+        differ = "; ".join(f"{k} {json.dumps(was[k])} (this is {json.dumps(now_[k])})"
+                           for k in now_ if was.get(k) != now_[k])
+        raise UserError(f"--out {out} was run with other answer-changing parameters: {differ}; "
+                        "resume with the same ones or choose another --out")
     if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol, params.sc_base):
         raise UserError(
             f"--out {out} was run with a different prompt "
@@ -172,10 +200,9 @@ def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) ->
     copy = out / SUITE_COPY
     if not copy.is_file() or hashlib.sha256(copy.read_bytes()).hexdigest() != old.suite.sha256:
         _copy_suite(suite_path, copy)  # restore the copy from the (checked) suite file
-    manifest = old.model_copy(update={"params": params, "updated_at": now(),
-                                      "status": "running", "failure": None})
-    write_manifest(out, manifest)
-    state.manifest = manifest
+    manifest = old.model_copy(update={"params": params, "updated_at": now(), "status": "running",
+                                      "failure": None, "schema_version": 2})
+    state.manifest = write_manifest(out, manifest, state.chain)  # a run made before: sealed now
     return state
 
 
@@ -187,9 +214,11 @@ def _copy_suite(suite_path: Path, copy: Path) -> None:
 
 
 def _unstarted(out: Path, old: RunManifest) -> bool:
-    """A run that never recorded a call (it could not start, or every call was refused)."""
+    """A run that never recorded a call (it could not start, or every call was refused); a
+    repaired one is resumed whatever it kept."""
     calls = out / CALLS
-    return old.n_calls == 0 and (not calls.exists() or calls.stat().st_size == 0)
+    return (old.n_calls == 0 and not old.repaired
+            and (not calls.exists() or calls.stat().st_size == 0))
 
 
 def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
@@ -202,8 +231,9 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
     except OSError as e:
         raise UserError(f"{suite_path}: cannot read: {e.strerror or e}") from None
     if (out / MANIFEST).exists():
-        old = read_manifest(out)
+        old, obj = manifest_and_json(out)
         if not _unstarted(out, old):
+            check_content(out / MANIFEST, old, obj)
             _check_same_run(out, old, model, suite_path, suite_sha, params)
             return _resume(out, old, params, suite_path)
         for name in (MANIFEST, CALLS, SUITE_COPY):
@@ -229,20 +259,22 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         started_at=stamp,
         updated_at=stamp,
         status="running",
+        seal=UNSEALED,
     )
-    write_manifest(out, manifest)
-    return RunState(manifest, CallIndex(out / CALLS))
+    return RunState(write_manifest(out, manifest, Chain()), CallIndex(out / CALLS))
 
 
 def note_transport(out: Path, state: RunState, way: Transport) -> None:
     """Add ``way`` to the manifest's ``transports`` (written now: a killed run keeps it)."""
     if way not in state.manifest.transports:
-        state.manifest = state.manifest.model_copy(
-            update={"transports": (*state.manifest.transports, way)})
-        write_manifest(out, state.manifest)
+        state.manifest = write_manifest(out, state.manifest.model_copy(
+            update={"transports": (*state.manifest.transports, way)}), state.chain)
 
 
-def write_manifest(out: Path, manifest: RunManifest) -> None:
+def write_manifest(out: Path, manifest: RunManifest, chain: Chain) -> RunManifest:
+    """Seal ``manifest`` with ``chain`` (the digest of calls.jsonl as it is now) and write it
+    atomically; the manifest as written."""
+    manifest = sealed(manifest, chain)
     tmp = out / (MANIFEST + ".tmp")
     try:
         tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -251,6 +283,7 @@ def write_manifest(out: Path, manifest: RunManifest) -> None:
         with contextlib.suppress(OSError):  # no stray temporary file
             tmp.unlink()
         raise UserError(f"{out / MANIFEST}: cannot write: {e.strerror or e}") from None
+    return manifest
 
 
 def close_run(out: Path, state: RunState, status: RunStatus,
@@ -269,24 +302,27 @@ def close_run(out: Path, state: RunState, status: RunStatus,
     }
     if params is not None:
         update["params"] = params
-    manifest = state.manifest.model_copy(update=update)
-    write_manifest(out, manifest)
-    state.manifest = manifest
-    return manifest
+    state.manifest = write_manifest(out, state.manifest.model_copy(update=update), state.chain)
+    return state.manifest
 
 
 class CallLog:
-    """Append-only writer of call records: one line per call, flushed as it is written."""
+    """Append-only writer of call records: one line per call, flushed as it is written, each
+    linked to the digest of the lines before it (``chain``, continued)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, chain: Chain) -> None:
+        self._chain = chain
         try:
-            self._f: IO[str] = path.open("a", encoding="utf-8")
+            self._f: IO[bytes] = path.open("ab")
         except OSError as e:
             raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
 
     def append(self, record: CallRecord) -> None:
-        self._f.write(record.model_dump_json() + "\n")
+        linked = record.model_copy(update={"chain_sha256": self._chain.sha256})
+        line = (linked.model_dump_json() + "\n").encode("utf-8")
+        self._f.write(line)
         self._f.flush()
+        self._chain.add(line)
 
     def close(self) -> None:
         self._f.close()

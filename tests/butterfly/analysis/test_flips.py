@@ -21,7 +21,8 @@ SCENARIOS = [s for s in generate(proportional_counts(80), seed=12) if len(s.turn
 def _rec(s: Scenario, turn: int, layout: str, repeat: int, spec: dict[str, str] | None,
          error: bool = False) -> CallRecord:
     return CallRecord(
-        scenario=s.id, turn=turn, layout=layout, repeat=repeat, messages_sha256="0" * 64,
+        chain_sha256="0" * 64, scenario=s.id, turn=turn, layout=layout, repeat=repeat,
+        messages_sha256="0" * 64,
         messages_added=(), raw=None if error else json.dumps(spec),
         spec=None if error else spec, abstention=None if spec or error else "unsure",
         latency_s=0.0, attempts=1, at="2026-01-01T00:00:00+00:00",
@@ -91,6 +92,24 @@ def test_classify_edge_cases() -> None:
     assert classify({"E": "PP", "Q": ""}) == "stable-pass"
     assert classify({"E": "", "Q": "F", "H": "P"}) == "layout-sensitive"
     assert classify({"E": "", "Q": "", "H": ""}) == "incomplete"
+
+
+def test_runs_that_differ_are_not_layout_sensitive() -> None:
+    """Two runs (two models) whose layouts each agree, but which disagree with each other: a
+    difference between the runs, not a layout's (it was called layout-sensitive)."""
+    runs = {"a:E": 0, "a:Q": 0, "b:E": 1, "b:Q": 1}
+    assert classify({"a:E": "PP", "a:Q": "PP", "b:E": "FF", "b:Q": "AF"}, runs) == "runs-differ"
+    assert classify({"a:E": "PP", "a:Q": "FF", "b:E": "FF", "b:Q": "FF"},
+                    runs) == "layout-sensitive"  # within run a, the layouts disagree
+    assert classify({"a:E": "PP", "a:Q": "PP", "b:E": "PF", "b:Q": "FF"}, runs) == "noisy"
+    assert classify({"a:E": "P", "b:E": "P"}, runs) == "stable-pass"
+    d = SCENARIOS[3]
+    recs = _records({(d.id, "E", 0): "P"})
+    wrong = _records({(d.id, "E", 0): "F"})
+    grid = flip_grid([d], [Column("a", "E", 1, recs, run=0), Column("b", "E", 1, wrong, run=1)])
+    assert grid["scenarios"][0]["class"] == "runs-differ" and grid["counts"]["runs-differ"] == 1
+    one = flip_grid([d], [Column("", "E", 1, recs)])
+    assert "runs-differ" not in one["counts"]  # one run: no such class (score's flips)
 
 
 def test_audit_uses_the_complete_repeats_when_one_is_incomplete() -> None:

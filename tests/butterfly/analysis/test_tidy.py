@@ -100,6 +100,29 @@ def test_runs_lists_every_run_directory(runs: dict[str, Path], tmp_path: Path) -
     assert r.returncode == 0 and "unreadable" in r.stdout
 
 
+def test_runs_shows_no_cost_when_no_answer_is_priced(runs: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    """Every call of a run failed: nothing was priced, so no cost (it showed $0.0000)."""
+    from conftest import rewrite_calls, rewrite_manifest
+
+    out = tmp_path / "failed"
+    out.mkdir()
+    for name in ("manifest.json", "suite.jsonl", "calls.jsonl"):
+        (out / name).write_bytes((runs["oracle"] / name).read_bytes())
+    failed = []
+    for line in (out / "calls.jsonl").read_text().splitlines()[:2]:
+        rec = json.loads(line)
+        rec.update(raw=None, spec=None, abstention=None, cost_usd=None,
+                   error={"kind": "connection", "message": "refused"})
+        failed.append(json.dumps(rec))
+    rewrite_calls(out, failed)
+    rewrite_manifest(out, status="incomplete", n_calls=0, n_provider_errors=2)
+    data = json.loads(run_cli("runs", str(tmp_path), "--json").stdout)
+    assert data[0]["path"].endswith("failed") and data[0]["cost_usd"] is None, data[0]
+    row = next(x for x in run_cli("runs", str(tmp_path)).stdout.splitlines() if "failed" in x)
+    assert row.split()[-1] == "-" and "$" not in row
+
+
 def test_export_refuses_an_unknown_level(runs: dict[str, Path]) -> None:
     r = run_cli("export", str(runs["oracle"]), "--csv", "-", "--level", "scenario")
     assert r.returncode == 2

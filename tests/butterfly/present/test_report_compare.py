@@ -83,3 +83,68 @@ def test_a_compare_link_opens_the_transcript(runs: list[Path], tmp_path: Path) -
         view = d.find_element(By.ID, "t-view")
         assert sid in view.find_element(By.TAG_NAME, "h3").text
         assert "script/last-edit" in view.text
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """A (the oracle) and B (a noisy oracle), four repeats each: B fails some repeats."""
+    base = tmp_path_factory.mktemp("repeated")
+    made = []
+    for name in ("oracle", "noisy:p=0.5"):
+        out = base / name.replace(":", "-")
+        r = run_cli("run", "--model", f"script/{name}", "--out", str(out), "--limit",
+                    str(LIMIT), "--repeats", "4", "--no-cache")
+        assert r.returncode == 0, r.stderr
+        made.append(out)
+    return made
+
+
+def _verdicts(m: dict) -> dict[tuple[int, str, int], str]:  # type: ignore[type-arg]
+    return {(c["r"], c["id"], c["k"]): c["v"] for c in m["conversations"]}
+
+
+def test_compare_links_open_the_repeats_that_show_the_regression(repeated: list[Path]) -> None:
+    m = build(repeated, compare_method="bh", q=0.5)
+    verdicts = _verdicts(m)
+    found = m["compare"][0]["regressed"]
+    assert found
+    for x in found:
+        a, b = x["a"], x["b"]
+        assert verdicts[(0, x["id"], a["k"])] == a["v"] == "P"
+        assert verdicts[(1, x["id"], b["k"])] == b["v"] == "F"
+        assert b["href"] == f"#t/1/{x['id']}/E/{b['k']}"
+        assert [y["k"] for y in x["b_all"]] == [0, 1, 2, 3]
+        assert all(verdicts[(1, x["id"], y["k"])] == y["v"] for y in x["b_all"])
+    # the premise of the defect (bh reads every pair; diff reads the first only, so the
+    # scenarios it finds fail at repeat 0): repeat 0 of B passes in a regressed scenario
+    assert any(verdicts[(1, x["id"], 0)] == "P" for x in found)
+
+
+def test_a_compare_link_opens_a_failing_repeat_of_b_in_chromium(repeated: list[Path],
+                                                                tmp_path: Path) -> None:
+    why = missing()
+    if why is not None:
+        pytest.fail(why)
+    from selenium.webdriver.common.by import By
+
+    html = tmp_path / "r.html"
+    r = run_cli("report", *map(str, repeated), "--html", str(html), "--compare-method", "bh",
+                "--q", "0.5")
+    assert r.returncode == 0, r.stderr
+    m = build(repeated, compare_method="bh", q=0.5)
+    verdicts = _verdicts(m)
+    x = next(x for x in m["compare"][0]["regressed"] if verdicts[(1, x["id"], 0)] == "P")
+    with chrome(tmp_path / "profile") as d:
+        d.get(html.as_uri())
+        assert wait_ready(d) == "1"
+        link = d.find_element(By.CSS_SELECTOR, f'#compare a.tlink[href="{x["b"]["href"]}"]')
+        link.click()
+        view = d.find_element(By.ID, "t-view")
+        assert x["id"] in view.find_element(By.TAG_NAME, "h3").text
+        note = view.find_element(By.CSS_SELECTOR, "p.note").text
+        assert f"repeat {x['b']['k']}: final answer wrong" in note, note
+        every = d.find_elements(By.CSS_SELECTOR, f'#compare a.rlink[href^="#t/1/{x["id"]}/"]')
+        assert [e.text for e in every] == [f"{y['k']}{'✓' if y['v'] == 'P' else '✗'}"
+                                           for y in x["b_all"]]
+        every[0].click()  # repeat 0 of B, which passed
+        assert "repeat 0: final match" in view.find_element(By.CSS_SELECTOR, "p.note").text

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import rewrite_calls, rewrite_manifest
 from rich.console import Console
 
 from butterfly.cli import build_parser, main
@@ -39,10 +40,8 @@ def evil_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     calls = out / "calls.jsonl"
     recs = [json.loads(x) for x in calls.read_text().splitlines()]
     recs[0]["raw"] = EVIL + recs[0]["raw"]
-    calls.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    m = json.loads((out / "manifest.json").read_text())
-    m["model"] = "script/noop" + EVIL
-    (out / "manifest.json").write_text(json.dumps(m))
+    rewrite_calls(out, [json.dumps(r) for r in recs])  # as a model answering so leaves it
+    rewrite_manifest(out, model="script/noop" + EVIL)
     return out
 
 

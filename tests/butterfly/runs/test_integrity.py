@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, rewrite_manifest
 
 from butterfly.cli import main
 from butterfly.runs.lock import LOCK, writer_lock
@@ -97,9 +97,7 @@ def test_a_run_whose_writer_died_reads_as_interrupted(tmp_path: Path,
 
     out = tmp_path / "run"
     oracle_run(capsys, out)
-    m = manifest(out)
-    m["status"] = "running"  # as a run killed mid-way leaves it
-    (out / "manifest.json").write_text(json.dumps(m))
+    rewrite_manifest(out, status="running")  # as a run killed mid-way leaves it
     assert not writer_alive(out)
     assert load_run(out).manifest.status == "interrupted"
     with writer_lock(out):
@@ -166,17 +164,6 @@ def test_an_edited_suite_copy_is_refused_with_the_way_back(
     assert cli(capsys, "score", str(out))[0] == 0
 
 
-def test_an_emptied_calls_file_under_a_complete_manifest_is_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "run"
-    oracle_run(capsys, out)
-    (out / "calls.jsonl").write_text("")
-    code, _, err = cli(capsys, "score", str(out))
-    assert code == 1 and "holds 0 answered" in err and "re-run" in err, err
-    oracle_run(capsys, out)  # the recovery the message names: ask the calls again
-    assert cli(capsys, "score", str(out))[0] == 0
-
-
 def test_two_answers_for_one_call_are_refused(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
@@ -184,13 +171,22 @@ def test_two_answers_for_one_call_are_refused(tmp_path: Path,
     calls = out / "calls.jsonl"
     lines = calls.read_text().splitlines()
     calls.write_text("\n".join([*lines, lines[0]]) + "\n")
-    m = manifest(out)
-    m["n_calls"] = len(lines) + 1  # as a second writer would have counted
-    (out / "manifest.json").write_text(json.dumps(m))
+    rewrite_manifest(out, n_calls=len(lines) + 1)  # as a second writer would have counted
     code, _, err = cli(capsys, "score", str(out))
     assert code == 1 and "a second answer for call" in err and "line 1" in err, err
     code, _, err = cli(capsys, "run", *ORACLE, "--out", str(out), "--limit", "3")
     assert code == 1 and "a second answer" in err
+
+
+def test_a_resume_with_other_parameters_names_only_those_that_differ(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    oracle_run(capsys, out)
+    code, _, err = cli(capsys, "run", *ORACLE, "--out", str(out), "--limit", "3",
+                       "--temperature", "0.5", "--seed", "7")
+    assert code == 1 and err.count("\n") == 1, err
+    assert "temperature 0.0 (this is 0.5); seed 0 (this is 7); resume" in err, err
+    assert "max_tokens" not in err and "model_args" not in err  # those agree: not shown
 
 
 # --- scope ------------------------------------------------------------------------------------

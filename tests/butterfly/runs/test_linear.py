@@ -104,7 +104,7 @@ def test_restate_sends_the_whole_list_each_turn(tmp_path: Path, chain: Scenario)
 
 def test_each_record_validated_once_and_close_reads_nothing(
         tmp_path: Path, chain: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
-    reads = _counting(monkeypatch, store, "iter_calls")
+    reads = _counting(monkeypatch, store, "iter_records")
     _play(tmp_path, chain)
     assert reads[0] == 0  # a fresh run: the file is written, never read back
     validated = _counting(monkeypatch, calls.CallRecord, "model_validate_json")

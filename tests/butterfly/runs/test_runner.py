@@ -344,7 +344,7 @@ def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
 def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) -> None:
     """A run interrupted after its first scenario (its records cut back to it, its manifest
     saying so, as a Ctrl-C leaves it): the rest were never played."""
-    from conftest import run_cli
+    from conftest import rewrite_calls, rewrite_manifest, run_cli
 
     out = tmp_path / "run"
     assert run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "3",
@@ -353,10 +353,8 @@ def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) ->
     first = SCENARIOS[0].id
     kept = [line for line in calls.read_text().splitlines()
             if json.loads(line)["scenario"] == first]
-    calls.write_text("".join(line + "\n" for line in kept))
-    manifest = json.loads((out / "manifest.json").read_text())
-    manifest.update(status="interrupted", n_calls=len(kept))
-    (out / "manifest.json").write_text(json.dumps(manifest))
+    rewrite_calls(out, kept)
+    rewrite_manifest(out, status="interrupted", n_calls=len(kept))
     s = _score(out)
     assert s["not_played"] == 2 and s["incomplete"] == 0 and s["n_scenarios"] == 1
     text = run_cli("score", str(out)).stdout
@@ -368,7 +366,8 @@ def test_progress_counts_only_generated_tokens() -> None:
     from butterfly.runs.records import CallRecord, Tokens
 
     def rec(cached: bool) -> CallRecord:
-        return CallRecord(scenario="s", turn=1, messages_sha256="0" * 64, messages_added=(),
+        return CallRecord(chain_sha256="0" * 64, scenario="s", turn=1, messages_sha256="0" * 64,
+                          messages_added=(),
                           raw="{}", spec=None, abstention="no_json", latency_s=0.0,
                           tokens=Tokens(completion=100), attempts=1, cached=cached,
                           at="2026-01-01T00:00:00+00:00")

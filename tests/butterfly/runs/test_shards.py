@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, rewrite_calls, rewrite_manifest
 
 import butterfly
 from butterfly.analysis.scoring import score_run
@@ -173,9 +173,7 @@ def test_merge_prompt_and_version_must_match(sweep: tuple[Path, list[Path]],
                               ("butterfly_version", "0.0.1", "butterfly 0.0.1")):
         edited = tmp_path / field
         subprocess.run(["cp", "-r", str(s2), str(edited)], check=True)
-        data = json.loads((edited / "manifest.json").read_text())
-        data[field] = value
-        (edited / "manifest.json").write_text(json.dumps(data))
+        rewrite_manifest(edited, **{field: value})
         _refused([s1, edited], tmp_path / "m", f"not shards of one sweep: .*{why}")
 
 
@@ -185,11 +183,9 @@ def test_merge_refuses_a_call_in_two_shards(sweep: tuple[Path, list[Path]],
     dup = tmp_path / "dup"
     subprocess.run(["cp", "-r", str(s2), str(dup)], check=True)
     first = (s1 / "calls.jsonl").read_text().splitlines()[0]
-    with (dup / "calls.jsonl").open("a") as f:
-        f.write(first + "\n")
+    rewrite_calls(dup, [*(dup / "calls.jsonl").read_text().splitlines(), first])
     data = json.loads((dup / "manifest.json").read_text())
-    data["n_calls"] += 1  # so that the shard alone reads as intact
-    (dup / "manifest.json").write_text(json.dumps(data))
+    rewrite_manifest(dup, n_calls=data["n_calls"] + 1)  # the shard alone reads as intact
     _refused([s1, dup], tmp_path / "m", "not in shard 2/2's slice: a call copied between "
              "shards")
 
@@ -201,7 +197,7 @@ def test_merge_reads_each_shard_through_the_integrity_checks(
     subprocess.run(["cp", "-r", str(s2), str(cut)], check=True)
     lines = (cut / "calls.jsonl").read_text().splitlines(keepends=True)
     (cut / "calls.jsonl").write_text("".join(lines[:-3]))
-    _refused([s1, cut], tmp_path / "m", "the manifest .* counts")
+    _refused([s1, cut], tmp_path / "m", "the manifest's seal covers")
 
 
 def test_a_killed_merge_leaves_no_run(sweep: tuple[Path, list[Path]], tmp_path: Path,
@@ -291,14 +287,18 @@ def test_merge_refuses_other_layouts_and_a_shard_being_written(
     _refused([s1, tmp_path / "e"], tmp_path / "m", "not shards of one sweep: .*--layouts E,Q")
     live = tmp_path / "live"
     subprocess.run(["cp", "-r", str(s2), str(live)], check=True)
-    data = json.loads((live / "manifest.json").read_text())
-    data["status"] = "running"
-    (live / "manifest.json").write_text(json.dumps(data))
+    rewrite_manifest(live, status="running")
     with writer_lock(live):
         _refused([s1, live], tmp_path / "m", "still being written")
     merge([s1, live], tmp_path / "m")  # its writer died: read as interrupted, and merged
     m = RunManifest.model_validate_json((tmp_path / "m" / "manifest.json").read_text())
     assert m.status == "interrupted"
+
+
+def test_merge_takes_str_paths(sweep: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    _, (s1, s2) = sweep
+    m = merge([str(s2), str(s1)], str(tmp_path / "m"))  # it raised AttributeError on a str
+    assert m.status == "complete" and len(m.merged_from) == 2
 
 
 def test_cli_refusals_are_one_line_with_exit_1(sweep: tuple[Path, list[Path]], tmp_path: Path,
@@ -311,3 +311,29 @@ def test_cli_refusals_are_one_line_with_exit_1(sweep: tuple[Path, list[Path]], t
                  str(tmp_path / "x")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--shard takes I/N" in err and not (tmp_path / "x").exists()
+
+
+def _content(run: Path) -> list[dict[str, object]]:
+    return [{k: v for k, v in json.loads(x).items() if k != "chain_sha256"}
+            for x in (run / "calls.jsonl").read_text().splitlines()]
+
+
+def test_merge_links_the_records_anew_and_keeps_their_content(
+        sweep: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    from butterfly.runs.reader import load_run
+
+    _, (s1, s2) = sweep
+    merge([s2, s1], tmp_path / "m")
+    assert _content(tmp_path / "m") == _content(s1) + _content(s2)
+    n = len(_content(tmp_path / "m"))
+    assert load_run(tmp_path / "m").digest.label() == f"sealed ({n} records)"
+    old = tmp_path / "old"  # shard 2 as the harness wrote it before the digest
+    subprocess.run(["cp", "-r", str(s2), str(old)], check=True)
+    recs = [{**r, "schema_version": 1} for r in _content(old)]
+    (old / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    m = json.loads((old / "manifest.json").read_text())
+    m.update(schema_version=1)
+    del m["seal"], m["repaired"]
+    (old / "manifest.json").write_text(json.dumps(m))
+    _refused([s1, old], tmp_path / "m2", "not shards of one sweep: a manifest of version 2 vs "
+             "a manifest of version 1")
