@@ -311,6 +311,16 @@ def oracle_kind(reason: str) -> str:
     return hits.pop()
 
 
+def agreed_violation(scenario: Any) -> tuple[int, str] | None:
+    """(turn, short code) of the oracle's first violation, or None, asserting that the naive
+    twin says the same (the example-based tests' check)."""
+    v = check(scenario)
+    got = None if v is None else (v.turn, oracle_kind(v.reason))
+    expected = naive(scenario)
+    assert got == (expected if isinstance(expected, tuple) else None), scenario.to_json()
+    return got
+
+
 def oracle_outcome(scenario: Any) -> list[dict[str, str]] | tuple[int, str]:
     """The oracle's answer in the naive engine's shape: specs, or ``(turn, kind)``."""
     v = check(scenario)

@@ -15,13 +15,7 @@ UNDO_LAST = simple_turn("undo_last")
 UNDO_EARLIEST = simple_turn("undo_earliest")
 
 
-def kind(scenario: oracle.Scenario) -> tuple[int, str] | None:
-    """(turn, short code) of the oracle's first violation; the naive twin agrees."""
-    v = oracle.check(scenario)
-    got = None if v is None else (v.turn, naive.oracle_kind(v.reason))
-    expected = naive.naive(scenario)
-    assert got == (expected if isinstance(expected, tuple) else None), scenario.to_json()
-    return got
+kind = naive.agreed_violation
 
 
 def redo(text: str) -> dict[str, str]:
