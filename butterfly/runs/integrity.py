@@ -81,7 +81,8 @@ class CallIndex(Generic[R]):
 class ParseCheck:
     """Each stored spec or abstention is what the parser makes of the stored raw answer, read
     as the run read it when it played (its ``--parse`` and ``--protocol``, a truncated answer
-    an abstention): an edited spec, or an edited answer under its old spec, is refused. The
+    an abstention, an answer cut at ``--max-answer-chars`` too_large): an edited spec, or an
+    edited answer under its old spec, is refused. The
     parses of the last :data:`HELD` distinct answers are kept (repeated answers: parsed once)."""
 
     HELD = 4096
@@ -104,7 +105,11 @@ class ParseCheck:
     def add(self, n: int, rec: CallRecord) -> None:
         if rec.raw is None:
             return
-        if self._parse(rec.raw, rec.finish_reason == "length") != (rec.spec, rec.abstention):
+        if rec.raw_chars is not None:  # cut at the response-size cap: too_large, whatever is left
+            want: tuple[dict[str, str] | None, str | None] = (None, "too_large")
+        else:
+            want = self._parse(rec.raw, rec.finish_reason == "length")
+        if want != (rec.spec, rec.abstention):
             stored = "abstention" if rec.spec is None else "spec"
             raise UserError(
                 f"{self.path}:{n}: the stored {stored} is not the parse of the stored raw "

@@ -28,7 +28,7 @@ from typing import IO, Final
 from pydantic import ValidationError
 
 from butterfly import __version__
-from butterfly.core.prompts import added_messages
+from butterfly.core.prompts import PROMPT_VERSION, added_messages
 from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.errors import UserError
 from butterfly.runs.calls import Tally
@@ -111,6 +111,7 @@ def _rebuilt(out: Path, who: Identity) -> RunManifest:
         butterfly_version=__version__, git_commit=git_commit(), model=who.model,
         suite=SuiteRef(path=str(who.suite_path), sha256=sha, n_scenarios=len(chosen)),
         params=p, prompt_sha256=prompt_sha256(p.strategy, p.protocol, p.sc_base),
+        prompt_version=PROMPT_VERSION,  # its first prompts were checked to be this version's
         started_at=stamp, updated_at=stamp, status="interrupted", seal=UNSEALED)
 
 

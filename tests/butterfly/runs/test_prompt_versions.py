@@ -18,6 +18,7 @@ from butterfly.core.results import PromptLabel
 from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
 from butterfly.present.display import score_tables
 from butterfly.present.report import build, render_html
+from butterfly.runs.digest import chain_of
 from butterfly.runs.store import MANIFEST, prompt_sha256, read_manifest, write_manifest
 from butterfly.runs.versions import V2, prompt_label
 
@@ -36,7 +37,8 @@ def _as_v2(run: Path, out: Path) -> Path:
     shutil.copytree(run, out)
     old = read_manifest(out)
     write_manifest(out, old.model_copy(update={"prompt_sha256": V2_ZERO_SHOT,
-                                               "prompt_version": None}))
+                                               "prompt_version": None}),
+                   chain_of(out / "calls.jsonl"))  # sealed again, as a resume would
     assert "prompt_version" in (out / MANIFEST).read_text()  # written as null
     return out
 
@@ -73,7 +75,8 @@ def test_committed_runs_are_prompt_v2_and_score_as_before() -> None:
 def test_an_unknown_fingerprint_without_a_version_is_not_guessed(v3_run: Path,
                                                                  tmp_path: Path) -> None:
     out = _as_v2(v3_run, tmp_path / "old")
-    write_manifest(out, read_manifest(out).model_copy(update={"prompt_sha256": "0" * 64}))
+    write_manifest(out, read_manifest(out).model_copy(update={"prompt_sha256": "0" * 64}),
+                   chain_of(out / "calls.jsonl"))
     assert butterfly.score_run(out).prompt == PromptLabel(version=None, recorded=False,
                                                           sha256="0" * 64)
     assert "prompt before versions" in run_cli("score", str(out)).stdout
