@@ -4,7 +4,7 @@ Only parsing lives here; each command is a function of :mod:`butterfly.commands`
 over the Python API. Choices and defaults come from :mod:`butterfly.core.vocab`. A
 :class:`~butterfly.errors.UserError` is printed as one line on stderr with exit status 1;
 usage errors exit 2; an abstention from ``parse`` exits 3; a run left incomplete exits 4; a
-failed run exits 5; a run stopped by ``--max-cost`` exits 6 (:data:`EXIT_CODES`, shown by
+failed run exits 5; a run stopped by ``--max-cost`` exits 6 (``errors.EXIT_CODES``, shown by
 ``butterfly --help``).
 """
 
@@ -28,21 +28,10 @@ from butterfly.core.vocab import (
     VIAS,
 )
 from butterfly.core.vocab import DEFAULTS as D
-from butterfly.errors import BudgetStopped, RunFailed, UserError
+from butterfly.errors import EXIT_CODES, BudgetStopped, RunFailed, UserError
 
 Command = Callable[[argparse.Namespace], int]
 
-EXIT_CODES = """exit status:
-  0    success
-  1    user error: a bad option, file or run directory (one line on stderr, no traceback)
-  2    usage error (an unknown flag or a missing argument)
-  3    parse: the answer is an abstention
-  4    run: incomplete after provider errors (re-run the same command to complete it)
-  5    run, sequential, score: the run failed (the provider refused its calls; the reason is
-       on stderr and in the manifest)
-  6    run, sequential: stopped by --max-cost before a call could exceed it (status budget;
-       re-run with a larger --max-cost to complete it)
-  130  interrupted (answers so far are kept; re-run the same command to resume)"""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -116,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "another paraphrase of its family (ids ID.p0 .. ID.pK-1)")
     g.add_argument("--lengths", metavar="L[,L..]", help="chains of exactly these numbers of "
                    "turns (1 to 200) instead of the category mix, e.g. 5,10,20 or 40")
-    g.add_argument("--per-length", type=int, metavar="K",
-                   help="with --lengths: chains per length (12 when not given)")
+    g.add_argument("--per-length", type=int, metavar="K", help="with --lengths: chains per length "
+                   "(12 when not given)")
     g.add_argument("--ops", metavar="OP=W,..", help="with --lengths: op weights, e.g. "
                    "set=4,drop=1,undo_last=1,undo_ref=2,undo_earliest=1,redo=2,distractor=1,"
                    "indirect=1,coupling=1 (the default; unnamed ops get 0)")
@@ -126,11 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=commands.cmd_generate)
 
     v = sub.add_parser("validate", help="check suite files; first violation on stderr")
-    v.add_argument("files", nargs="+", metavar="SUITE",
-                   help="suite files (or names of frozen suites) to check")
-    v.add_argument("--readings", action="store_true",
-                   help="audit instead: per second reading (contract v3), how many scenarios and "
-                   "turns it would change (docs/readings.md)")
+    v.add_argument("files", nargs="+", metavar="SUITE", help="suite files or frozen suites' names")
+    v.add_argument("--readings", action="store_true", help="audit instead: what each second "
+                   "reading would change (docs/readings.md)")
     v.set_defaults(func=commands.cmd_validate)
 
     o = sub.add_parser("oracle", help="print the oracle's spec after every turn")
@@ -161,8 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "afresh with the initial spec and every edit so far")
     r.add_argument("--temperature", type=float, default=D.temperature,
                    help="sampling temperature (finite, 0 or more)")
-    r.add_argument("--max-tokens", type=int, default=D.max_tokens,
-                   help="most tokens per answer")
+    r.add_argument("--max-tokens", type=int, default=D.max_tokens, help="most tokens per answer")
     r.add_argument("--concurrency", type=int, default=D.concurrency,
                    help="conversations played at once")
     r.add_argument("--timeout", type=float, default=D.timeout, help="seconds per call")
