@@ -107,6 +107,16 @@ class ProviderError(Exception):
         self.retry_after = retry_after
 
 
+SERVER_PREFIXES: Final = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY"}
+"""Model-name prefixes of OpenAI-compatible servers (stripped on the wire; the fast path's with
+``--api-base``), and the environment variable holding each one's key (never recorded)."""
+
+
+def wire_model(model: str) -> str:
+    """The model name a server is given: ours without its server prefix."""
+    return next((model.removeprefix(p) for p in SERVER_PREFIXES if model.startswith(p)), model)
+
+
 def body(request: Request, model: str, *, merge_extra_body: bool = True) -> dict[str, Any]:
     """The chat-completions body of ``request`` for ``model``: messages, sampling, the seed
     (unless ``--no-seed``), the schema, then the model arguments as top-level keys. The fast

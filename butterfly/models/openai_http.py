@@ -38,15 +38,6 @@ BODY_LIMIT: Final = 64 << 20
 """The most of a response body the fast path reads (64 MiB): a larger one fails the call
 (``bad_response``) unread. Well above any answer the response-size cap keeps (1,000,000
 characters at most), so only a runaway server reaches it."""
-WIRE_PREFIXES: Final = ("openai/", "hosted_vllm/")
-"""Model-name prefixes the fast path serves with ``--api-base`` (stripped on the wire)."""
-
-
-def wire_model(model: str) -> str:
-    """The model name the server is given: ours without the routing prefix."""
-    return next((model.removeprefix(p) for p in WIRE_PREFIXES if model.startswith(p)), model)
-
-
 def request_body(request: Request, model: str) -> dict[str, Any]:
     """The chat-completions body: litellm's for these models (model arguments as top-level
     keys, then ``extra_body`` merged over them), :func:`butterfly.core.wire.body`."""
@@ -93,7 +84,7 @@ class OpenAIHTTPProvider:
         self.url = api_base.rstrip("/") + "/chat/completions"
         self.api_key = api_key
         self.model = model
-        """The name the server is given, when it is not ``wire_model`` of ours (local/)."""
+        """The name the server is given, when it is not ``wire.wire_model`` of ours (local/)."""
         self.price_model = price_model
         self.connections = max(1, connections)
         self._headers = {"Content-Type": "application/json"}
@@ -115,7 +106,7 @@ class OpenAIHTTPProvider:
         return self._session
 
     async def __call__(self, request: Request, timeout: float) -> Response:
-        data = json.dumps(request_body(request, self.model or wire_model(request.model)),
+        data = json.dumps(request_body(request, self.model or wire.wire_model(request.model)),
                           ensure_ascii=False).encode("utf-8")
         try:
             async with self.session().post(self.url, data=data, headers=self._headers,
