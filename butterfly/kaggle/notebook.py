@@ -8,8 +8,8 @@ in it); the frozen suite is one cell of data (``%%butterfly_data PATH``), checke
 manifest's sha256 when the notebook runs. So the notebook runs on Kaggle without installing this
 project, and a test fails when the committed notebook differs from a fresh build.
 
-The build is deterministic (no outputs, no execution counts, fixed cell ids, sorted keys):
-the same sources give the same bytes. It imports neither litellm nor kaggle_benchmarks.
+The build is deterministic (no outputs, no execution counts, fixed cell ids, sorted keys): the
+same sources give the same bytes. It imports neither litellm nor kaggle_benchmarks.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ MODULES: Final = (
     "butterfly/__init__.py",
     "butterfly/core/__init__.py",
     "butterfly/core/vocab.py",
+    "butterfly/core/wire.py",
     "butterfly/core/stats.py",
     "butterfly/core/extract.py",
     "butterfly/core/normalise.py",
@@ -96,8 +97,7 @@ def check_imports(sources: dict[str, str]) -> None:
                         f"{path}:{node.lineno}: imports {name}, which the notebook does not "
                         f"inline (inlined before it: {', '.join(sorted(loaded))}); add it to "
                         "butterfly.kaggle.notebook.MODULES or import it inside the function that "
-                        "needs it"
-                    )
+                        "needs it")
         loaded.add(module_name(path))
 
 

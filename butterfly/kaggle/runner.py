@@ -8,9 +8,10 @@ callables (``say`` puts the user's message in the chat, ``respond`` asks the mod
 this module is tested without it.
 
 This is the harness's second seam to models, beside ``butterfly.models``: kaggle-benchmarks owns
-the client (its SDK gives no way to share ours), so the notebook has its own retry loop and
-error classifier here. It shares their vocabulary with the CLI through ``butterfly.core.vocab``
-(:class:`RetryPolicy`, the transient HTTP statuses); it may import only ``butterfly.core`` and
+the client (its SDK gives no way to share ours), so the notebook has its own retry loop here.
+It shares the CLI's error classes (:func:`butterfly.core.wire.exception_kind`, the HTTP
+statuses as the fast path classifies them) and :class:`RetryPolicy` (``butterfly.core.vocab``);
+it may import only ``butterfly.core`` and
 ``oracle``, since the notebook inlines it.
 
 Why protocol ``json`` and not ``schema``: kaggle-benchmarks sends a schema as
@@ -34,7 +35,8 @@ from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import messages
 from butterfly.core.results import HorizonResult
 from butterfly.core.stats import proportion_interval
-from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy, is_transient_status
+from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy
+from butterfly.core.wire import exception_kind
 from oracle import Scenario, replay
 
 T = TypeVar("T")
@@ -92,41 +94,20 @@ ATTEMPTS: Final = KAGGLE_RETRY.retries + 1
 BASE_DELAY: Final = KAGGLE_RETRY.base
 MAX_DELAY: Final = KAGGLE_RETRY.cap
 """A call is tried up to ATTEMPTS times; the waits double from BASE_DELAY, capped at MAX_DELAY
-(2, 4, 8, 16, 32 s: about a minute in all before a scenario is given up). The policy and the
-transient HTTP statuses are ``butterfly.core.vocab``'s, shared with the CLI's client."""
-TRANSIENT_NAMES: Final = frozenset({
-    "APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadError",
-    "ReadTimeout", "WriteError", "WriteTimeout", "PoolTimeout", "RemoteProtocolError",
-    "NetworkError", "TimeoutException", "ServerError",
-})  # fmt: skip
-"""Exception classes (of openai, httpx, google-genai) that mean no answer came, not a refusal."""
-
-
+(2, 4, 8, 16, 32 s: about a minute in all before a scenario is given up). The policy is
+``butterfly.core.vocab``'s and the error classes ``butterfly.core.wire``'s, shared with the
+CLI's client."""
 class ProviderFailure(RuntimeError):
     """A call that still got no answer after every attempt: a provider error, never a model
     failure. The notebook's per-scenario task fails with it, and the scenario gets no verdict."""
 
 
-def status_of(exc: BaseException) -> int | None:
-    """The HTTP status an SDK exception carries (openai ``status_code``, google-genai ``code``,
-    httpx ``response.status_code``), if any."""
-    for value in (getattr(exc, "status_code", None), getattr(exc, "code", None),
-                  getattr(getattr(exc, "response", None), "status_code", None)):
-        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
-            return value
-    return None
-
-
 def is_transient(exc: BaseException) -> bool:
-    """True when retrying may help: rate limits, timeouts, 5xx, dropped connections. A request
-    the provider refused (400, 401, 403 such as "estimated cost exceeds your quota", 404) is
-    not retried: it would be refused again."""
-    status = status_of(exc)
-    if status is not None:
-        return is_transient_status(status)
-    if isinstance(exc, (ConnectionError, TimeoutError)):
-        return True
-    return any(cls.__name__ in TRANSIENT_NAMES for cls in type(exc).__mro__)
+    """True when retrying may help: rate limits, timeouts, 5xx, dropped connections (the CLI's
+    error classes, :func:`butterfly.core.wire.exception_kind`). A request the provider refused
+    (400, 401, 403 such as "estimated cost exceeds your quota", 404) is not retried: it would
+    be refused again."""
+    return exception_kind(exc) is not None
 
 
 def describe(exc: BaseException) -> str:

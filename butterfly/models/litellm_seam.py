@@ -23,11 +23,9 @@ import io
 import os
 import tokenize
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any, Final
 from urllib.parse import urlsplit
-
-from pydantic import JsonValue
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "True")
@@ -38,14 +36,14 @@ from litellm import exceptions as lx
 from litellm.router import Router
 from litellm.types.router import RouterRateLimitError, RouterRateLimitErrorBasic
 
+from butterfly.core import wire
 from butterfly.errors import UserError
-from butterfly.models.openai_http import completion_of
+from butterfly.models.prices import Rates, priced
 from butterfly.models.provider import (
     FatalProviderError,
     ProviderError,
     Request,
     Response,
-    answer_text,
     redact,
     refusal,
     retry_after_of,
@@ -115,21 +113,10 @@ def classify(e: Exception, secrets: tuple[str | None, ...] = ()
     return ProviderError("bad_response", msg)
 
 
-def model_kwargs(extra: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """The model arguments as litellm keyword arguments: each as it is; ``extra_body`` (sent in
-    the request body as it is, as vLLM and llama.cpp need for ``chat_template_kwargs``) a
-    copy, so merging never changes the run's parameters."""
-    out = {k: v for k, v in extra.items() if k != "extra_body"}
-    body = extra.get("extra_body")
-    if isinstance(body, dict):
-        out["extra_body"] = dict(body)
-    return out
-
-
 SHIPPED: frozenset[str] = frozenset(litellm.model_cost)
 """The price map's models as shipped, before any ``litellm.Router`` registers each of its
 deployments' models there without prices (which litellm would then price at $0)."""
-_RATES: dict[str, tuple[float, float] | None] = {}
+_RATES: dict[str, Rates | None] = {}
 UNPRICED = _RATES
 """The per-model look-ups (``bench/concurrency.py`` clears them between settings)."""
 
@@ -159,13 +146,13 @@ def _as_shipped() -> Iterator[None]:
             invalidate()
 
 
-def shipped_rates(model: str) -> tuple[float, float] | None:
+def shipped_rates(model: str) -> Rates | None:
     """USD per prompt and per completion token by the shipped map (None: unpriced); looked
     up once per model."""
     if model not in _RATES:
         with _as_shipped():
             p, c = _cost(model, 1000, 0, None), _cost(model, 0, 1000, None)
-        _RATES[model] = None if p is None or c is None else (p / 1000, c / 1000)
+        _RATES[model] = None if p is None or c is None else Rates(p / 1000, c / 1000, p / 1000)
     return _RATES[model]
 
 
@@ -179,49 +166,19 @@ def price(model: str, usage: Any) -> float | None:
     if rates is None or prompt is None or completion is None:
         return None
     live = _cost(model, prompt, completion, usage)
-    return live if live is not None else round(prompt * rates[0] + completion * rates[1], 10)
+    return live if live is not None else rates.usd(prompt, completion)
 
 
 def request_kwargs(request: Request, timeout: float, model: str) -> dict[str, object]:
     """What litellm is given for ``request`` (one place for the direct and the routed call):
-    messages, sampling, the seed (unless ``--no-seed``), the model arguments, the schema."""
-    kwargs: dict[str, object] = {
-        "model": model,
-        "messages": [dict(m) for m in request.messages],
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
-        "timeout": timeout,
-    }
-    if request.send_seed:
-        kwargs["seed"] = request.seed
-    kwargs.update(model_kwargs(request.extra))
-    if request.response_format is not None:
-        kwargs["response_format"] = dict(request.response_format)
-    return kwargs
+    the fast path's body (:func:`butterfly.core.wire.body`), ``extra_body`` as litellm's
+    argument, and the timeout."""
+    return {**wire.body(request, model, merge_extra_body=False), "timeout": timeout}
 
 
 def to_response(resp: Any, priced_as: str) -> Response:
     """Our :class:`Response` from litellm's completion (priced as the model ``priced_as``)."""
-    try:
-        choice = resp.choices[0]
-        content = choice.message.content
-        finish = choice.finish_reason
-    except (AttributeError, IndexError, KeyError, TypeError) as e:
-        raise ProviderError("bad_response", f"malformed completion: {e}") from e
-    usage = getattr(resp, "usage", None)
-    reasoning = getattr(choice.message, "reasoning_content", None)
-    return Response(
-        text=answer_text(content),
-        finish_reason=finish,
-        prompt_tokens=token_count(getattr(usage, "prompt_tokens", None)),
-        completion_tokens=token_count(getattr(usage, "completion_tokens", None)),
-        cached_tokens=token_count(getattr(getattr(usage, "prompt_tokens_details", None),
-                                   "cached_tokens", None)),
-        reasoning_tokens=token_count(getattr(getattr(usage, "completion_tokens_details", None),
-                                      "reasoning_tokens", None)),
-        cost_usd=price(priced_as, usage),
-        reasoning_content=reasoning if isinstance(reasoning, str) and reasoning else None,
-    )
+    return wire.response(resp, wire.OBJECTS, lambda _r, usage: price(priced_as, usage))
 
 
 RECEIVED: Final = "'response_object': "
@@ -266,7 +223,7 @@ def recovered(e: Exception, priced_as: str, secrets: tuple[str | None, ...]) -> 
     data = unconverted(e)
     if data is None:
         raise classify(e, secrets) from e
-    return completion_of(data, priced_as)
+    return wire.response(data, wire.JSON, priced(priced_as))
 
 
 class LiteLLMProvider:

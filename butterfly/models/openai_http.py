@@ -2,10 +2,11 @@
 aiohttp session, for ``--api-base`` servers (``openai/MODEL``, ``hosted_vllm/MODEL``) and the
 embedded server (``local/...``).
 
-It sends the body litellm sends for these models (``tests/butterfly/models/
-test_openai_http.py`` compares the two on the wire), classifies failures as
-:func:`butterfly.models.litellm_seam.classify` does, and prices calls from litellm's offline
-price map without importing litellm (:mod:`butterfly.models.prices`). One session per event
+It sends the body litellm sends for these models, built and read by the one module both
+transports share (:mod:`butterfly.core.wire`; ``tests/butterfly/models/test_openai_http.py``
+compares the two on the wire), classifies HTTP statuses by ``wire.status_kind``, and prices
+calls from litellm's offline price map without importing litellm
+(:mod:`butterfly.models.prices`). One session per event
 loop, its connector sized to the run's concurrency, so connections are reused and nothing
 below ``--concurrency`` caps the calls in flight. What it does not do that litellm does is in
 docs/running.md ("Transport").
@@ -22,119 +23,40 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from butterfly.core.vocab import TRANSIENT_STATUS
-from butterfly.models.prices import cost_usd
+from butterfly.core import wire
+from butterfly.models.prices import priced
 from butterfly.models.provider import (
     ProviderError,
     Request,
     Response,
-    answer_text,
-    reasoning_text,
     redact,
     refusal,
     retry_after_of,
-    token_count,
 )
 
 BODY_LIMIT: Final = 64 << 20
 """The most of a response body the fast path reads (64 MiB): a larger one fails the call
 (``bad_response``) unread. Well above any answer the response-size cap keeps (1,000,000
 characters at most), so only a runaway server reaches it."""
-WIRE_PREFIXES: Final = ("openai/", "hosted_vllm/")
-"""Model-name prefixes the fast path serves with ``--api-base`` (stripped on the wire)."""
-
-
-def wire_model(model: str) -> str:
-    """The model name the server is given: ours without the routing prefix."""
-    return next((model.removeprefix(p) for p in WIRE_PREFIXES if model.startswith(p)), model)
-
-
 def request_body(request: Request, model: str) -> dict[str, Any]:
     """The chat-completions body: litellm's for these models (model arguments as top-level
-    keys, then ``extra_body`` merged over them)."""
-    body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in request.messages],
-                            "temperature": request.temperature,
-                            "max_tokens": request.max_tokens}
-    if request.send_seed:
-        body["seed"] = request.seed
-    if request.response_format is not None:
-        body["response_format"] = dict(request.response_format)
-    body.update({k: v for k, v in request.extra.items() if k != "extra_body"})
-    extra_body = request.extra.get("extra_body")
-    if isinstance(extra_body, dict):
-        body.update(extra_body)
-    return body
-
-
-def _server_message(raw: bytes) -> str:
-    """The first line of a server's error: ``error.message`` of an OpenAI-style error body,
-    else the body's text."""
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict):
-            err = err.get("message") or err.get("detail") or err
-        text = err if isinstance(err, str) else json.dumps(err)
-    return text.strip().splitlines()[0] if text.strip() else ""
+    keys, then ``extra_body`` merged over them), :func:`butterfly.core.wire.body`."""
+    return wire.body(request, model)
 
 
 def status_error(status: int, headers: Mapping[str, str], raw: bytes,
                  secrets: tuple[str | None, ...] = ()) -> Exception:
-    """An HTTP error answer as our error classes (``classify``'s mapping for litellm)."""
-    msg = redact(f"HTTP {status}: {_server_message(raw)}", secrets)[:500]
-    if status == 429:
-        return ProviderError("rate_limit", msg, retry_after_of(headers))
-    if status == 408:
-        return ProviderError("timeout", msg)
-    if status >= 500 or status in TRANSIENT_STATUS:
-        return ProviderError("server", msg, retry_after_of(headers))
-    return refusal(msg)
-
-
-def _detail(usage: Mapping[str, Any], field: str, key: str) -> int | None:
-    details = usage.get(field)
-    return token_count(details.get(key)) if isinstance(details, dict) else None
+    """An HTTP error answer as our error classes (:func:`butterfly.core.wire.status_kind`)."""
+    msg = redact(f"HTTP {status}: {wire.server_message(raw)}", secrets)[:500]
+    kind = wire.status_kind(status)
+    if kind is None:
+        return refusal(msg)
+    return ProviderError(kind, msg, None if kind == "timeout" else retry_after_of(headers))
 
 
 def parse_completion(raw: bytes, price_model: str) -> Response:
     """A 200 answer's text, finish reason, tokens and price; ``bad_response`` if malformed."""
-    try:
-        data = json.loads(raw)
-    except ValueError as e:
-        raise _malformed(e, raw) from None
-    return completion_of(data, price_model, raw)
-
-
-def _malformed(e: Exception, raw: bytes) -> ProviderError:
-    head = raw[:120].decode("utf-8", errors="replace")
-    return ProviderError("bad_response", redact(f"malformed completion ({type(e).__name__}): "
-                                                f"{head}")[:500])
-
-
-def completion_of(data: Any, price_model: str, raw: bytes = b"") -> Response:
-    """A decoded completion's text (content parts joined), reasoning, finish reason, tokens
-    and price; ``bad_response`` if it is not one."""
-    try:
-        choice = data["choices"][0]
-        message = choice["message"]
-        text = answer_text(message.get("content"))
-        finish = choice.get("finish_reason")
-    except (KeyError, IndexError, TypeError, AttributeError) as e:
-        raise _malformed(e, raw or json.dumps(data, default=str).encode()) from None
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    prompt = token_count(usage.get("prompt_tokens"))
-    completion = token_count(usage.get("completion_tokens"))
-    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
-    return Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
-                    prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
-                    reasoning_tokens=_detail(usage, "completion_tokens_details",
-                                             "reasoning_tokens"),
-                    cost_usd=cost_usd(price_model, prompt, completion, cached),
-                    reasoning_content=reasoning_text(message))
+    return wire.response(wire.decode(raw), wire.JSON, priced(price_model), raw)
 
 
 async def read_body(r: aiohttp.ClientResponse, limit: int = BODY_LIMIT) -> bytes:
@@ -162,7 +84,7 @@ class OpenAIHTTPProvider:
         self.url = api_base.rstrip("/") + "/chat/completions"
         self.api_key = api_key
         self.model = model
-        """The name the server is given, when it is not ``wire_model`` of ours (local/)."""
+        """The name the server is given, when it is not ``wire.wire_model`` of ours (local/)."""
         self.price_model = price_model
         self.connections = max(1, connections)
         self._headers = {"Content-Type": "application/json"}
@@ -184,7 +106,7 @@ class OpenAIHTTPProvider:
         return self._session
 
     async def __call__(self, request: Request, timeout: float) -> Response:
-        data = json.dumps(request_body(request, self.model or wire_model(request.model)),
+        data = json.dumps(request_body(request, self.model or wire.wire_model(request.model)),
                           ensure_ascii=False).encode("utf-8")
         try:
             async with self.session().post(self.url, data=data, headers=self._headers,

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from butterfly.core import wire
+
 PRICE_FILE = "model_prices_and_context_window_backup.json"
 
 
@@ -30,6 +32,13 @@ class Rates:
     prompt: float
     completion: float
     cached: float
+
+    def usd(self, prompt: int, completion: int, cached: int | None = None) -> float:
+        """The price of these tokens: uncached prompt tokens at the input rate, cached ones at
+        the cache-read rate, completion tokens at the output rate (rounded to 1e-10)."""
+        hit = min(max(cached or 0, 0), prompt)
+        return round((prompt - hit) * self.prompt + hit * self.cached
+                     + completion * self.completion, 10)
 
 
 @functools.cache
@@ -76,7 +85,10 @@ def cost_usd(model: str, prompt: int | None, completion: int | None,
     if prompt is None or completion is None:
         return None
     r = rates(model)
-    if r is None:
-        return None
-    hit = min(max(cached or 0, 0), prompt)
-    return round((prompt - hit) * r.prompt + hit * r.cached + completion * r.completion, 10)
+    return None if r is None else r.usd(prompt, completion, cached)
+
+
+def priced(model: str) -> wire.Price:
+    """How :func:`butterfly.core.wire.response` prices a call to ``model`` by this map."""
+    return lambda r, _usage: cost_usd(model, r.prompt_tokens, r.completion_tokens,
+                                      r.cached_tokens)

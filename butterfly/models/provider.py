@@ -4,139 +4,36 @@ A provider is an async callable ``Request -> Response`` with ``aclose`` (two met
 runner never knows which one it talks to: litellm (any provider it knows, and the embedded
 llama.cpp server) and the built-in scripted agents all plug in here, so the runner, parser and
 scorer are tested offline exactly as they run online. Which provider a model name opens is
-:mod:`butterfly.models.registry`.
+:mod:`butterfly.models.registry`. The request, the response, the error classes and the
+secret patterns are :mod:`butterfly.core.wire`'s (re-exported here), shared with the Kaggle
+runner.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Any, Final, Literal, Protocol
+from typing import Literal, Protocol
 
-from pydantic import JsonValue
-
-from butterfly.core.vocab import ErrorClass
+from butterfly.core.wire import (
+    REDACTED,
+    TEXT_PARTS,
+    ProviderError,
+    Request,
+    Response,
+    answer_text,
+    redact,
+    token_count,
+)
 from butterfly.errors import UserError
 
+__all__ = ["REDACTED", "TEXT_PARTS", "FatalProviderError", "Provider", "ProviderError",
+           "Request", "Response", "answer_text", "redact", "refusal",
+           "retry_after_of", "seconds_of", "token_count"]
+
 Role = Literal["system", "user", "assistant"]
-
-REDACTED = "[redacted]"
-_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-_SECRET_TEXT = re.compile(
-    r"\b(?:sk|pk|rk|hf|gsk|xai|ghp)[-_][A-Za-z0-9_\-]{8,}"  # provider key shapes
-    r"|(?P<bearer>Bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*"  # an Authorization header
-    r"|(?P<url>://)[^/\s:@]+:[^/\s@]+(?=@)"  # user:password@ in a URL
-    r"|(?P<query>[?&](?:key|api_key|api-key|token|access_token)=)[^&\s\"']+", re.IGNORECASE)
-
-
-def _redact_match(m: re.Match[str]) -> str:
-    return (m.group("bearer") or m.group("url") or m.group("query") or "") + REDACTED
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` (a server's error message) with secrets replaced by ``[redacted]``: the given
-    ones, every value of an environment variable named like a key, token or password, and
-    anything shaped like an API key, a bearer token or URL credentials."""
-    known = [v for v in secrets if v] + [v for k, v in os.environ.items()
-                                         if _SECRET_ENV.search(k) and len(v) >= 6]
-    for value in sorted(set(known), key=len, reverse=True):
-        text = text.replace(value, REDACTED)
-    return _SECRET_TEXT.sub(_redact_match, text)
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    model: str
-    messages: tuple[Mapping[str, str], ...]
-    temperature: float
-    max_tokens: int
-    seed: int
-    response_format: Mapping[str, Any] | None = None
-    extra: Mapping[str, JsonValue] = field(default_factory=dict)
-    """Model arguments sent as they are (``-M KEY=VALUE``); ``extra_body`` is merged."""
-    send_seed: bool = True
-    """False for providers that reject ``seed`` (``--no-seed``)."""
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    """Who is asking (scenario id, turn): read by scripted agents, never sent to a provider."""
-
-    def cache_key_fields(self) -> dict[str, Any]:
-        """What in the request changes the answer: never timeouts, concurrency or retries.
-        The cache adds the server (``api_base``) it was asked (:mod:`butterfly.models.cache`)."""
-        fields = {
-            "model": self.model,
-            "messages": [dict(m) for m in self.messages],
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed if self.send_seed else None,
-            "response_format": dict(self.response_format) if self.response_format else None,
-        }
-        if self.extra:  # absent when empty: keys of answers cached before model arguments hold
-            fields["extra"] = dict(self.extra)
-        return fields
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    text: str
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    cost_usd: float | None = None
-    """The call's price (litellm's offline price map), or None when the model is unpriced."""
-    reasoning_content: str | None = None
-    """The reasoning the provider returned beside the answer (``reasoning_content``, or
-    ``reasoning``), never sent back in the history."""
-    raw_chars: int | None = None
-    """The answer's length in characters when ``text`` holds only its first N (the
-    response-size cap, :mod:`butterfly.models.client`); None when ``text`` is all of it."""
-
-
-TEXT_PARTS: Final = (None, "text", "output_text")
-"""Content-part types whose ``text`` is the answer's (an image or a refusal part is not)."""
-
-
-def answer_text(content: object) -> str:
-    """The answer's text from a completion message's ``content``: a string as it is, None as
-    "", a list of content parts (``{"type": "text", "text": ...}``, or plain strings) joined
-    in order without a separator, parts without text left out; anything else is not an
-    answer (``bad_response``). The fast path and the litellm seam both read it here."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p if isinstance(p, str) else p["text"] for p in content
-                       if isinstance(p, str) or (isinstance(p, dict)
-                                                 and p.get("type") in TEXT_PARTS
-                                                 and isinstance(p.get("text"), str)))
-    raise ProviderError("bad_response", f"the answer's content is a {type(content).__name__}, "
-                        "not text or a list of text parts")
-
-
-def reasoning_text(message: Mapping[str, Any]) -> str | None:
-    """The reasoning a server returned beside the answer: ``reasoning_content`` (vLLM,
-    DeepSeek, llama.cpp), else ``reasoning``; None when it gave none."""
-    for key in ("reasoning_content", "reasoning"):
-        value = message.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-class ProviderError(Exception):
-    """A call that did not produce an answer. ``kind`` decides whether it is retried."""
-
-    def __init__(self, kind: ErrorClass, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.kind: ErrorClass = kind
-        self.message = message
-        self.retry_after = retry_after
 
 
 class Provider(Protocol):
@@ -146,11 +43,6 @@ class Provider(Protocol):
     async def __call__(self, request: Request, timeout: float) -> Response: ...
 
     async def aclose(self) -> None: ...
-
-
-def token_count(value: object) -> int | None:
-    """A token count a server reported: an int (not a bool), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class FatalProviderError(UserError):

@@ -12,8 +12,9 @@ The fast path speaks chat completions directly over one pooled aiohttp session; 
 (``--via litellm``) sends those through litellm instead. Both send the same request, so the
 answer cache and a run's answer key do not depend on the path.
 
-A new kind of provider is one opener function and one entry in :data:`OPENERS` (and a name
-check in :data:`CHECKS`).
+The registry is one table, :data:`PREFIXES`: each prefix with its opener, its name check and
+its transport; :func:`transport`, the openers, the name checks and the price checks all read
+it. A new kind of provider is one opener function and one :class:`Prefix` entry there.
 :func:`open_client` wires provider, answer cache and :class:`ModelClient` once, for
 ``butterfly run``, ``butterfly sequential`` and the Python API alike.
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Final
 
 from butterfly.core.vocab import Transport, Via
+from butterfly.core.wire import SERVER_PREFIXES
 from butterfly.errors import UserError
 from butterfly.models.cache import Cache, cache_file
 from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP, ModelClient
@@ -75,7 +77,7 @@ def _embedded(req: OpenRequest) -> Provider:
     except EmbeddedModelError as e:
         raise UserError(str(e)) from None
     alias = f"openai/{server.model_alias}"
-    if req.via == "litellm":
+    if transport(req.model, req.api_base, req.via) == "litellm":
         from butterfly.models.litellm_seam import LiteLLMProvider  # litellm: seconds to import
 
         return LiteLLMProvider(api_base=server.api_base, api_key="sk-local", litellm_model=alias)
@@ -83,28 +85,15 @@ def _embedded(req: OpenRequest) -> Provider:
                    price_model=alias)
 
 
-KEY_ENV: Final = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY"}
-"""Where the fast path finds the key for each prefix it serves (never recorded)."""
-
-
 def direct_key(model: str) -> str:
     """The fast path's API key: the prefix's environment variable, else ``sk-no-key`` (a
     self-hosted OpenAI-compatible server usually wants none)."""
-    env = next((v for p, v in KEY_ENV.items() if model.startswith(p)), "OPENAI_API_KEY")
+    env = next((v for p, v in SERVER_PREFIXES.items() if model.startswith(p)),
+               "OPENAI_API_KEY")
     return os.environ.get(env) or "sk-no-key"
 
 
-def takes_fast_path(model: str, api_base: str | None, via: Via = "auto") -> bool:
-    """Whether ``model`` goes over the fast path (else litellm, or a scripted agent)."""
-    if via == "litellm" or model.startswith("script/"):
-        return False
-    return model.startswith("local/") or (
-        bool(api_base) and any(model.startswith(p) for p in KEY_ENV))
-
-
 def _litellm(req: OpenRequest) -> Provider:
-    if req.api_base and takes_fast_path(req.model, req.api_base, req.via):
-        return _direct(req.api_base, direct_key(req.model), req.concurrency)
     from butterfly.models.litellm_seam import LiteLLMProvider
 
     api_key = None
@@ -113,15 +102,11 @@ def _litellm(req: OpenRequest) -> Provider:
     return LiteLLMProvider(api_base=req.api_base, api_key=api_key)
 
 
-def transport(model: str, api_base: str | None, via: Via = "auto",
-              routed: bool = False) -> Transport:
-    """How calls to ``model`` are sent (recorded in the run's manifest). ``routed``: behind
-    ``--router``, which is litellm's Router whatever ``via`` says."""
-    if routed:
-        return "litellm"
-    if model.startswith("script/"):
-        return "scripted"
-    return "direct" if takes_fast_path(model, api_base, via) else "litellm"
+def _server(req: OpenRequest) -> Provider:
+    """``openai/M``, ``hosted_vllm/M``: the fast path with ``--api-base``, else litellm."""
+    if req.api_base and transport(req.model, req.api_base, req.via) == "direct":
+        return _direct(req.api_base, direct_key(req.model), req.concurrency)
+    return _litellm(req)
 
 
 def _routed(req: OpenRequest) -> Provider:
@@ -156,21 +141,55 @@ def _check_litellm(model: str) -> None:
     check_route(model)
 
 
-OPENERS: Final[dict[str, Opener]] = {"script/": _scripted, "local/": _embedded}
-"""Model-name prefix -> opener; a name with no registered prefix goes to litellm."""
-FALLBACK: Final[Opener] = _litellm
-CHECKS: Final[dict[str, Callable[[str], None]]] = {"script/": _check_scripted,
-                                                   "local/": _check_embedded,
-                                                   "openai/": _check_wire,
-                                                   "hosted_vllm/": _check_wire}
-"""Model-name prefix -> a check of the name that starts nothing (run before a run directory
-is created); a name with no registered prefix is checked by litellm's routing."""
+@dataclass(frozen=True)
+class Prefix:
+    """What a model-name prefix opens: its opener, the check of a name that starts nothing
+    (run before a run directory is created), and how its calls are sent (``direct`` only
+    with ``--api-base`` when ``needs_api_base``; litellm instead with ``--via litellm``)."""
+
+    opener: Opener
+    check: Callable[[str], None]
+    transport: Transport
+    needs_api_base: bool = False
+
+
+PREFIXES: Final[dict[str, Prefix]] = {
+    "script/": Prefix(_scripted, _check_scripted, "scripted"),
+    "local/": Prefix(_embedded, _check_embedded, "direct"),
+    **{p: Prefix(_server, _check_wire, "direct", needs_api_base=True) for p in SERVER_PREFIXES},
+}
+"""Model-name prefix -> what it opens: the registry, read by the openers, the name checks and
+:func:`transport` alike."""
+FALLBACK: Final = Prefix(_litellm, _check_litellm, "litellm")
+"""A name with no registered prefix: litellm as it is, its name checked by litellm's routing."""
+
+
+def prefix_of(model: str) -> Prefix:
+    """The registry's entry of ``model``'s prefix (:data:`FALLBACK` when none is registered)."""
+    return next((e for p, e in PREFIXES.items() if model.startswith(p)), FALLBACK)
+
+
+def transport(model: str, api_base: str | None, via: Via = "auto",
+              routed: bool = False) -> Transport:
+    """How calls to ``model`` are sent (recorded in the run's manifest). ``routed``: behind
+    ``--router``, which is litellm's Router whatever ``via`` says."""
+    if routed:
+        return "litellm"
+    entry = prefix_of(model)
+    if entry.transport == "direct" and (via == "litellm"
+                                        or (entry.needs_api_base and not api_base)):
+        return "litellm"
+    return entry.transport
+
+
+def takes_fast_path(model: str, api_base: str | None, via: Via = "auto") -> bool:
+    """Whether ``model`` goes over the fast path (else litellm, or a scripted agent)."""
+    return transport(model, api_base, via) == "direct"
 
 
 def check_model_name(model: str) -> None:
     """Refuse a model name no provider can open (a :class:`UserError`), starting nothing."""
-    prefix = next((p for p in CHECKS if model.startswith(p)), None)
-    (CHECKS[prefix] if prefix is not None else _check_litellm)(model)
+    prefix_of(model).check(model)
 
 
 def check_router(config: RouterConfig) -> None:
@@ -228,7 +247,7 @@ def check_priced(model: str, api_base: str | None = None, via: Via = "auto",
 def opener_of(model: str, router: RouterConfig | None = None) -> Opener:
     if router is not None:
         return _routed
-    return next((fn for prefix, fn in OPENERS.items() if model.startswith(prefix)), FALLBACK)
+    return prefix_of(model).opener
 
 
 def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,

@@ -19,17 +19,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from butterfly.core.wire import SECRET_NAME
 from butterfly.errors import UserError
 
-SECRET_PARAM: Final = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-"""A deployment parameter named like this holds a secret (or a reference to one)."""
+SECRET_PARAM: Final = SECRET_NAME
+"""A deployment parameter named like this holds a secret (or a reference to one): the
+environment's secret names (:data:`butterfly.core.wire.SECRET_NAME`)."""
 ENV_REF: Final = "os.environ/"
 """litellm's reference to an environment variable in a configuration value."""
 TOP_LEVEL: Final = frozenset({"model_list", "router_settings"})
