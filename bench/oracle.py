@@ -1,13 +1,15 @@
 """Replay-plus-validation throughput of the oracle, single core.
 
 Generates a 10,000-scenario suite (seeded), then times, in one process on one core:
-  1. replay + every validity guard on scenarios already in memory (the oracle itself);
-  2. the same including parsing each JSON line into a strict record (what `validate` does).
+  1. replay + the guards replay checks (every guard but second readings) on scenarios already
+     in memory (what scoring a run does);
+  2. ``check`` + replay: every guard, second readings (contract v3) included, in memory;
+  3. the same including parsing each JSON line into a strict record (what `validate` does).
 Prints turns per second for each and the ratio to the 100,000 turns/s target, and, because
 absolute rates drift with the machine's load, ratios against two baselines timed side by side in
 the same run: ``json.loads`` of every line (the least any reader of the suite does) and the naive
 twin oracle of the tests (``tests/oracle/naive.py``: recomputes every spec and guard from the
-whole history after each turn).
+whole history after each turn, second readings included).
 
     .venv/bin/python bench/oracle.py [--count 10000] [--seed 1] [--repeat 3]
 """
@@ -26,7 +28,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 
 from butterfly.suite.generate import generate, proportional_counts  # noqa: E402
 from butterfly.suite.load import dumps_suite, parse_line  # noqa: E402
-from oracle import replay  # noqa: E402
+from oracle import check, replay  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.append(os.path.join(ROOT, "tests", "oracle"))  # the naive twin of the oracle tests
@@ -51,11 +53,12 @@ def main() -> None:
     turns = sum(len(s.turns) for s in scenarios)
     print(f"suite: {len(scenarios)} scenarios, {turns} turns (generated in {gen_s:.2f} s)")
 
-    best_replay = best_full = best_json = best_naive = float("inf")
+    best_replay = best_check = best_full = best_json = best_naive = float("inf")
     twin = scenarios[: max(1, len(scenarios) // 10)]  # the naive twin is slow: a tenth
     twin_turns = sum(len(s.turns) for s in twin)
     for _ in range(a.repeat):
         best_replay = min(best_replay, _time(lambda: [replay(s) for s in scenarios]))
+        best_check = min(best_check, _time(lambda: [(check(s), replay(s)) for s in scenarios]))
         best_full = min(best_full, _time(lambda: [replay(parse_line(line, f"bench:{n}"))
                                                   for n, line in enumerate(lines, 1)]))
         best_json = min(best_json, _time(lambda: [json.loads(line) for line in lines]))
@@ -66,7 +69,8 @@ def main() -> None:
     print(f"{'baseline: the naive twin oracle':40s} {twin_turns / best_naive:12,.0f} turns/s "
           f"(on {len(twin)} of the scenarios)")
     for label, secs in (("replay + guards (records in memory)", best_replay),
-                        ("parse record + replay + guards", best_full)):
+                        ("check (+ readings) + replay, in memory", best_check),
+                        ("parse record + check + replay", best_full)):
         rate = turns / secs
         print(f"{label:40s} {rate:12,.0f} turns/s  ({rate / TARGET:.2f}x the "
               f"{TARGET:,} turns/s target; {json_rate / rate:.1f}x the time of json.loads; "
