@@ -31,7 +31,8 @@ ALLOWED: dict[str, set[str]] = {
     "kaggle": {"core", "suite", "kaggle"},
     "api": {"core", "suite", "models", "runs", "analysis", "present", "api"},
     "commands": {"core", "errors", "files", "commands"},
-    "cli": {"core", "cli", "commands"},
+    "cli": {"core", "cli", "cli_args", "commands"},
+    "cli_args": {"core"},
 }
 """Layer -> the layers (subpackages, or top-level modules) it may import at module level.
 Every layer may import ``oracle``; every layer but ``core`` the foundation modules."""
