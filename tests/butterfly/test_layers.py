@@ -10,8 +10,10 @@ uses them so that commands which call no provider never import litellm).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 from conftest import ROOT
@@ -185,13 +187,39 @@ def test_a_short_top_level() -> None:
     assert len(top) <= MAX_TOP_LEVEL, top
 
 
-MAX_OPEN_DICTS = 20
+MAX_OPEN_DICTS = 39
+"""Today's count, in ``butterfly/`` and ``oracle/``: ``dict[str, Any]`` on 20 lines (19 of them
+in ``butterfly/``, which the count of 20 covered alone before), ``Mapping[str, Any]`` on 10, the
+alias ``RunEntry`` (the report page's run entries) on 9 more. It may only go down."""
+
+OPEN_DICT: Final = re.compile(r"\b(?:dict|Mapping|MutableMapping)\[str, Any\]")
+OPEN_ALIAS: Final = re.compile(r"^(?:type )?(\w+)(?:: TypeAlias)? = "
+                               r"(?:dict|Mapping|MutableMapping)\[str, Any\]$", re.MULTILINE)
+
+
+def open_dicts(files: list[Path]) -> list[str]:
+    """Lines naming an open dict: ``dict``/``Mapping``/``MutableMapping[str, Any]``, or an alias
+    of one (``Name = dict[str, Any]``, ``Name: TypeAlias = ...``) outside its definition."""
+    texts = {p: p.read_text(encoding="utf-8") for p in files}
+    aliases = {m.group(1) for t in texts.values() for m in OPEN_ALIAS.finditer(t)}
+    alias = re.compile(rf"\b(?:{'|'.join(sorted(aliases))})\b") if aliases else None
+    return [f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}:{n}"
+            for p, t in texts.items()
+            for n, line in enumerate(t.splitlines(), 1)
+            if OPEN_DICT.search(line) or (alias and alias.search(line))]
 
 
 def test_open_dicts_stay_few() -> None:
-    """Results are typed records; ``dict[str, Any]`` is kept for data that really is open (a
-    JSON Schema, decoded JSON, the report page's run entries, nbformat cells)."""
-    found = [f"{p.relative_to(ROOT)}:{n}" for p in PKG.rglob("*.py")
-             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-             if "dict[str, Any]" in line]
+    """Results are typed records; an open dict is kept for data that really is open (a JSON
+    Schema, decoded JSON, a request body, a router file, the report page's run entries, nbformat
+    cells)."""
+    found = open_dicts(sorted(p for d in ("butterfly", "oracle") for p in (ROOT / d).rglob("*.py")))
     assert len(found) <= MAX_OPEN_DICTS, "\n".join(found)
+
+
+def test_the_open_dict_count_sees_mappings_and_aliases(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("Row = dict[str, Any]\ndef f(a: Row, b: Mapping[str, Any]) -> None: ...\n"
+                 "def g(c: dict[str, int]) -> Rows: ...\n")
+    found = [x.rsplit(":", 1)[1] for x in open_dicts([f])]
+    assert found == ["1", "2"]
