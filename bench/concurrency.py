@@ -132,11 +132,11 @@ def _suite(n: int, tmp: Path) -> tuple[list[Any], Path]:
 def _litellm_transport(httpx: bool) -> None:
     """litellm over httpx (how the seam ran before issue 15) or its aiohttp transport (now);
     its cached clients are dropped so the next call builds one of the chosen kind."""
-    from butterfly.models.litellm_seam import UNPRICED, litellm
+    from butterfly.models.litellm_seam import RATES, litellm
 
     litellm.disable_aiohttp_transport = httpx
     litellm.in_memory_llm_clients_cache.flush_cache()
-    UNPRICED.clear()
+    RATES.clear()
 
 
 def _provider(way: str, api_base: str, concurrency: int) -> Any:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from butterfly import __version__, commands
+from butterfly.cli_args import Parser, add_cache, add_limits, add_model_args, add_via
 from butterfly.core.printable import printable
 from butterfly.core.vocab import (
     COMPARE_METHODS,
@@ -25,65 +25,12 @@ from butterfly.core.vocab import (
     SC_BASES,
     SEQUENTIAL_METHODS,
     STRATEGIES,
-    VIAS,
 )
 from butterfly.core.vocab import DEFAULTS as D
 from butterfly.errors import EXIT_CODES, BudgetStopped, RunFailed, UserError
 
 Command = Callable[[argparse.Namespace], int]
 
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Every flag's help line ends with its default (when it has one worth showing)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if ("%(default)" in text or not action.option_strings
-                or any(action.default is x for x in (None, False, argparse.SUPPRESS))):
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-class Parser(argparse.ArgumentParser):
-    """An argument parser (and subparsers) with :class:`HelpFormatter`."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-
-def _add_via(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--via", choices=VIAS, default=D.via,
-                   help="auto (default): chat completions straight over one pooled HTTP "
-                   "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
-                   "local/ models, litellm for every other provider; litellm: always litellm")
-
-
-def _add_model_args(p: argparse.ArgumentParser, sent_with: str) -> None:
-    """-M, --model-args and --no-seed (``butterfly run`` and ``sequential``)."""
-    p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
-                   help=f"an argument sent with {sent_with} (repeatable; VALUE as JSON when "
-                   "it parses), e.g. -M reasoning_effort=low -M top_p=0.9 -M "
-                   "'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
-    p.add_argument("--model-args", metavar="FILE",
-                   help="model arguments from a JSON or YAML mapping (-M overrides)")
-    p.add_argument("--no-seed", action="store_true",
-                   help="send no seed (for providers that reject it)")
-
-
-def _add_limits(p: argparse.ArgumentParser) -> None:
-    """--max-answer-chars and --max-retry-wait (``butterfly run`` and ``sequential``)."""
-    p.add_argument("--max-answer-chars", type=int, default=D.max_answer_chars, metavar="N",
-                   help="the response-size cap: a longer answer is kept (and sent back in the "
-                   "history) as its first N characters, an abstention (too_large)")
-    p.add_argument("--max-retry-wait", type=float, default=D.max_retry_wait, metavar="SECONDS",
-                   help="the longest wait before a retry, whatever a server's Retry-After asks")
-
-
-def _add_cache(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--retries", type=int, default=D.retries,
                    help="retries per call after a failure")
     r.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
-    _add_via(r)
+    add_via(r)
     r.add_argument("--router", metavar="FILE", help="a litellm Router file (JSON or YAML "
                    "model_list, router_settings): calls spread over the deployments named "
                    "--model, with litellm's routing, cooldowns and retries (docs/scale.md; "
@@ -176,12 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output protocol (default schema; json with --no-schema)")
     r.add_argument("--sc-base", choices=SC_BASES,
                    help="self-consistency: the prompt sampled and voted (default zero-shot)")
-    _add_model_args(r, "every call")
+    add_model_args(r, "every call")
     r.add_argument("--max-cost", type=float, metavar="USD",
                    help="stop before a call could take the run's spending above USD "
                    "(status budget, exit 6; re-run with a larger budget to complete)")
-    _add_limits(r)
-    _add_cache(r)
+    add_limits(r)
+    add_cache(r)
     r.set_defaults(func=commands.cmd_run)
 
     mg = sub.add_parser("merge", help="join the shards of a sweep (run --shard I/N) into one "
@@ -344,14 +291,14 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--router", metavar="FILE",
                     help="a litellm Router file (JSON or YAML) in which --model-a and "
                     "--model-b each name a group of deployments (docs/scale.md)")
-    _add_via(sq)
-    _add_model_args(sq, "every call of both models")
+    add_via(sq)
+    add_model_args(sq, "every call of both models")
     sq.add_argument("--max-cost", type=float, metavar="USD",
                     help="stop before a call could take the spending of both models together "
                     "above USD (both runs' status budget, exit 6; re-run with a larger budget "
                     "to continue)")
-    _add_limits(sq)
-    _add_cache(sq)
+    add_limits(sq)
+    add_cache(sq)
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")
     sq.set_defaults(func=commands.cmd_sequential)
 

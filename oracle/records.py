@@ -112,6 +112,8 @@ Spec = Annotated[
     AfterValidator(check_spec),
     WithJsonSchema(spec_json_schema()),
 ]
+"""A spec: the 20 settings' values, checked by :func:`check_spec` when a record is read (to a type
+checker, a ``dict[str, str]``). The one spec type: the harness imports it from ``oracle``."""
 Category = Annotated[
     str,
     AfterValidator(_known_category),

@@ -1,4 +1,4 @@
-"""Replay: the exact spec after every turn, and the validity guards.
+"""Replay: the exact spec after every turn, checked by the validity guards (:mod:`oracle.guards`).
 
 State is the initial spec, the changes in the order they were made (each with its assignment, an
 active flag and the sequence number of its latest (re)activation), and a redo stack. The spec
@@ -14,7 +14,6 @@ the scripted agents of the harness use it. ``replay`` and ``check`` always use t
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
@@ -25,72 +24,37 @@ from oracle.catalogue import (
     TRIGGERS,
     UNSPECIFIED,
     apply_couplings,
-    inapplicable,
+)
+from oracle.guards import (
+    Change,
+    Invalid,
+    applicability_guard,
+    coupling_guard,
+    order_guard,
+    source,
+    text_guard,
 )
 from oracle.readings import first_difference
-from oracle.records import Scenario, Turn
-
-DROP_REMOVAL: Final = re.compile(
-    r"\bunspecified\b"
-    r"|\b(?:remove|drop|delete|lift|take out|taking out)\b.*\brequirements?\b"
-    r"|\brequirements?\b.*\b(?:removed|dropped|deleted|lifted|gone)\b"
-    r"|\bno (?:longer (?:have |has |need |needs )?(?:a |any )?)?requirements?\b"
-    r"|\bout of\b.*\brequirements?\b|\brequirements?\b.*\bout of\b"
+from oracle.records import (
+    DropTurn,
+    RedoTurn,
+    Scenario,
+    SetTurn,
+    Turn,
+    UndoEarliestTurn,
+    UndoLastTurn,
+    UndoRefTurn,
 )
-"""A drop turn must say plainly that the requirement is removed (or the setting unspecified)."""
-
-DROP_AMBIGUOUS: Final = re.compile(
-    r"\bnone\b|\bno limits?\b|\bunlimited\b|\bdo(?:n't| not) care\b"
-    r"|\bdo(?:es)?(?:n't| not) matter\b|\bno longer matters?\b"
-    r"|\b(?:turn|switch)(?:s|ed|ing)?(?: it| that| this| them)? off\b"
-    r"|\bdisabl\w*|\bdeactivat\w*|\bget(?:s|ting)? rid of\b"
+from oracle.wording import (
+    DROP_AMBIGUOUS,
+    DROP_AMBIGUOUS_EXAMPLES,
+    DROP_REMOVAL,
+    HISTORY_WORDING,
+    HISTORY_WORDING_EXAMPLES,
+    drop_wording_problem,
+    history_wording,
+    normalise_text,
 )
-"""Wording that also reads as setting a value (``none``, ``off``), so a drop may not use it."""
-
-DROP_AMBIGUOUS_EXAMPLES: Final = (
-    "none", "no limit", "unlimited", "don't care", "do not care", "doesn't matter",
-    "does not matter", "no longer matters", "turn off", "switched off", "disable", "disabled",
-    "deactivate", "get rid of",
-)
-"""Phrases the ambiguity pattern must catch (tested); documentation as much as data."""
-
-
-HISTORY_WORDING: Final = re.compile(
-    r"\b(?:undone|undid|un-done|reverted|rolled back|taken back|backed out|retracted"
-    r"|withdrawn|cancell?ed)\b"
-)
-"""Undo-earliest wording that speaks of undo history ("not undone yet", "never undone",
-"hasn't been undone") rather than of what is in effect: a past form of an undo verb. After its
-target was undone and redone such a turn has a second reading, so it is then invalid."""
-
-HISTORY_WORDING_EXAMPLES: Final = (
-    "not undone yet", "never undone", "hasn't been undone", "that I haven't reverted",
-    "not rolled back", "never taken back", "I undid",
-)
-"""Phrases the history pattern must catch (tested)."""
-
-
-def history_wording(text: str) -> str | None:
-    """The phrase of ``text`` that speaks of undo history, or None."""
-    m = HISTORY_WORDING.search(normalise_text(text))
-    return None if m is None else m.group(0)
-
-
-def normalise_text(text: str) -> str:
-    """Lower case, typographic apostrophes and quotes made plain, for the wording guards."""
-    return text.lower().replace("\u2019", "'").replace("\u2018", "'").replace("\u02bc", "'")
-
-
-def drop_wording_problem(text: str) -> str | None:
-    """Why ``text`` is not a plain drop, or None if it is."""
-    low = normalise_text(text)
-    if not DROP_REMOVAL.search(low):
-        return ("a drop turn must say plainly that the requirement is removed "
-                "(e.g. 'remove the requirement on ...', '... unspecified')")
-    m = DROP_AMBIGUOUS.search(low)
-    if m:
-        return f"drop wording {m.group(0)!r} also reads as a value, not as removal"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,29 +97,6 @@ class Rules:
 ORACLE: Final = Rules()
 
 
-class _Change:
-    __slots__ = ("activated", "active", "index", "redone", "setting", "turn", "value")
-
-    def __init__(self, index: int, turn: int, setting: str, value: str, activated: int) -> None:
-        self.index = index
-        self.turn = turn
-        self.setting = setting
-        self.value = value
-        self.active = True
-        self.activated = activated
-        self.redone = False
-
-    def __str__(self) -> str:
-        return f"the change of turn {self.turn} ({self.setting} := {self.value})"
-
-
-class _Invalid(Exception):
-    def __init__(self, turn: int, reason: str, since: int = 1) -> None:
-        self.turn = turn
-        self.reason = reason
-        self.since = since
-
-
 PLAYED_BEFORE_V2: Final = frozenset({
     # hw-undo-earliest-after-undo
     "4d10ce93e9dbaee19c7d8d0cb85005a7263dee8c69ac71812419c632d3de6678",
@@ -182,7 +123,7 @@ def replay(scenario: Scenario, rules: Rules = ORACLE) -> list[dict[str, str]]:
     """
     try:
         return _replay(scenario.initial, scenario.turns, rules)
-    except _Invalid as e:
+    except Invalid as e:
         if e.since == 2 and rules.v2 and played_before_v2(scenario):
             return _replay(scenario.initial, scenario.turns, replace(rules, v2=False))
         raise InvalidScenario(Violation(scenario.id, e.turn, e.reason, e.since)) from None
@@ -196,7 +137,7 @@ def check(scenario: Scenario, readings: bool = True) -> Violation | None:
     of the suite it played: a reading rejects a wording, it never changes the oracle's spec."""
     try:
         specs = _replay(scenario.initial, scenario.turns, ORACLE)
-    except _Invalid as e:
+    except Invalid as e:
         return Violation(scenario.id, e.turn, e.reason, e.since)
     if readings:
         d = first_difference(scenario, specs)
@@ -213,9 +154,13 @@ def targeted(scenario: Scenario) -> frozenset[str]:
     """
     out: set[str] = set()
     for turn in scenario.turns:
-        setting = getattr(turn, "setting", None)
-        if setting is None:
-            continue
+        match turn:
+            case SetTurn(setting=setting) | DropTurn(setting=setting) | UndoRefTurn(
+                setting=setting
+            ):
+                pass
+            case _:
+                continue
         out.add(setting)
         for c in COUPLINGS:
             if c.trigger == setting:
@@ -223,22 +168,15 @@ def targeted(scenario: Scenario) -> frozenset[str]:
     return frozenset(out)
 
 
-def _text_guard(turn: Turn, t: int) -> None:
-    if turn.op == "drop":
-        problem = drop_wording_problem(turn.text)
-        if problem is not None:
-            raise _Invalid(t, problem)
-
-
 def _replay(
     initial: dict[str, str], turns: Sequence[Turn], rules: Rules
 ) -> list[dict[str, str]]:
     guards = rules.guards
     if guards and apply_couplings(dict(initial)) != initial:
-        raise _Invalid(0, "the initial spec breaks a coupling rule")
+        raise Invalid(0, "the initial spec breaks a coupling rule")
     base = dict(initial)  # the spec before couplings, active changes applied in order made
-    changes: list[_Change] = []
-    redo: list[_Change] = []
+    changes: list[Change] = []
+    redo: list[Change] = []
     seq = 0  # activation sequence counter
     specs = [dict(initial)]
 
@@ -250,165 +188,126 @@ def _replay(
         base[setting] = value
 
     for t, turn in enumerate(turns, 1):
-        op = turn.op
         if guards:
-            _text_guard(turn, t)
-        if op == "set" or op == "drop":
-            setting = turn.setting  # type: ignore[union-attr]
-            value = turn.value if op == "set" else UNSPECIFIED  # type: ignore[union-attr]
-            changes.append(_Change(len(changes), t, setting, value, seq))
-            seq += 1
-            redo.clear()
-            base[setting] = value
-        elif op == "distractor" or not rules.undo:
-            pass
-        elif op == "redo":
-            if not redo:
-                if guards:
-                    raise _Invalid(t, "redo: nothing has been undone since the last change")
-            else:
-                c = redo.pop()
-                c.active = True
-                c.activated = seq
-                c.redone = True
+            text_guard(turn, t)
+        match turn:
+            case SetTurn() | DropTurn():
+                value = turn.value if isinstance(turn, SetTurn) else UNSPECIFIED
+                changes.append(Change(len(changes), t, turn.setting, value, seq))
                 seq += 1
-                restore(c.setting)
-                if guards:
-                    _order_guard(changes, c.setting, base, t)
-        else:
-            target = _undo_target(turn, t, changes, base, rules)
-            if target is not None:
-                target.active = False
-                redo.append(target)
-                restore(target.setting)
-                if guards:
-                    _order_guard(changes, target.setting, base, t)
+                redo.clear()
+                base[turn.setting] = value
+            case RedoTurn() if rules.undo:
+                if redo:
+                    c = redo.pop()
+                    c.active = True
+                    c.activated = seq
+                    c.redone = True
+                    seq += 1
+                    restore(c.setting)
+                    if guards:
+                        order_guard(changes, c.setting, base, t)
+                elif guards:
+                    raise Invalid(t, "redo: nothing has been undone since the last change")
+            case UndoLastTurn() | UndoEarliestTurn() | UndoRefTurn() if rules.undo:
+                target = _undo_target(turn, t, changes, base, rules)
+                if target is not None:
+                    target.active = False
+                    redo.append(target)
+                    restore(target.setting)
+                    if guards:
+                        order_guard(changes, target.setting, base, t)
+            case _:
+                pass  # a distractor; an undo or redo under rules that ignore undo
         spec = dict(base)
         if rules.couplings:
             apply_couplings(spec)
         if guards:
-            _coupling_guard(changes, base, t)
+            coupling_guard(changes, base, t)
             if rules.v2:
-                _applicability_guard(specs[-1], spec, turn, t)
+                applicability_guard(specs[-1], spec, turn, t)
         specs.append(spec)
     return specs
 
 
 def _undo_target(
-    turn: Turn, t: int, changes: list[_Change], base: dict[str, str], rules: Rules
-) -> _Change | None:
-    op = turn.op
+    turn: UndoLastTurn | UndoEarliestTurn | UndoRefTurn,
+    t: int,
+    changes: list[Change],
+    base: dict[str, str],
+    rules: Rules,
+) -> Change | None:
     guards = rules.guards
     active = [c for c in changes if c.active]
     if not active:
         if guards:
-            raise _Invalid(t, f"{op}: no change is in effect")
+            raise Invalid(t, f"{turn.op}: no change is in effect")
         return None
-    if op == "undo_last" or (op == "undo_earliest" and rules.earliest_as_last):
-        target = active[-1]
-        if guards:
-            latest = max(active, key=lambda c: c.activated)
-            if latest is not target:
-                raise _Invalid(
-                    t,
-                    f"undo_last: {target} was made last but {latest} was reactivated "
-                    "later, so 'the last change' has two readings",
+    match turn:
+        case UndoRefTurn():
+            return _undo_ref_target(turn.setting, t, active, changes, base, guards)
+        case UndoEarliestTurn() if not rules.earliest_as_last:
+            return _undo_earliest_target(turn.text, t, active, base, rules)
+    target = active[-1]  # undo_last, or undo_earliest read as undo_last
+    if guards:
+        latest = max(active, key=lambda c: c.activated)
+        if latest is not target:
+            raise Invalid(
+                t,
+                f"undo_last: {target} was made last but {latest} was reactivated "
+                "later, so 'the last change' has two readings",
+            )
+    return target
+
+
+def _undo_earliest_target(
+    text: str, t: int, active: list[Change], base: dict[str, str], rules: Rules
+) -> Change:
+    target = active[0]
+    if rules.guards:
+        for c in active[1:]:
+            if c.setting == target.setting:
+                raise Invalid(t, f"undo_earliest: {target} is shadowed by {c}")
+        for cp in COUPLINGS:
+            if cp.forced == target.setting and base[cp.trigger] == cp.when:
+                raise Invalid(
+                    t, f"undo_earliest: {target} is shadowed by the rule '{cp.text}'"
                 )
-        return target
-    if op == "undo_earliest":
-        target = active[0]
-        if guards:
-            for c in active[1:]:
-                if c.setting == target.setting:
-                    raise _Invalid(t, f"undo_earliest: {target} is shadowed by {c}")
-            for cp in COUPLINGS:
-                if cp.forced == target.setting and base[cp.trigger] == cp.when:
-                    raise _Invalid(
-                        t, f"undo_earliest: {target} is shadowed by the rule '{cp.text}'"
-                    )
-            phrase = history_wording(turn.text) if target.redone and rules.v2 else None
-            if phrase is not None:
-                raise _Invalid(
-                    t,
-                    f"undo_earliest: the wording {phrase!r} speaks of undo history, but {target} "
-                    "has been undone and redone, so the turn reads two ways",
-                    since=2,
-                )
-        return target
-    # undo_ref
-    setting = turn.setting  # type: ignore[union-attr]
+        phrase = history_wording(text) if target.redone and rules.v2 else None
+        if phrase is not None:
+            raise Invalid(
+                t,
+                f"undo_earliest: the wording {phrase!r} speaks of undo history, but {target} "
+                "has been undone and redone, so the turn reads two ways",
+                since=2,
+            )
+    return target
+
+
+def _undo_ref_target(
+    setting: str,
+    t: int,
+    active: list[Change],
+    changes: list[Change],
+    base: dict[str, str],
+    guards: bool,
+) -> Change | None:
     hits = [c for c in active if c.setting == setting]
     if guards:
         if len(hits) != 1:
-            raise _Invalid(
+            raise Invalid(
                 t,
                 f"undo_ref: {len(hits)} changes in effect assign {setting}; exactly one must",
             )
         if setting in FORCED:
             for cp in COUPLINGS:
                 if cp.forced == setting and base[cp.trigger] == cp.when:
-                    src = _source(changes, cp.trigger)
+                    src = source(changes, cp.trigger)
                     if src is not None:
-                        raise _Invalid(
+                        raise Invalid(
                             t, f"undo_ref: {setting} is also forced by {src} ('{cp.text}')"
                         )
     return hits[-1] if hits else None
-
-
-def _source(changes: list[_Change], setting: str) -> _Change | None:
-    """The active change whose assignment of ``setting`` is visible, or None (initial spec)."""
-    src = None
-    for c in changes:
-        if c.active and c.setting == setting:
-            src = c
-    return src
-
-
-def _order_guard(changes: list[_Change], setting: str, base: dict[str, str], t: int) -> None:
-    """Replaying in order made and in order (re)activated must agree on ``setting``."""
-    latest: _Change | None = None
-    for c in changes:
-        if c.active and c.setting == setting and (latest is None or c.activated > latest.activated):
-            latest = c
-    if latest is not None and latest.value != base[setting]:
-        raise _Invalid(
-            t,
-            f"{setting} differs when active changes are replayed in the order made "
-            f"({base[setting]}) and in the order (re)activated ({latest.value})",
-        )
-
-
-def _applicability_guard(
-    before: dict[str, str], after: dict[str, str], turn: Turn, t: int
-) -> None:
-    """No turn may make a setting of the declared list inapplicable that applied before it."""
-    was = inapplicable(before)
-    for key, why in inapplicable(after).items():
-        if key not in was:
-            raise _Invalid(
-                t,
-                f"{turn.op} makes {key} inapplicable ({why.on} becomes {after[why.on]}; "
-                f"{why.text}), an undeclared coupling a reader may apply",
-                since=2,
-            )
-
-
-def _coupling_guard(changes: list[_Change], base: dict[str, str], t: int) -> None:
-    """No explicit assignment may be overridden by a rule whose trigger was made before it."""
-    for cp in COUPLINGS:
-        if base[cp.trigger] != cp.when or base[cp.forced] == cp.then:
-            continue
-        forced_src = _source(changes, cp.forced)
-        if forced_src is None:
-            continue  # the initial value, overridden by a later trigger: allowed
-        trigger_src = _source(changes, cp.trigger)
-        if trigger_src is None or trigger_src.index < forced_src.index:
-            made = "the initial spec" if trigger_src is None else str(trigger_src)
-            raise _Invalid(
-                t,
-                f"{forced_src} contradicts the rule '{cp.text}', whose trigger ({made}) "
-                "was made before it",
-            )
 
 
 __all__ = [
@@ -426,6 +325,7 @@ __all__ = [
     "check",
     "drop_wording_problem",
     "history_wording",
+    "normalise_text",
     "played_before_v2",
     "replay",
     "targeted",

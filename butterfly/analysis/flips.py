@@ -31,9 +31,8 @@ from typing import Final, TypedDict
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import check_same_scenarios, load_run
-from oracle import KEYS, Scenario, replay
+from oracle import KEYS, Scenario, Spec, replay
 
-Spec = dict[str, str]
 CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "runs-differ", "noisy",
                   "incomplete")
 

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from butterfly.analysis.flips import Column, flip_grid
-from butterfly.core.metrics import Spec, report
+from butterfly.core.metrics import report
 from butterfly.core.results import FlipCounts, ScoreReport, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
@@ -18,6 +18,7 @@ from butterfly.runs.scope import conversation_keys, select
 from butterfly.runs.usage import total_usage
 from butterfly.runs.versions import prompt_label
 from butterfly.suite.load import frozen_version
+from oracle import Spec
 
 
 def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,

@@ -39,9 +39,7 @@ from butterfly.core.results import (
 )
 from butterfly.core.stats import mean_interval, proportion_interval
 from butterfly.core.turns import ConversationKey
-from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay, targeted
-
-Spec = dict[str, str]
+from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, Spec, replay, targeted
 
 
 @dataclass(frozen=True, slots=True)

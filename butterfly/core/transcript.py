@@ -21,9 +21,7 @@ from typing import NotRequired, TypedDict
 
 from butterfly.core.metrics import collateral_keys
 from butterfly.core.turns import Turn, TurnKey
-from oracle import KEYS, Scenario, replay
-
-Spec = dict[str, str]
+from oracle import KEYS, Scenario, Spec, replay
 
 
 class TranscriptTurn(TypedDict):

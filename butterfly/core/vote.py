@@ -20,9 +20,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from oracle import KEYS
+from oracle import KEYS, Spec
 
-Spec = dict[str, str]
 _ABSTAIN = "\x00abstain"
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +27,9 @@ from butterfly.files import write_text_atomic
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 NOTEBOOK: Final = "notebooks/butterflybench.ipynb"
+CELLS: Final = "butterfly/kaggle/cells.py"
+"""The notebook's own code (the set-up, the configuration, the model, the tasks, the run): a
+module that ruff and mypy check, cut into cells by :func:`code_cells`."""
 SUITE: Final = "scenarios/butterfly-40.jsonl"
 SUITE_MANIFEST: Final = "scenarios/butterfly-40.manifest.json"
 LONG: Final = "scenarios/butterfly-long.jsonl"
@@ -36,6 +40,8 @@ MODULES: Final = (
     "oracle/records.py",
     "oracle/ledger.py",
     "oracle/readings.py",
+    "oracle/wording.py",
+    "oracle/guards.py",
     "oracle/replay.py",
     "oracle/__init__.py",
     "butterfly/__init__.py",
@@ -113,6 +119,26 @@ def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
+_CELL_MARK: Final = re.compile(r"^# %% (\w+)\n", re.MULTILINE)
+_PLACEHOLDER: Final = re.compile(r"@[A-Z][A-Z0-9_]*@")
+
+
+def code_cells(text: str, values: dict[str, str]) -> dict[str, str]:
+    """The cells of :data:`CELLS` by name: the text after each ``# %% NAME`` line up to the next,
+    without its surrounding blank lines, each ``@KEY@`` of ``values`` replaced by its value."""
+    parts = _CELL_MARK.split(text)
+    cells = {name: body.strip("\n") + "\n" for name, body in zip(parts[1::2], parts[2::2],
+                                                                  strict=True)}
+    for key, value in values.items():
+        if not any(f"@{key}@" in c for c in cells.values()):
+            raise NotebookBuildError(f"{CELLS}: no placeholder @{key}@")
+        cells = {name: c.replace(f"@{key}@", value) for name, c in cells.items()}
+    left = sorted({m for c in cells.values() for m in _PLACEHOLDER.findall(c)})
+    if left:
+        raise NotebookBuildError(f"{CELLS}: no value for {', '.join(left)}")
+    return cells
+
+
 def _cell(kind: str, text: str, n: int) -> dict[str, Any]:
     cell: dict[str, Any] = {"cell_type": kind, "id": f"cell-{n:02d}", "metadata": {},
                             "source": _lines(text)}
@@ -142,59 +168,6 @@ cells below hold the package's own modules and the frozen suite, verbatim. Do no
 here; change the package and rebuild (docs/kaggle.md).
 """
 
-SETUP: Final = '''\
-# Set-up: kaggle-benchmarks, and two cell magics that make the next cells the package itself.
-import os
-import sys
-import types
-
-import kaggle_benchmarks as kbench
-import pandas as pd
-from IPython.core.magic import register_cell_magic
-
-try:
-    import json_repair  # noqa: F401
-except ImportError:  # only the lenient parser calls it; this notebook parses "structured"
-    def _no_repair(*args, **kwargs):
-        raise ImportError("json_repair is not installed")
-
-    sys.modules["json_repair"] = types.ModuleType("json_repair")
-    sys.modules["json_repair"].loads = _no_repair
-
-for _name in ("oracle", "butterfly"):
-    _package = types.ModuleType(_name)
-    _package.__path__ = []  # nothing of these packages is imported from disk
-    _package.__package__ = _name
-    sys.modules[_name] = _package
-
-DATA = {}
-
-
-@register_cell_magic
-def butterfly_module(line, cell):
-    """Run the cell's text as the module LINE of the package (e.g. oracle/replay.py)."""
-    path = line.strip()
-    name = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-    module = sys.modules.get(name)
-    if module is None:  # a module, or a subpackage (butterfly/core/__init__.py)
-        module = types.ModuleType(name)
-        parent = name.rsplit(".", 1)[0]
-        if path.endswith("__init__.py"):
-            module.__path__ = []
-            parent = name
-        module.__package__ = parent
-        sys.modules[name] = module
-        setattr(sys.modules[name.rsplit(".", 1)[0]], name.rsplit(".", 1)[1], module)
-    module.__file__ = path
-    exec(compile(cell, path, "exec", dont_inherit=True), module.__dict__)
-
-
-@register_cell_magic
-def butterfly_data(line, cell):
-    """Keep the cell's text as the data file LINE."""
-    DATA[line.strip()] = cell
-'''
-
 CODE_NOTE: Final = """\
 ## The package's code
 
@@ -213,116 +186,6 @@ against its manifest's sha256. Set `SUITE_NAME = "butterfly-long"` in the config
 run a slice of the long suite instead: the first `LONG_PER_LENGTH` chains of each length
 (2 by default: 10 conversations, 310 calls; docs/kaggle.md sizes it to the daily quota).
 """
-
-CONFIG: Final = '''\
-# Configuration. On Kaggle nothing here needs changing; the BUTTERFLY_* variables exist for
-# the offline end-to-end test (a local OpenAI-compatible server, a few scenarios).
-import hashlib
-
-from butterfly.kaggle import runner as bb
-
-SUITE_NAME = os.environ.get("BUTTERFLY_SUITE", "butterfly-40")  # or "butterfly-long"
-LONG_PER_LENGTH = int(os.environ.get("BUTTERFLY_LONG_PER_LENGTH", "2"))
-SHA256 = {{"butterfly-40": "{sha256}", "butterfly-long": "{long_sha256}"}}
-SUITE = DATA[f"scenarios/{{SUITE_NAME}}.jsonl"]
-if hashlib.sha256(SUITE.encode("utf-8")).hexdigest() != SHA256[SUITE_NAME]:
-    raise RuntimeError("the suite cell differs from the frozen suite: rebuild the notebook")
-SCENARIOS = bb.load_scenarios(SUITE)
-BY_ID = {{s.id: s for s in SCENARIOS}}
-RUN_IDS = [i.strip() for i in os.environ.get("BUTTERFLY_SCENARIOS", "").split(",") if i.strip()]
-if not RUN_IDS and SUITE_NAME == "butterfly-long":
-    RUN_IDS = [s.id for s in bb.long_slice(SCENARIOS, LONG_PER_LENGTH)]
-RUN_IDS = RUN_IDS or [s.id for s in SCENARIOS]
-print(f"{{SUITE_NAME}}: {{len(RUN_IDS)}} conversations, "
-      f"{{sum(len(BY_ID[i].turns) for i in RUN_IDS)}} calls")
-MAX_TOKENS = int(os.environ.get("BUTTERFLY_MAX_TOKENS", bb.MAX_TOKENS))
-N_JOBS = int(os.environ.get("BUTTERFLY_N_JOBS", "4"))  # scenarios played at once
-SEED_ARGS = bb.seed_args(os.environ)  # none with BUTTERFLY_NO_SEED=1 (`butterfly run --no-seed`)
-# What llm.prompt(..., extra_api_params=...) passes: the output bound (else a quota 403), -M args
-EXTRA_API_PARAMS = bb.api_params(MAX_TOKENS, os.environ)
-print(f"{{len(RUN_IDS)}} of {{len(SCENARIOS)}} scenarios, {{EXTRA_API_PARAMS}}, "
-      f"temperature {{bb.TEMPERATURE}}, {{SEED_ARGS or 'no seed'}}, protocol {{bb.PROTOCOL}}")
-'''
-
-MODEL: Final = '''\
-# The model: kbench.llm (Kaggle runs this notebook once for each model of the benchmark).
-# BUTTERFLY_OPENAI_BASE_URL (the offline test) points kaggle-benchmarks' own OpenAI actor at
-# an OpenAI-compatible server instead; the model proxy's variables cannot, since they append
-# /openapi to the URL.
-if os.environ.get("BUTTERFLY_OPENAI_BASE_URL"):
-    import openai
-    from kaggle_benchmarks.actors.llms import OpenAI as OpenAIChat
-
-    llm = OpenAIChat(
-        openai.OpenAI(base_url=os.environ["BUTTERFLY_OPENAI_BASE_URL"],
-                      api_key=os.environ.get("BUTTERFLY_OPENAI_API_KEY", "sk-local"),
-                      max_retries=0),
-        os.environ["BUTTERFLY_OPENAI_MODEL"],
-        support_temperature=True,
-    )
-else:
-    llm = kbench.llm
-MODEL_NAME = getattr(llm, "model", llm.name)
-print(f"model: {MODEL_NAME}; temperature sent: {llm.support_temperature}")
-'''
-
-TASKS: Final = '''\
-VERDICTS = {{}}
-
-
-@kbench.task(name="{task} scenario", store_task=False)
-def butterflybench_scenario(llm, scenario_id: str) -> bool:
-    """One ButterflyBench conversation: passes when the final spec equals the oracle's."""
-    scenario = BY_ID[scenario_id]
-    kbench.system.send(bb.system_text(scenario))
-    # As llm.prompt() does: temperature only for a model that takes it.
-    request = {{**SEED_ARGS, "reasoning": None,
-               "temperature": bb.TEMPERATURE if llm.support_temperature else None}}
-
-    def respond():
-        # llm.prompt(text, ...) is kbench.user.send(text) then this call; split, a retry asks
-        # again with the same history instead of repeating the user's message.
-        message = llm.respond(schema=str, **request, **EXTRA_API_PARAMS)
-        return bb.Answer(message.content, message.usage.output_tokens)
-
-    answers = bb.play(scenario, kbench.user.send, respond)  # retries transient errors
-    VERDICTS[scenario_id] = bb.verdict(scenario, answers, MAX_TOKENS)
-    return VERDICTS[scenario_id]["final_match"]
-
-
-@kbench.task(name="{task}")
-def butterflybench(llm) -> tuple[float, float]:
-    """{description}"""
-    # Nested evaluation runs with max_attempts=1: the retries are inside the scenario task.
-    runs = butterflybench_scenario.evaluate(
-        llm=[llm], evaluation_data=pd.DataFrame({{"scenario_id": RUN_IDS}}), n_jobs=N_JOBS,
-        on_failure="continue")
-    failed = [r for r in runs if r.status == "failed"]
-    if failed:
-        errors = "; ".join(f"{{r.params['scenario_id']}}: "
-                           f"{{(r.error_message or '?').strip().splitlines()[-1]}}"
-                           for r in failed)
-        raise RuntimeError(f"{{len(failed)}} scenario(s) got no answer (provider errors, not "
-                           f"model failures), so no score is reported: {{errors}}")
-    rows = [VERDICTS[i] for i in RUN_IDS]
-    head = bb.headline([r["final_match"] for r in rows])
-    with open("butterflybench_verdicts.json", "w", encoding="utf-8") as f:
-        f.write(bb.dumps({{"model": MODEL_NAME, "max_tokens": MAX_TOKENS,
-                          "api_params": EXTRA_API_PARAMS,
-                          "temperature": bb.TEMPERATURE, "seed": SEED_ARGS.get("seed"),
-                          "protocol": bb.PROTOCOL, "parse": bb.PARSE, **head,
-                          "scenarios": rows}}))
-    return head["final_match"], head["ci"]
-'''
-
-RUN: Final = '''\
-run = butterflybench.run(llm=llm)
-if run.status != "success":
-    raise RuntimeError(f"ButterflyBench did not complete: {run.error_message}")
-print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS]))  # value, CI, horizon
-pd.DataFrame([{k: v[k] for k in ("id", "category", "final_match", "first_divergent_turn",
-                                 "abstentions")} for v in (VERDICTS[i] for i in RUN_IDS)])
-'''
 
 CHOOSE: Final = "%choose butterflybench\n"
 
@@ -351,19 +214,21 @@ def build(root: Path = ROOT) -> str:
     if long_sha != json.loads(_read(LONG_MANIFEST, root)).get("sha256"):
         raise NotebookBuildError(f"{LONG}: sha256 {long_sha[:12]} differs from its manifest's")
     n = sum(1 for line in suite.splitlines() if line.strip())
+    code = code_cells(_read(CELLS, root), {"SUITE_SHA256": sha, "LONG_SHA256": long_sha,
+                                            "TASK": TASK_NAME, "DESCRIPTION": DESCRIPTION})
     texts: list[tuple[str, str]] = [
         ("markdown", INTRO.format(task=TASK_NAME, n=n, version=__version__)),
-        ("code", SETUP),
+        ("code", code["setup"]),
         ("markdown", CODE_NOTE),
         *(("code", f"%%butterfly_module {path}\n{sources[path]}") for path in MODULES),
         ("markdown", DATA_NOTE),
         ("code", f"%%butterfly_data {SUITE}\n{suite}"),
         ("code", f"%%butterfly_data {LONG}\n{long}"),
         ("markdown", "## The run\n"),
-        ("code", CONFIG.format(sha256=sha, long_sha256=long_sha)),
-        ("code", MODEL),
-        ("code", TASKS.format(task=TASK_NAME, description=DESCRIPTION)),
-        ("code", RUN),
+        ("code", code["config"]),
+        ("code", code["model"]),
+        ("code", code["tasks"]),
+        ("code", code["run"]),
         ("markdown", f"Keep only the `{TASK_NAME}` task and its run: that is the one Kaggle "
                      "saves.\n"),
         ("code", CHOOSE),

@@ -116,9 +116,9 @@ def classify(e: Exception, secrets: tuple[str | None, ...] = ()
 SHIPPED: frozenset[str] = frozenset(litellm.model_cost)
 """The price map's models as shipped, before any ``litellm.Router`` registers each of its
 deployments' models there without prices (which litellm would then price at $0)."""
-_RATES: dict[str, Rates | None] = {}
-UNPRICED = _RATES
-"""The per-model look-ups (``bench/concurrency.py`` clears them between settings)."""
+RATES: dict[str, Rates | None] = {}
+"""The per-model price look-ups so far: the model's rates, or None for a model the price map
+does not price (``bench/concurrency.py`` clears them between settings)."""
 
 
 def _cost(model: str, prompt: int, completion: int, usage: Any) -> float | None:
@@ -149,11 +149,11 @@ def _as_shipped() -> Iterator[None]:
 def shipped_rates(model: str) -> Rates | None:
     """USD per prompt and per completion token by the shipped map (None: unpriced); looked
     up once per model."""
-    if model not in _RATES:
+    if model not in RATES:
         with _as_shipped():
             p, c = _cost(model, 1000, 0, None), _cost(model, 0, 1000, None)
-        _RATES[model] = None if p is None or c is None else Rates(p / 1000, c / 1000, p / 1000)
-    return _RATES[model]
+        RATES[model] = None if p is None or c is None else Rates(p / 1000, c / 1000, p / 1000)
+    return RATES[model]
 
 
 def price(model: str, usage: Any) -> float | None:

@@ -10,8 +10,10 @@ uses them so that commands which call no provider never import litellm).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 from conftest import ROOT
@@ -31,7 +33,8 @@ ALLOWED: dict[str, set[str]] = {
     "kaggle": {"core", "suite", "kaggle"},
     "api": {"core", "suite", "models", "runs", "analysis", "present", "api"},
     "commands": {"core", "errors", "files", "commands"},
-    "cli": {"core", "cli", "commands"},
+    "cli": {"core", "cli", "cli_args", "commands"},
+    "cli_args": {"core"},
 }
 """Layer -> the layers (subpackages, or top-level modules) it may import at module level.
 Every layer may import ``oracle``; every layer but ``core`` the foundation modules."""
@@ -157,10 +160,26 @@ def test_no_import_cycle_between_modules_or_subpackages() -> None:
     assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
 
 
-@pytest.mark.parametrize("name", sorted(modules()))
-def test_no_source_file_over_400_lines(name: str) -> None:
-    n = len(modules()[name].read_text(encoding="utf-8").splitlines())
-    assert n <= MAX_LINES, f"{name} has {n} lines; split it (docs/design.md)"
+CAPPED = ("butterfly", "oracle", "tools", "bench")
+"""The trees under the 400-line cap: the package, the oracle and the scripts beside them (the
+tests are not: a test file may keep a whole table of cases together)."""
+
+
+def capped_files() -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for d in CAPPED for p in (ROOT / d).rglob("*.py"))
+
+
+@pytest.mark.parametrize("rel", capped_files())
+def test_no_source_file_over_400_lines(rel: str) -> None:
+    n = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
+    assert n <= MAX_LINES, f"{rel} has {n} lines; split it (docs/design.md)"
+
+
+def test_the_line_cap_covers_the_oracle_and_the_scripts() -> None:
+    files = capped_files()
+    for rel in ("oracle/replay.py", "butterfly/cli.py", "tools/screenshots.py",
+                "bench/harness.py"):
+        assert rel in files, rel
 
 
 def test_a_short_top_level() -> None:
@@ -168,13 +187,39 @@ def test_a_short_top_level() -> None:
     assert len(top) <= MAX_TOP_LEVEL, top
 
 
-MAX_OPEN_DICTS = 20
+MAX_OPEN_DICTS = 39
+"""Today's count, in ``butterfly/`` and ``oracle/``: ``dict[str, Any]`` on 20 lines (19 of them
+in ``butterfly/``, which the count of 20 covered alone before), ``Mapping[str, Any]`` on 10, the
+alias ``RunEntry`` (the report page's run entries) on 9 more. It may only go down."""
+
+OPEN_DICT: Final = re.compile(r"\b(?:dict|Mapping|MutableMapping)\[str, Any\]")
+OPEN_ALIAS: Final = re.compile(r"^(?:type )?(\w+)(?:: TypeAlias)? = "
+                               r"(?:dict|Mapping|MutableMapping)\[str, Any\]$", re.MULTILINE)
+
+
+def open_dicts(files: list[Path]) -> list[str]:
+    """Lines naming an open dict: ``dict``/``Mapping``/``MutableMapping[str, Any]``, or an alias
+    of one (``Name = dict[str, Any]``, ``Name: TypeAlias = ...``) outside its definition."""
+    texts = {p: p.read_text(encoding="utf-8") for p in files}
+    aliases = {m.group(1) for t in texts.values() for m in OPEN_ALIAS.finditer(t)}
+    alias = re.compile(rf"\b(?:{'|'.join(sorted(aliases))})\b") if aliases else None
+    return [f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}:{n}"
+            for p, t in texts.items()
+            for n, line in enumerate(t.splitlines(), 1)
+            if OPEN_DICT.search(line) or (alias and alias.search(line))]
 
 
 def test_open_dicts_stay_few() -> None:
-    """Results are typed records; ``dict[str, Any]`` is kept for data that really is open (a
-    JSON Schema, decoded JSON, the report page's run entries, nbformat cells)."""
-    found = [f"{p.relative_to(ROOT)}:{n}" for p in PKG.rglob("*.py")
-             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-             if "dict[str, Any]" in line]
+    """Results are typed records; an open dict is kept for data that really is open (a JSON
+    Schema, decoded JSON, a request body, a router file, the report page's run entries, nbformat
+    cells)."""
+    found = open_dicts(sorted(p for d in ("butterfly", "oracle") for p in (ROOT / d).rglob("*.py")))
     assert len(found) <= MAX_OPEN_DICTS, "\n".join(found)
+
+
+def test_the_open_dict_count_sees_mappings_and_aliases(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("Row = dict[str, Any]\ndef f(a: Row, b: Mapping[str, Any]) -> None: ...\n"
+                 "def g(c: dict[str, int]) -> Rows: ...\n")
+    found = [x.rsplit(":", 1)[1] for x in open_dicts([f])]
+    assert found == ["1", "2"]

@@ -263,16 +263,16 @@ def test_order_guard_is_implied_by_the_undo_guards() -> None:
 
 
 def test_order_guard_itself_rejects_a_mismatch() -> None:
-    """The oracle's private order guard, called directly (no scenario can reach it, see above)."""
-    from oracle.replay import _Change, _Invalid, _order_guard
+    """The oracle's order guard, called directly (no scenario can reach it, see above)."""
+    from oracle.guards import Change, Invalid, order_guard
 
-    early = _Change(0, 1, "timeout_seconds", "60", activated=2)  # made first, redone last
-    late = _Change(1, 2, "timeout_seconds", "10", activated=1)
+    early = Change(0, 1, "timeout_seconds", "60", activated=2)  # made first, redone last
+    late = Change(1, 2, "timeout_seconds", "10", activated=1)
     base = with_(timeout_seconds="10")  # replay in the order made ends with the later change
-    with pytest.raises(_Invalid, match="order made"):
-        _order_guard([early, late], "timeout_seconds", base, 5)
+    with pytest.raises(Invalid, match="order made"):
+        order_guard([early, late], "timeout_seconds", base, 5)
     early.activated = 0
-    _order_guard([early, late], "timeout_seconds", base, 5)
+    order_guard([early, late], "timeout_seconds", base, 5)
 
 
 # ============================================================================ guards, one by one

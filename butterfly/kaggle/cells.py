@@ -1,0 +1,174 @@
+"""The notebook's own code cells, as one module that ruff and mypy check (docs/kaggle.md).
+
+Never imported: :func:`butterfly.kaggle.notebook.build` reads this file as text and makes each
+part after a ``# %% NAME`` line one code cell, in this order, with the build's values put in for
+the ``@NAME@`` placeholders (the suites' sha256, the task's name and description). The cells run
+in the notebook's kernel one after another, so a cell uses the names of the cells before it
+(``DATA``, ``bb``, ``llm``, ...). The text above the first cell is not in the notebook.
+"""
+
+# ruff: noqa: E402
+
+
+# %% setup
+# Set-up: kaggle-benchmarks, and two cell magics that make the next cells the package itself.
+import os
+import sys
+import types
+from typing import Any
+
+import kaggle_benchmarks as kbench
+import pandas as pd
+from IPython.core.magic import register_cell_magic
+
+try:
+    import json_repair  # noqa: F401
+except ImportError:  # only the lenient parser calls it; this notebook parses "structured"
+    def _no_repair(*args: object, **kwargs: object) -> None:
+        raise ImportError("json_repair is not installed")
+
+    sys.modules["json_repair"] = types.ModuleType("json_repair")
+    sys.modules["json_repair"].__dict__["loads"] = _no_repair
+
+for _name in ("oracle", "butterfly"):
+    _package = types.ModuleType(_name)
+    _package.__path__ = []  # nothing of these packages is imported from disk
+    _package.__package__ = _name
+    sys.modules[_name] = _package
+
+DATA: dict[str, str] = {}
+
+
+@register_cell_magic
+def butterfly_module(line: str, cell: str) -> None:
+    """Run the cell's text as the module LINE of the package (e.g. oracle/replay.py)."""
+    path = line.strip()
+    name = path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    module = sys.modules.get(name)
+    if module is None:  # a module, or a subpackage (butterfly/core/__init__.py)
+        module = types.ModuleType(name)
+        parent = name.rsplit(".", 1)[0]
+        if path.endswith("__init__.py"):
+            module.__path__ = []
+            parent = name
+        module.__package__ = parent
+        sys.modules[name] = module
+        setattr(sys.modules[name.rsplit(".", 1)[0]], name.rsplit(".", 1)[1], module)
+    module.__file__ = path
+    exec(compile(cell, path, "exec", dont_inherit=True), module.__dict__)
+
+
+@register_cell_magic
+def butterfly_data(line: str, cell: str) -> None:
+    """Keep the cell's text as the data file LINE."""
+    DATA[line.strip()] = cell
+
+
+# %% config
+# Configuration. On Kaggle nothing here needs changing; the BUTTERFLY_* variables exist for
+# the offline end-to-end test (a local OpenAI-compatible server, a few scenarios).
+import hashlib
+
+from butterfly.kaggle import runner as bb
+
+SUITE_NAME = os.environ.get("BUTTERFLY_SUITE", "butterfly-40")  # or "butterfly-long"
+LONG_PER_LENGTH = int(os.environ.get("BUTTERFLY_LONG_PER_LENGTH", "2"))
+SHA256 = {"butterfly-40": "@SUITE_SHA256@", "butterfly-long": "@LONG_SHA256@"}
+SUITE = DATA[f"scenarios/{SUITE_NAME}.jsonl"]
+if hashlib.sha256(SUITE.encode("utf-8")).hexdigest() != SHA256[SUITE_NAME]:
+    raise RuntimeError("the suite cell differs from the frozen suite: rebuild the notebook")
+SCENARIOS = bb.load_scenarios(SUITE)
+BY_ID = {s.id: s for s in SCENARIOS}
+RUN_IDS = [i.strip() for i in os.environ.get("BUTTERFLY_SCENARIOS", "").split(",") if i.strip()]
+if not RUN_IDS and SUITE_NAME == "butterfly-long":
+    RUN_IDS = [s.id for s in bb.long_slice(SCENARIOS, LONG_PER_LENGTH)]
+RUN_IDS = RUN_IDS or [s.id for s in SCENARIOS]
+print(f"{SUITE_NAME}: {len(RUN_IDS)} conversations, "
+      f"{sum(len(BY_ID[i].turns) for i in RUN_IDS)} calls")
+MAX_TOKENS = int(os.environ.get("BUTTERFLY_MAX_TOKENS", bb.MAX_TOKENS))
+N_JOBS = int(os.environ.get("BUTTERFLY_N_JOBS", "4"))  # scenarios played at once
+SEED_ARGS = bb.seed_args(os.environ)  # none with BUTTERFLY_NO_SEED=1 (`butterfly run --no-seed`)
+# What llm.prompt(..., extra_api_params=...) passes: the output bound (else a quota 403), -M args
+EXTRA_API_PARAMS = bb.api_params(MAX_TOKENS, os.environ)
+print(f"{len(RUN_IDS)} of {len(SCENARIOS)} scenarios, {EXTRA_API_PARAMS}, "
+      f"temperature {bb.TEMPERATURE}, {SEED_ARGS or 'no seed'}, protocol {bb.PROTOCOL}")
+
+
+# %% model
+# The model: kbench.llm (Kaggle runs this notebook once for each model of the benchmark).
+# BUTTERFLY_OPENAI_BASE_URL (the offline test) points kaggle-benchmarks' own OpenAI actor at
+# an OpenAI-compatible server instead; the model proxy's variables cannot, since they append
+# /openapi to the URL.
+if os.environ.get("BUTTERFLY_OPENAI_BASE_URL"):
+    import openai
+    from kaggle_benchmarks.actors.llms import OpenAI as OpenAIChat
+
+    llm = OpenAIChat(
+        openai.OpenAI(base_url=os.environ["BUTTERFLY_OPENAI_BASE_URL"],
+                      api_key=os.environ.get("BUTTERFLY_OPENAI_API_KEY", "sk-local"),
+                      max_retries=0),
+        os.environ["BUTTERFLY_OPENAI_MODEL"],
+        support_temperature=True,
+    )
+else:
+    llm = kbench.llm
+MODEL_NAME = getattr(llm, "model", llm.name)
+print(f"model: {MODEL_NAME}; temperature sent: {llm.support_temperature}")
+
+
+# %% tasks
+VERDICTS: dict[str, bb.Verdict] = {}
+
+
+@kbench.task(name="@TASK@ scenario", store_task=False)
+def butterflybench_scenario(llm: Any, scenario_id: str) -> bool:
+    """One ButterflyBench conversation: passes when the final spec equals the oracle's."""
+    scenario = BY_ID[scenario_id]
+    kbench.system.send(bb.system_text(scenario))
+    # As llm.prompt() does: temperature only for a model that takes it.
+    request = {**SEED_ARGS, "reasoning": None,
+               "temperature": bb.TEMPERATURE if llm.support_temperature else None}
+
+    def respond() -> bb.Answer:
+        # llm.prompt(text, ...) is kbench.user.send(text) then this call; split, a retry asks
+        # again with the same history instead of repeating the user's message.
+        message = llm.respond(schema=str, **request, **EXTRA_API_PARAMS)
+        return bb.Answer(message.content, message.usage.output_tokens)
+
+    answers = bb.play(scenario, kbench.user.send, respond)  # retries transient errors
+    VERDICTS[scenario_id] = bb.verdict(scenario, answers, MAX_TOKENS)
+    return VERDICTS[scenario_id]["final_match"]
+
+
+@kbench.task(name="@TASK@")
+def butterflybench(llm: Any) -> tuple[float, float]:
+    """@DESCRIPTION@"""
+    # Nested evaluation runs with max_attempts=1: the retries are inside the scenario task.
+    runs = butterflybench_scenario.evaluate(
+        llm=[llm], evaluation_data=pd.DataFrame({"scenario_id": RUN_IDS}), n_jobs=N_JOBS,
+        on_failure="continue")
+    failed = [r for r in runs if r.status == "failed"]
+    if failed:
+        errors = "; ".join(f"{r.params['scenario_id']}: "
+                           f"{(r.error_message or '?').strip().splitlines()[-1]}"
+                           for r in failed)
+        raise RuntimeError(f"{len(failed)} scenario(s) got no answer (provider errors, not "
+                           f"model failures), so no score is reported: {errors}")
+    rows = [VERDICTS[i] for i in RUN_IDS]
+    head = bb.headline([r["final_match"] for r in rows])
+    with open("butterflybench_verdicts.json", "w", encoding="utf-8") as f:
+        f.write(bb.dumps({"model": MODEL_NAME, "max_tokens": MAX_TOKENS,
+                          "api_params": EXTRA_API_PARAMS,
+                          "temperature": bb.TEMPERATURE, "seed": SEED_ARGS.get("seed"),
+                          "protocol": bb.PROTOCOL, "parse": bb.PARSE, **head,
+                          "scenarios": rows}))
+    return head["final_match"], head["ci"]
+
+
+# %% run
+run = butterflybench.run(llm=llm)
+if run.status != "success":
+    raise RuntimeError(f"ButterflyBench did not complete: {run.error_message}")
+print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS]))  # value, CI, horizon
+pd.DataFrame([{k: v[k] for k in ("id", "category", "final_match", "first_divergent_turn",
+                                 "abstentions")} for v in (VERDICTS[i] for i in RUN_IDS)])
