@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from oracle.ledger import LINK, LINKED, Ledger
-from oracle.records import Scenario, Turn
+from oracle.records import OPS, Scenario, Turn
 
 UNDO_OPS: Final = frozenset({"undo_last", "undo_ref", "undo_earliest", "redo"})
 
@@ -35,6 +35,8 @@ class Context(NamedTuple):
     """The state before the turn (never mutated by a reading)."""
     previous_undo: str | None
     """The op of the last undo-or-redo turn before this one, if any."""
+    text: str
+    """The turn's text, normalised (:func:`normalise`) once for every reading."""
 
 
 Rewrite = Callable[[Ledger, Turn], bool]
@@ -49,6 +51,8 @@ class Reading:
     number: int
     name: str
     title: str
+    ops: frozenset[str]
+    """The ops it can concern (a cheap filter before its structure is looked at)."""
     words: re.Pattern[str]
     """The turn's text (lower case, plain apostrophes) must match this..."""
     one_reading: re.Pattern[str] | None
@@ -59,10 +63,9 @@ class Reading:
     """What a reader who takes the reading does, in a few words (for messages and docs)."""
 
     def triggered(self, ctx: Context) -> bool:
-        text = normalise(ctx.turn.text)
-        if not self.structure(ctx) or self.words.search(text) is None:
+        if not self.structure(ctx) or self.words.search(ctx.text) is None:
             return False
-        return self.one_reading is None or self.one_reading.search(text) is None
+        return self.one_reading is None or self.one_reading.search(ctx.text) is None
 
 
 def normalise(text: str) -> str:
@@ -71,7 +74,13 @@ def normalise(text: str) -> str:
 
 
 def _setting(turn: Turn) -> str:
-    return getattr(turn, "setting", "")
+    return str(turn.__dict__.get("setting", ""))  # a field, if the op has it (no __getattr__)
+
+
+def _play(ledger: Ledger, turn: Turn) -> None:
+    """One turn of the scenario as written."""
+    fields = turn.__dict__
+    ledger.apply(turn.op, fields.get("setting"), fields.get("value"))
 
 
 # -------------------- 1. stacked redo
@@ -138,7 +147,7 @@ def _replaces_last(ledger: Ledger, turn: Turn) -> bool:
     last = ledger.last_active()
     if last is not None:
         ledger.deactivate(last)
-    ledger.apply(turn.op, _setting(turn), getattr(turn, "value", None))
+    _play(ledger, turn)
     return True
 
 
@@ -175,6 +184,7 @@ def _longest_in_effect(ledger: Ledger, turn: Turn) -> bool:
 READINGS: Final[tuple[Reading, ...]] = (
     Reading(
         1, "stacked-redo", "a redo right after a redo, worded as the change just undone",
+        frozenset({"redo"}),
         re.compile(
             r"\b(?:just|most recently|last) (?:undid|undone|reverted|rolled back|took back"
             r"|taken back|scratched)\b|\b(?:undid|undone|reverted|rolled back|took back"
@@ -185,6 +195,7 @@ READINGS: Final[tuple[Reading, ...]] = (
     ),
     Reading(
         2, "undo-ref-history", "an undo by description of a setting changed more than once",
+        frozenset({"undo_ref"}),
         re.compile(r"\S"),  # any wording that does not say which change is meant:
         re.compile(r"\bstill in effect\b|\bstill active\b|\bstill stands\b"),
         _history, (_most_recent_change, _original_value),
@@ -193,6 +204,7 @@ READINGS: Final[tuple[Reading, ...]] = (
     ),
     Reading(
         3, "undo-as-edit", "an undo by description worded as the outcome",
+        frozenset({"undo_ref"}),
         re.compile(
             r"\bback the way it was\b|\bback to (?:what|how) it was\b|\bthe way it was before\b"
             r"|\bback to (?:its|the) (?:original|previous|old|earlier)\b"
@@ -205,6 +217,7 @@ READINGS: Final[tuple[Reading, ...]] = (
     Reading(
         4, "replacing-instead", 'a set or drop worded "instead", "on second thought" or '
         '"actually" while another change is in effect',
+        frozenset({"set", "drop"}),
         re.compile(r"\binstead\b|\bon second thoughts?\b|\bactually\b"),
         re.compile(r"\binstead of\b(?!\s+(?:that|this|it)\b)"),
         _edit_after_another, (_replaces_last,),
@@ -212,6 +225,7 @@ READINGS: Final[tuple[Reading, ...]] = (
     ),
     Reading(
         5, "standing-link", "an indirect reference to the input format",
+        frozenset({"set"}),
         re.compile(
             r"\bsame format\b|\bwhatever (?:format|the input)\b|\bmatch(?:es|ing)? the input\b"
             r"|\bformat (?:as|of) the input\b|\bthe input'?s format\b"
@@ -223,6 +237,7 @@ READINGS: Final[tuple[Reading, ...]] = (
     Reading(
         6, "earliest-after-redo", "an undo of the earliest change when a redo brought back a "
         "change made before one that has been in effect longer",
+        frozenset({"undo_earliest"}),
         re.compile(r"\S"),  # any wording that does not say "made":
         re.compile(r"\bmade\b"),
         _orders_disagree, (_longest_in_effect,),
@@ -245,15 +260,18 @@ def contexts(initial: dict[str, str], turns: Sequence[Turn]) -> Iterator[tuple[i
     ledger = Ledger(initial)
     previous: str | None = None
     for t, turn in enumerate(turns, 1):
-        yield t, Context(turn, ledger, previous)
-        ledger.apply(turn.op, getattr(turn, "setting", None), getattr(turn, "value", None))
+        yield t, Context(turn, ledger, previous, normalise(turn.text))
+        _play(ledger, turn)
         if turn.op in UNDO_OPS:
             previous = turn.op
 
 
+_BY_OP: Final = {op: tuple(r for r in READINGS if op in r.ops) for op in OPS}
+
+
 def triggered(ctx: Context) -> tuple[Reading, ...]:
     """The readings this turn's words and structure trigger."""
-    return tuple(r for r in READINGS if r.triggered(ctx))
+    return tuple(r for r in _BY_OP[ctx.turn.op] if r.triggered(ctx))
 
 
 def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
@@ -262,9 +280,9 @@ def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
     ledger = Ledger(initial)
     previous: str | None = None
     for t in before:
-        ledger.apply(t.op, getattr(t, "setting", None), getattr(t, "value", None))
+        _play(ledger, t)
         previous = t.op if t.op in UNDO_OPS else previous
-    return triggered(Context(turn, ledger, previous))
+    return triggered(Context(turn, ledger, previous, normalise(turn.text)))
 
 
 class Difference(NamedTuple):
@@ -314,7 +332,7 @@ def _replay_from(ctx: Context, rewrite: Rewrite, turns: Sequence[Turn], t: int,
         if u == len(turns):
             return None
         turn = turns[u]
-        ledger.apply(turn.op, getattr(turn, "setting", None), getattr(turn, "value", None))
+        _play(ledger, turn)
         u += 1
 
 
