@@ -55,6 +55,19 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
     )
 
 
+def cli_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``butterfly ARGS`` in this process: (exit status, stdout, stderr); never a traceback."""
+    from butterfly.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, out, err
+
+
 def rewrite_manifest(out: Path, **changes: object) -> None:
     """Change fields of a run's manifest as the harness writes it (sealed again over the calls
     file as it is): for tests that make what a process leaves behind (a kill -9, a second

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import rewrite_calls, rewrite_manifest
+from conftest import cli_in_process, rewrite_calls, rewrite_manifest
 from rich.console import Console
 
-from butterfly.cli import build_parser, main
+from butterfly.cli import build_parser
 from butterfly.core.printable import printable
 from butterfly.core.results import ScoreReport
 from butterfly.core.stats import mean_interval
@@ -21,13 +21,7 @@ from butterfly.core.stats import mean_interval
 EVIL = "\x1b[31mred\x1b]0;pwned title\x07\x1b[2J\x1b[H\u202eevil"
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+cli = cli_in_process
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, cli_in_process
 
 from butterfly.cli import main
 from butterfly.runs.digest import START, chain_of
@@ -20,14 +20,7 @@ ORACLE = ["--model", "script/oracle", "--no-cache"]
 Edit = Callable[[Path], None]
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
+cli = cli_in_process
 
 
 @pytest.fixture(scope="module")

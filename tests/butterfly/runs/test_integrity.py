@@ -14,23 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, rewrite_manifest
+from conftest import ROOT, cli_in_process, rewrite_manifest
 
-from butterfly.cli import main
 from butterfly.runs.lock import LOCK, writer_lock
 
 ORACLE = ["--model", "script/oracle", "--no-cache"]
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``butterfly ARGS`` in this process: (exit status, stdout, stderr)."""
-    try:
-        code = main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
+cli = cli_in_process
 
 
 def oracle_run(capsys: pytest.CaptureFixture[str], out: Path, limit: int = 3) -> None:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import cli_in_process
 
 from butterfly.cli import main
 from butterfly.runs.reader import load_run
@@ -15,14 +16,7 @@ from butterfly.runs.reader import load_run
 ORACLE = ["--model", "script/oracle", "--no-cache"]
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
+cli = cli_in_process
 
 
 @pytest.fixture(scope="module")
