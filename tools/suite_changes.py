@@ -15,17 +15,17 @@ from pathlib import Path
 
 from butterfly.suite.load import load_suite
 from oracle import Scenario, replay
-from oracle.readings import contexts, differences, triggered
+from oracle.readings import Difference, contexts, differences, triggered
 
 
 def _ops(s: Scenario) -> list[tuple[str, str | None, str | None]]:
     return [(t.op, getattr(t, "setting", None), getattr(t, "value", None)) for t in s.turns]
 
 
-def _why(old: Scenario, t: int) -> str:
+def _why(old: Scenario, t: int, found: list[Difference]) -> str:
     ctx = next(c for u, c in contexts(old.initial, old.turns) if u == t)
     names = [r.name for r in triggered(ctx)]
-    diffs = {d.reading.name: d for d in differences(old, replay(old)) if d.turn == t}
+    diffs = {d.reading.name: d for d in found if d.turn == t}
     parts = []
     for name in names:
         d = diffs.get(name)
@@ -45,10 +45,12 @@ def changes(old_path: str, new_path: str) -> list[str]:
                        f"{len(o.turns)} -> {len(s.turns)} turns, same length)")
             tally["regenerated"] += 1
             continue
+        found = list(differences(o, replay(o)))  # once per scenario, not per changed turn
         for t, (a, b) in enumerate(zip(o.turns, s.turns, strict=True), 1):
             if a.text != b.text:
                 out.append(f"- `{s.id}` turn {t}: {a.paraphrase or 'handwritten'} -> "
-                           f"{b.paraphrase or 'handwritten'}: \"{b.text}\" ({_why(o, t)})")
+                           f"{b.paraphrase or 'handwritten'}: \"{b.text}\" "
+                           f"({_why(o, t, found)})")
                 tally[f"{a.paraphrase or 'handwritten'} -> {b.paraphrase or 'handwritten'}"] += 1
     head = [f"### {Path(new_path).name}", "",
             f"{sum(tally.values())} changes: " + ", ".join(f"{k} x{v}" for k, v in
