@@ -2,7 +2,8 @@
 
 The Python API (docs/api.md) is importable from here: ``butterfly.run``, ``butterfly.load_run``,
 ``butterfly.score_run``, ``butterfly.report``, ``butterfly.load_runs`` (a pandas DataFrame of
-tidy rows) and ``butterfly.tidy_rows``, and the types ``Run`` and ``ScoreReport``. They
+tidy rows) and ``butterfly.tidy_rows``, and the types ``Run``, ``RunOptions`` and
+``ScoreReport`` (every command's function is in :mod:`butterfly.api`). They
 load on first use, so ``import butterfly`` stays cheap (the command line imports only what a
 command needs).
 """
@@ -16,6 +17,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from butterfly.api import (
         Run,
+        RunOptions,
         ScoreReport,
         load_run,
         load_runs,
@@ -25,9 +27,10 @@ if TYPE_CHECKING:
         tidy_rows,
     )
 
-API = ("Run", "ScoreReport", "load_run", "load_runs", "report", "run", "score_run", "tidy_rows")
-__all__ = ["Run", "ScoreReport", "__version__", "load_run", "load_runs", "report", "run",
-           "score_run", "tidy_rows"]
+API = ("Run", "RunOptions", "ScoreReport", "load_run", "load_runs", "report", "run",
+       "score_run", "tidy_rows")
+__all__ = ["Run", "RunOptions", "ScoreReport", "__version__", "load_run", "load_runs",
+           "report", "run", "score_run", "tidy_rows"]
 
 
 def __getattr__(name: str) -> Any:

@@ -15,16 +15,20 @@ import sys
 from collections.abc import Callable, Sequence
 
 from butterfly import __version__, commands
-from butterfly.cli_args import Parser, add_cache, add_limits, add_model_args, add_via
+from butterfly.cli_args import (
+    Parser,
+    add_cache,
+    add_limits,
+    add_model_args,
+    add_option,
+    add_run,
+)
 from butterfly.core.printable import printable
 from butterfly.core.vocab import (
     COMPARE_METHODS,
-    MODES,
     PARSE_MODES,
     PROTOCOLS,
-    SC_BASES,
     SEQUENTIAL_METHODS,
-    STRATEGIES,
 )
 from butterfly.core.vocab import DEFAULTS as D
 from butterfly.errors import EXIT_CODES, BudgetStopped, RunFailed, UserError
@@ -76,59 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=commands.cmd_schema)
 
     r = sub.add_parser("run", help="run a suite against a model (default: the embedded SmolLM2)")
-    r.add_argument("--model", default=D.model, help="local/smollm2, local/PATH.gguf, "
-                   "script/NAME, or any litellm model (openai/..., anthropic/..., gemini/..., "
-                   "ollama_chat/...)")
-    r.add_argument("--suite", default=D.suite, help="suite file or name")
-    r.add_argument("--limit", type=int, metavar="N", help="only the first N scenarios (a resume "
-                   "keeps the recorded scope)")
-    r.add_argument("--per-category", type=int, metavar="N",
-                   help="only the first N scenarios of each category (before --limit)")
-    r.add_argument("--out", help="run directory (default runs/MODEL__SUITE); re-run to resume")
-    r.add_argument("--seed", type=int, default=D.seed, help="base seed; repeat r uses seed + r")
-    r.add_argument("--layouts", default=",".join(D.layouts),
-                   help="prompt layouts, comma-separated: E evidence first, Q question first, "
-                   "H hedged (E + 'answer UNSURE if unclear')")
-    r.add_argument("--repeats", type=int, default=1, help="conversations per scenario and layout")
-    r.add_argument("--mode", choices=MODES, default=D.mode,
-                   help="chat: the model sees its earlier answers; restate: each turn is asked "
-                   "afresh with the initial spec and every edit so far")
-    r.add_argument("--temperature", type=float, default=D.temperature,
-                   help="sampling temperature (finite, 0 or more)")
-    r.add_argument("--max-tokens", type=int, default=D.max_tokens, help="most tokens per answer")
-    r.add_argument("--concurrency", type=int, default=D.concurrency,
-                   help="conversations played at once")
-    r.add_argument("--timeout", type=float, default=D.timeout, help="seconds per call")
-    r.add_argument("--retries", type=int, default=D.retries,
-                   help="retries per call after a failure")
-    r.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
-    add_via(r)
-    r.add_argument("--router", metavar="FILE", help="a litellm Router file (JSON or YAML "
-                   "model_list, router_settings): calls spread over the deployments named "
-                   "--model, with litellm's routing, cooldowns and retries (docs/scale.md; "
-                   "default: none, one server)")
-    r.add_argument("--shard", metavar="I/N", help="play only slice I of N of the run's "
-                   "conversations (balanced by calls; join the shards with butterfly merge; "
-                   "default: the whole run)")
-    r.add_argument("--no-schema", action="store_true",
-                   help="do not send the spec's JSON Schema as response_format")
-    r.add_argument("--parse", choices=PARSE_MODES, default=D.parse,
-                   help="how strictly answers are parsed (docs/parser.md)")
-    r.add_argument("--strategy", choices=STRATEGIES, default=D.strategy,
-                   help="prompting strategy (docs/strategies.md)")
-    r.add_argument("--samples", type=int,
-                   help=f"self-consistency: answers sampled per turn and voted ({D.samples} "
-                   "when not given)")
-    r.add_argument("--protocol", choices=PROTOCOLS,
-                   help="output protocol (default schema; json with --no-schema)")
-    r.add_argument("--sc-base", choices=SC_BASES,
-                   help="self-consistency: the prompt sampled and voted (default zero-shot)")
-    add_model_args(r, "every call")
-    r.add_argument("--max-cost", type=float, metavar="USD",
-                   help="stop before a call could take the run's spending above USD "
-                   "(status budget, exit 6; re-run with a larger budget to complete)")
-    add_limits(r)
-    add_cache(r)
+    add_run(r)
     r.set_defaults(func=commands.cmd_run)
 
     mg = sub.add_parser("merge", help="join the shards of a sweep (run --shard I/N) into one "
@@ -272,31 +224,23 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--q", type=float, default=0.1, help="false discovery rate")
     sq.add_argument("--stop-fine", action="store_true",
                     help="ebh: stop scenarios that look fine at the looks")
-    sq.add_argument("--suite", default=D.suite, help="suite file or name")
-    sq.add_argument("--limit", type=int, metavar="N", help="only the first N scenarios")
-    sq.add_argument("--per-category", type=int, metavar="N",
-                    help="only the first N scenarios of each category (before --limit)")
+    add_option(sq, "suite")
+    add_option(sq, "limit", help="only the first N scenarios")
+    add_option(sq, "per_category")
     sq.add_argument("--out-a", help="run directory of A (runs/seq-MODEL__SUITE when not given)")
     sq.add_argument("--out-b", help="run directory of B (runs/seq-MODEL__SUITE when not given)")
-    sq.add_argument("--seed", type=int, default=0, help="base seed; pair r uses seed + r")
-    sq.add_argument("--temperature", type=float, default=0.7,
-                    help="sampling temperature (above 0: pairs must differ)")
-    sq.add_argument("--max-tokens", type=int, default=D.max_tokens, help="most tokens per answer")
-    sq.add_argument("--concurrency", type=int, default=D.concurrency,
-                    help="conversations played at once")
-    sq.add_argument("--timeout", type=float, default=D.timeout, help="seconds per call")
-    sq.add_argument("--retries", type=int, default=D.retries,
-                    help="retries per call after a failure")
-    sq.add_argument("--api-base", help="base URL of an OpenAI-compatible server")
-    sq.add_argument("--router", metavar="FILE",
-                    help="a litellm Router file (JSON or YAML) in which --model-a and "
-                    "--model-b each name a group of deployments (docs/scale.md)")
-    add_via(sq)
+    add_option(sq, "seed", default=0, help="base seed; pair r uses seed + r")
+    add_option(sq, "temperature", default=0.7,
+               help="sampling temperature (above 0: pairs must differ)")
+    for name in ("max_tokens", "concurrency", "timeout", "retries", "api_base"):
+        add_option(sq, name)
+    add_option(sq, "router", help="a litellm Router file (JSON or YAML) in which --model-a and "
+               "--model-b each name a group of deployments (docs/scale.md)")
+    add_option(sq, "via")
     add_model_args(sq, "every call of both models")
-    sq.add_argument("--max-cost", type=float, metavar="USD",
-                    help="stop before a call could take the spending of both models together "
-                    "above USD (both runs' status budget, exit 6; re-run with a larger budget "
-                    "to continue)")
+    add_option(sq, "max_cost", help="stop before a call could take the spending of both models "
+               "together above USD (both runs' status budget, exit 6; re-run with a larger "
+               "budget to continue)")
     add_limits(sq)
     add_cache(sq)
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")

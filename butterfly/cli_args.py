@@ -1,13 +1,13 @@
 """The argument parser's pieces shared by several commands of :mod:`butterfly.cli`: the help
-formatter (every flag's default shown) and the flag groups of ``run`` and ``sequential``."""
+formatter (every flag's default shown), ``butterfly run``'s flags generated from the fields of
+:class:`~butterfly.core.options.RunOptions`, and the flags ``sequential`` shares with it."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from butterfly.core.vocab import DEFAULTS as D
-from butterfly.core.vocab import VIAS
+from butterfly.core.options import FIELDS, flag_of
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -29,34 +29,64 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def add_via(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--via", choices=VIAS, default=D.via,
-                   help="auto (default): chat completions straight over one pooled HTTP "
-                   "client for an OpenAI-compatible --api-base (openai/, hosted_vllm/) and "
-                   "local/ models, litellm for every other provider; litellm: always litellm")
+def _kind(name: str) -> type | None:
+    """The argparse ``type`` of a field: from its annotation (int, float; else text)."""
+    note = str(FIELDS[name].type)
+    return float if "float" in note else int if "int" in note else None
 
 
-def add_model_args(p: argparse.ArgumentParser, sent_with: str) -> None:
-    """-M, --model-args and --no-seed (``butterfly run`` and ``sequential``)."""
+def add_option(p: argparse.ArgumentParser, name: str, **override: Any) -> None:
+    """The flag of the field ``name`` of ``RunOptions`` (``override``: argparse keywords that
+    differ for this command, e.g. ``sequential``'s own help line or default)."""
+    how = flag_of(name)
+    default = FIELDS[name].default
+    words: dict[str, Any] = {"help": how.help}
+    if default is False:
+        words["action"] = "store_true"
+    else:
+        words["default"] = how.shown_default if how.shown_default is not None else default
+        if how.choices is not None:
+            words["choices"] = how.choices
+        elif _kind(name) is not None:
+            words["type"] = _kind(name)
+        if how.metavar is not None:
+            words["metavar"] = how.metavar
+    words.update(override)
+    p.add_argument(how.flag or "--" + name.replace("_", "-"), **words)
+
+
+def add_run(p: argparse.ArgumentParser) -> None:
+    """Every flag of ``butterfly run``, in the order of ``RunOptions``' fields."""
+    for name in FIELDS:
+        if name == "model_args":
+            add_model_args(p, "every call", seed=False)
+        elif name == "cache":
+            add_cache(p)
+        else:
+            add_option(p, name)
+
+
+def add_model_args(p: argparse.ArgumentParser, sent_with: str, seed: bool = True) -> None:
+    """-M and --model-args (the field ``model_args``), then --no-seed unless ``seed`` is
+    False (``butterfly run`` reaches it as a field of its own)."""
     p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
                    help=f"an argument sent with {sent_with} (repeatable; VALUE as JSON when "
                    "it parses), e.g. -M reasoning_effort=low -M top_p=0.9 -M "
                    "'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
     p.add_argument("--model-args", metavar="FILE",
                    help="model arguments from a JSON or YAML mapping (-M overrides)")
-    p.add_argument("--no-seed", action="store_true",
-                   help="send no seed (for providers that reject it)")
+    if seed:
+        add_option(p, "no_seed")
 
 
 def add_limits(p: argparse.ArgumentParser) -> None:
-    """--max-answer-chars and --max-retry-wait (``butterfly run`` and ``sequential``)."""
-    p.add_argument("--max-answer-chars", type=int, default=D.max_answer_chars, metavar="N",
-                   help="the response-size cap: a longer answer is kept (and sent back in the "
-                   "history) as its first N characters, an abstention (too_large)")
-    p.add_argument("--max-retry-wait", type=float, default=D.max_retry_wait, metavar="SECONDS",
-                   help="the longest wait before a retry, whatever a server's Retry-After asks")
+    """--max-answer-chars and --max-retry-wait."""
+    add_option(p, "max_answer_chars")
+    add_option(p, "max_retry_wait")
 
 
 def add_cache(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cache", default=D.cache, help="SQLite answer cache shared by runs")
+    """--cache and --no-cache (the field ``cache``: a path, or None when --no-cache)."""
+    p.add_argument("--cache", default=FIELDS["cache"].default,
+                   help="SQLite answer cache shared by runs")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")

@@ -1,7 +1,10 @@
-"""What each ``butterfly`` command does: parse nothing, call the Python API, print.
+"""What each ``butterfly`` command does: call its function of the Python API
+(:mod:`butterfly.api`), render the result through :mod:`butterfly.present`, print.
 
-Each command imports what it needs when it runs, so commands that call no provider never
-import litellm (it takes seconds to import). The argument parser is :mod:`butterfly.cli`.
+The API is imported when a command runs, so ``butterfly --help`` stays quick, and commands that
+call no provider never import litellm (it takes seconds to import). The argument parser is
+:mod:`butterfly.cli`; this module imports only the API, ``present``, ``errors``, ``files`` and
+``core.vocab`` (tests/butterfly/test_layers.py).
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from butterfly.core.printable import printable
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
+
+if TYPE_CHECKING:
+    from butterfly.api import RunOptions
 
 
 def _write(path: str | None, text: str) -> None:
@@ -30,231 +35,128 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, indent=2)
 
 
+def _say(lines: list[str]) -> None:
+    for line in lines:
+        print(line, file=sys.stderr)
+
+
 def cmd_generate(a: argparse.Namespace) -> int:
-    from butterfly.suite.builder import GenerationError
-    from butterfly.suite.chains import generate_chains, parse_mix
-    from butterfly.suite.generate import generate_mixed
-    from butterfly.suite.load import build_builtin, dumps_suite
+    from butterfly import api
+    from butterfly.present.messages import suite_jsonl
 
-    if a.suite is not None:
-        if any(x is not None for x in (a.count, a.seed, a.lengths, a.ops, a.per_length)):
-            raise UserError("generate: --suite rebuilds a frozen suite; it takes no "
-                            "--count/--seed/--lengths/--per-length/--ops")
-        scenarios, manifest = build_builtin(a.suite)
-        _write(a.out, dumps_suite(scenarios))
-        if a.manifest:
-            _write(a.manifest, manifest.model_dump_json(indent=2) + "\n")
-    else:
-        seed = 0 if a.seed is None else a.seed
-        try:
-            if a.lengths is not None:
-                if a.count is not None:
-                    raise UserError("generate: --lengths builds chains by length; give "
-                                    "--per-length K instead of --count")
-                mix = None if a.ops is None else parse_mix(a.ops)
-                per = 12 if a.per_length is None else a.per_length
-                scenarios = generate_chains(_lengths(a.lengths), per, seed, prefix=f"s{seed}",
-                                            mix=mix)
-            else:
-                if a.count is None:
-                    raise UserError("generate: give --suite NAME, --count N or --lengths L,.. "
-                                    "(with --seed S)")
-                if a.ops is not None or a.per_length is not None:
-                    raise UserError("generate: --ops and --per-length go with --lengths")
-                scenarios = generate_mixed(a.count, seed)
-            scenarios = _variants(scenarios, a.paraphrase_variants)
-        except GenerationError as e:
-            raise UserError(f"generate: {e}") from None
-        _write(a.out, dumps_suite(scenarios))
+    made = api.generate(suite=a.suite, count=a.count, seed=a.seed, lengths=a.lengths,
+                        per_length=a.per_length, ops=a.ops,
+                        paraphrase_variants=a.paraphrase_variants)
+    _write(a.out, suite_jsonl(made.scenarios))
+    if made.manifest is not None and a.manifest:
+        _write(a.manifest, made.manifest.model_dump_json(indent=2) + "\n")
     if a.out not in (None, "-"):
-        print(f"wrote {len(scenarios)} scenarios to {a.out}", file=sys.stderr)
+        print(f"wrote {len(made.scenarios)} scenarios to {a.out}", file=sys.stderr)
     return 0
-
-
-def _variants(scenarios: list[Any], k: int | None) -> list[Any]:
-    from butterfly.suite.generate import paraphrase_variants
-
-    if k is None:
-        return scenarios
-    if not 1 <= k <= 3:
-        raise UserError("--paraphrase-variants takes 1 to 3 (the smallest family has "
-                              "three paraphrases)")
-    return [v for s in scenarios for v in paraphrase_variants(s, k)]
-
-
-def _lengths(text: str) -> list[int]:
-    from oracle import MAX_TURNS
-
-    try:
-        lengths = [int(x) for x in text.split(",")]
-    except ValueError:
-        lengths = []
-    if not lengths or not all(1 <= n <= MAX_TURNS for n in lengths):
-        raise UserError(f"generate: --lengths takes whole numbers 1 to {MAX_TURNS}, "
-                        "comma-separated (e.g. 5,10,20)")
-    return lengths
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
-    from butterfly.core.prompts import few_shot_clash
-    from butterfly.suite.load import load_suite, resolve_suite
+    from butterfly import api
+    from butterfly.present.readings import readings_table
 
     if a.readings:
-        return _audit_readings(a.files)
-    for path in (resolve_suite(f) for f in a.files):
-        scenarios = load_suite(path)
-        for s in scenarios:
-            for t, turn in enumerate(s.turns, 1):
-                example = few_shot_clash(turn.text)
-                if example is not None:
-                    raise UserError(f"{path}: scenario {s.id}, turn {t}: its wording is too close "
-                                    f"to the few-shot example {example!r} (a few-shot run would "
-                                    "show the model this turn's answer): reword it")
-        turns = sum(len(s.turns) for s in scenarios)
-        print(f"{path}: {len(scenarios)} scenarios, {turns} turns: valid")
-    return 0
-
-
-def _audit_readings(files: list[str]) -> int:
-    from butterfly.present.readings import readings_table
-    from butterfly.suite.load import load_suite, resolve_suite
-    from oracle import replay
-    from oracle.readings import audit
-
-    for path in (resolve_suite(f) for f in files):
-        scenarios = load_suite(path, readings=False)
-        tallies = audit((s, replay(s)) for s in scenarios)
-        print(readings_table(str(path), scenarios, tallies))
+        for r in api.audit_readings(a.files):
+            print(readings_table(str(r.path), r.scenarios, r.tallies))
+        return 0
+    for c in api.validate(a.files):
+        print(f"{c.path}: {c.scenarios} scenarios, {c.turns} turns: valid")
     return 0
 
 
 def cmd_oracle(a: argparse.Namespace) -> int:
-    from butterfly.suite.load import load_suite
-    from oracle import replay
+    from butterfly import api
 
     out = sys.stdout
-    for s in load_suite(a.file):
-        for t, spec in enumerate(replay(s)):
-            out.write(json.dumps({"id": s.id, "turn": t, "spec": spec}, ensure_ascii=False))
-            out.write("\n")
+    for row in api.oracle(a.file):
+        out.write(json.dumps({"id": row.id, "turn": row.turn, "spec": row.spec},
+                             ensure_ascii=False))
+        out.write("\n")
     return 0
 
 
 def cmd_schema(a: argparse.Namespace) -> int:
-    from butterfly.present.schemas import write_schemas
+    from butterfly import api
 
-    if not a.out_dir.strip():
-        raise UserError("--out-dir must name a directory, got ''")
-    for path in write_schemas(Path(a.out_dir)):
+    for path in api.schema(a.out_dir):
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
 
-RUN_OPTIONS = ("limit", "per_category", "seed", "layouts", "repeats", "mode", "temperature",
-               "max_tokens", "concurrency", "timeout", "retries", "api_base", "no_schema",
-               "parse", "strategy", "samples", "protocol", "sc_base", "no_seed", "max_cost",
-               "via", "router", "shard", "max_answer_chars", "max_retry_wait")
-"""The flags of ``butterfly run`` that are the API's ``run`` options as they are."""
+def run_options(a: argparse.Namespace) -> RunOptions:
+    """The :class:`RunOptions` the flags of ``butterfly run`` (or ``sequential``) give."""
+    from butterfly import api
+    from butterfly.api import RunOptions
+
+    given = {name: getattr(a, name) for name in api.RUN_FIELDS
+             if name not in ("model_args", "cache") and hasattr(a, name)}
+    return RunOptions(**given, model_args=api.model_args(a.model_arg or (), a.model_args),
+                      cache=None if a.no_cache else a.cache)
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from butterfly.api import default_out, run, score_run
+    from butterfly import api
     from butterfly.present.display import failure_lines, print_score
-    from butterfly.runs.options import parse_model_args
-    from butterfly.suite.load import resolve_suite
+    from butterfly.present.messages import interrupted, run_end
 
-    model = a.model
-    model_args = parse_model_args(a.model_arg or (), a.model_args)
+    opts = run_options(a)
     try:
-        result = run(model, a.suite, a.out, cache=None if a.no_cache else a.cache, progress=True,
-                     model_args=model_args, **{k: getattr(a, k) for k in RUN_OPTIONS})
+        result = api.run(opts, progress=True)
     except KeyboardInterrupt:
-        where = a.out or default_out(model, resolve_suite(a.suite), shard=a.shard)
-        print(f"butterfly: interrupted; answers so far are kept in {where}. Re-run the same "
-              "command to resume.", file=sys.stderr)
+        print(interrupted(api.run_dir(opts)), file=sys.stderr)
         return 130
-    print_score(score_run(result))
-    for line in failure_lines(result):
-        print(f"butterfly: {line}", file=sys.stderr)
-    m = result.manifest
-    if m.status == "budget":
-        spent = m.usage.spent_usd if m.usage is not None else None
-        why = ("a call came back without a price (no token counts), so --max-cost cannot be "
-               "enforced: run it without --max-cost" if spent is None else
-               f"spent ${spent:.4f} of --max-cost ${a.max_cost:g}; the next call could exceed it")
-        print(f"butterfly: stopped by the budget ({why}). {len(m.incomplete_scenarios)} "
-              "scenario(s) are not finished; re-run the same command with a larger --max-cost "
-              "to complete them.", file=sys.stderr)
-        return 6
-    if m.incomplete_scenarios:
-        print(
-            f"butterfly: {len(m.incomplete_scenarios)} scenario(s) incomplete after provider "
-            f"errors ({m.n_provider_errors} failed call(s) recorded): they are excluded from "
-            "the scores above. Re-run the same command to complete them.",
-            file=sys.stderr,
-        )
-        return 4
-    return 0
+    print_score(api.score_run(result))
+    _say([f"butterfly: {line}" for line in failure_lines(result)])
+    code, lines = run_end(result, opts.max_cost)
+    _say(lines)
+    return code
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
-    from butterfly.runs.merge import merge
+    from butterfly import api
+    from butterfly.present.messages import merged
 
-    manifest = merge([Path(p) for p in a.shards], Path(a.out))
-    print(f"merged {len(manifest.merged_from)} shards into {a.out}: {manifest.n_calls} "
-          f"answered and {manifest.n_provider_errors} failed call(s), status "
-          f"{manifest.status}", file=sys.stderr)
-    if manifest.status != "complete":
-        print(f"butterfly: the merged run is {manifest.status}: butterfly run --out {a.out} "
-              "with the sweep's model, suite and flags (no --shard) completes it",
-              file=sys.stderr)
+    _say(merged(a.out, api.merge(a.shards, a.out)))
     return 0
 
 
 def cmd_repair(a: argparse.Namespace) -> int:
-    from butterfly.api import repair
-    from butterfly.runs.options import parse_model_args
+    from butterfly import api
+    from butterfly.present.messages import repaired
 
-    r = a.run_args
-    result = repair(a.run) if r is None else repair(
-        a.run, r.model, r.suite, model_args=parse_model_args(r.model_arg or (), r.model_args),
-        **{k: getattr(r, k) for k in RUN_OPTIONS})
-    if result.found is None:
-        print(f"{a.run} reads intact: nothing to repair", file=sys.stderr)
-        return 0
-    print(f"repaired {a.run}: found: {printable(result.found, newlines=False)}", file=sys.stderr)
-    for line in result.dropped:
-        print(f"  dropped {printable(line, newlines=False)}", file=sys.stderr)
-    print(f"kept {result.kept} record(s), dropped {len(result.dropped)}; the old files are "
-          f"beside the new ones (*.before-repair); the run is interrupted: butterfly run --out "
-          f"{a.run} with the run's flags completes it", file=sys.stderr)
+    flags = None if a.run_args is None else run_options(a.run_args)
+    _say(repaired(a.run, api.repair(a.run, flags)))
     return 0
 
 
 def cmd_score(a: argparse.Namespace) -> int:
-    from butterfly.api import load_run, score_run
+    from butterfly import api
+    from butterfly.present.display import content_line, print_score
+    from butterfly.present.messages import failed_run
 
-    run = load_run(Path(a.run))
-    result = score_run(run, a.parse, a.protocol)
+    run = api.load_run(Path(a.run))
+    result = api.score(run, a.parse, a.protocol)
     if a.json:
         print(_dump(result.to_json()))
     else:
-        from butterfly.present.display import content_line, print_score
-
         print_score(result)
         print(content_line(run))
-    if run.manifest.status == "failed":  # scored what there is, but say so: exit 5
-        why = printable(run.manifest.failure or "no reason recorded", newlines=False)
-        print(f"butterfly: error: {a.run}: this run failed ({why}); fix the cause and re-run "
-              "its command to resume", file=sys.stderr)
+    failed = failed_run(a.run, run.manifest)
+    if failed is not None:  # scored what there is, but say so: exit 5
+        print(failed, file=sys.stderr)
         return 5
     return 0
 
 
 def cmd_export(a: argparse.Namespace) -> int:
-    from butterfly.analysis.tidy import tidy_rows, to_csv
+    from butterfly import api
+    from butterfly.present.text import to_csv
 
-    rows = tidy_rows([Path(r) for r in a.runs], a.level)
+    rows = api.export(a.runs, a.level)
     _write(a.csv, to_csv(rows, a.level))
     if a.csv not in (None, "-"):
         print(f"wrote {len(rows)} {a.level} rows to {a.csv}", file=sys.stderr)
@@ -262,100 +164,101 @@ def cmd_export(a: argparse.Namespace) -> int:
 
 
 def cmd_runs(a: argparse.Namespace) -> int:
-    from butterfly.analysis.listing import list_runs, render
+    from butterfly import api
+    from butterfly.present.text import runs_text
 
-    lines = list_runs(Path(a.dir))
-    print(_dump([x.to_json() for x in lines]) if a.json else render(lines))
+    lines = api.runs(a.dir)
+    print(_dump([x.to_json() for x in lines]) if a.json else runs_text(lines))
     return 0
 
 
 def cmd_flips(a: argparse.Namespace) -> int:
-    from butterfly.analysis.flips import flip_grid, load_columns, render_flips
+    from butterfly import api
+    from butterfly.present.text import flips_text
 
-    scenarios, columns = load_columns([Path(r) for r in a.runs])
-    grid = flip_grid(scenarios, columns)
-    print(_dump(grid) if a.json else printable(render_flips(grid)))
+    grid = api.flips(a.runs)
+    print(_dump(grid) if a.json else _printable(flips_text(grid)))
     return 0
 
 
 def cmd_audit(a: argparse.Namespace) -> int:
-    from butterfly.analysis.flips import audit, load_columns, render_audit
+    from butterfly import api
+    from butterfly.present.text import audit_text
 
-    scenarios, columns = load_columns([Path(r) for r in a.runs])
-    items = audit(scenarios, columns)
-    print(_dump(items) if a.json else printable(render_audit(items)))
+    items = api.audit(a.runs)
+    print(_dump(items) if a.json else _printable(audit_text(items)))
     return 0
 
 
 def cmd_show(a: argparse.Namespace) -> int:
-    from butterfly.present.show import show
+    from butterfly import api
+    from butterfly.present.show import print_shown
 
     if a.lines < 1:
         raise UserError("--lines must be at least 1")
-    return show(Path(a.run), a.scenario, a.layout, a.repeat, full=a.full, lines=a.lines)
+    shown = api.show(a.run, a.scenario, a.layout, a.repeat)
+    return print_shown(shown.info, shown.conversations, shown.one, full=a.full, lines=a.lines)
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from butterfly.api import report
+    from butterfly import api
 
-    size = report(a.runs, a.html, a.title, compare_method=a.compare_method, q=a.q)
+    size = api.report(a.runs, a.html, a.title, compare_method=a.compare_method, q=a.q)
     print(f"wrote {a.html} ({size / 1e6:.2f} MB)", file=sys.stderr)
     return 0
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    from butterfly.analysis.compare import compare, load_answers, render
+    from butterfly import api
+    from butterfly.present.text import compare_text
 
-    result = compare(load_answers(Path(a.run_a), a.layout), load_answers(Path(a.run_b), a.layout),
-                     a.method, a.q, k=a.k, cap=a.cap, stop_fine=a.stop_fine, seed=a.seed)
-    print(_dump(result.model_dump()) if a.json else printable(render(result)))
+    result = api.compare(a.run_a, a.run_b, a.method, a.q, k=a.k, cap=a.cap,
+                         stop_fine=a.stop_fine, layout=a.layout, seed=a.seed)
+    print(_dump(result.model_dump()) if a.json else _printable(compare_text(result)))
     return 0
 
 
 def cmd_calibrate(a: argparse.Namespace) -> int:
-    from butterfly.analysis.calibrate import calibrate, render
+    from butterfly import api
+    from butterfly.present.text import calibration_text
 
-    result, title = calibrate(None if a.run is None else Path(a.run), simulate=a.simulate,
-                              q=a.q, reshuffles=a.reshuffles, m=a.m, reps=a.reps, seed=a.seed)
-    print(_dump(result.model_dump(by_alias=True)) if a.json else render(result, title))
+    result, title = api.calibrate(a.run, simulate=a.simulate, q=a.q, reshuffles=a.reshuffles,
+                                  m=a.m, reps=a.reps, seed=a.seed)
+    print(_dump(result.model_dump(by_alias=True)) if a.json
+          else calibration_text(result, title))
     return 0
 
 
 def cmd_notebook(a: argparse.Namespace) -> int:
-    from butterfly.kaggle.notebook import cmd_notebook as build_notebook
+    from butterfly import api
 
-    return build_notebook(a.out, a.check)
+    built = api.notebook(a.out, a.check)
+    print(f"{built.path}: up to date" if built.checked
+          else f"wrote {built.path} ({built.size} bytes)")
+    return 0
 
 
 def cmd_sequential(a: argparse.Namespace) -> int:
-    from butterfly.analysis.sequential import render, run_sequential
-    from butterfly.api import default_out, run_params
-    from butterfly.runs.options import check_out, parse_model_args
-    from butterfly.suite.load import resolve_suite
+    from butterfly import api
+    from butterfly.present.text import sequential_text
 
-    params = run_params(temperature=a.temperature, max_tokens=a.max_tokens, seed=a.seed,
-                        limit=a.limit, per_category=a.per_category, concurrency=a.concurrency,
-                        timeout=a.timeout, retries=a.retries, api_base=a.api_base,
-                        via=a.via, no_seed=a.no_seed, max_cost=a.max_cost,
-                        max_answer_chars=a.max_answer_chars, max_retry_wait=a.max_retry_wait,
-                        model_args=parse_model_args(a.model_arg or (), a.model_args))
-    suite_path = resolve_suite(a.suite)
-    out_a = check_out(a.out_a, "--out-a") or default_out(a.model_a, suite_path, "seq-")
-    out_b = check_out(a.out_b, "--out-b") or default_out(a.model_b, suite_path, "seq-")
-    if out_a == out_b and not (a.out_a or a.out_b):
-        out_b = out_b.with_name(out_b.name + "-b")
-    result = run_sequential(model_a=a.model_a, model_b=a.model_b, suite=a.suite, out_a=out_a,
-                            out_b=out_b, method=a.method, cap=a.cap, q=a.q,
-                            stop_fine=a.stop_fine, params=params, api_base=a.api_base,
-                            cache_path=None if a.no_cache else a.cache, router=a.router,
+    result = api.sequential(a.model_a, a.model_b, run_options(a), method=a.method, cap=a.cap,
+                            q=a.q, stop_fine=a.stop_fine, out_a=a.out_a, out_b=a.out_b,
                             quiet=a.json)
-    print(_dump(result.model_dump()) if a.json else printable(render(result)))
+    print(_dump(result.model_dump()) if a.json else _printable(sequential_text(result)))
     return 0
 
 
 def cmd_parse(a: argparse.Namespace) -> int:
-    from butterfly.core.parse import main_parse
+    from butterfly import api
 
-    code, text = main_parse(a.parse, sys.stdin.read(), a.protocol)
+    code, text = api.parse(sys.stdin.read(), a.parse, a.protocol)
     print(text, file=sys.stdout if code == 0 else sys.stderr)
     return code
+
+
+def _printable(text: str) -> str:
+    """A rendered text whose strings came from runs, made safe for the terminal."""
+    from butterfly.present.messages import printable_text
+
+    return printable_text(text)

@@ -25,7 +25,7 @@ import numpy as np
 
 from butterfly.analysis import regress, simulate
 from butterfly.analysis.compare import load_answers
-from butterfly.analysis.results import Calibration, MethodCalibration
+from butterfly.analysis.results import Calibration
 from butterfly.errors import UserError
 
 CONFIGS: tuple[tuple[str, float], ...] = (("null", 0.0), ("0.3", 0.3), ("0.6", 0.6))
@@ -197,44 +197,6 @@ def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
     most = max((len(v) for v in ans.passes.values()), default=0)
     ids = [i for i in ans.ids if most and len(ans.passes.get(i, ())) == most]
     return ids, [ans.passes[i] for i in ids], ans.model
-
-
-def _row(m: MethodCalibration) -> StudyRow:
-    dumped = m.model_dump(by_alias=True)
-    return {"label": dumped["label"], "null": dumped["null"], "0.3": dumped["0.3"],
-            "0.6": dumped["0.6"]}
-
-
-def render(result: Calibration | Study, title: str) -> str:
-    """The study as a table: one row per method, per configuration false alarms / FDR / power /
-    answers. ``result`` is a :class:`Calibration` or a study as ``study`` returns it."""
-    if isinstance(result, Calibration):
-        meta = next(iter(result.root.values())).study if result.root else {}
-        result = Study({name: _row(m) for name, m in result.root.items()}, meta)
-    rows, meta = result.rows, result.meta
-    head = (f"{title}: m = {meta.get('m')} scenarios, {meta.get('pairs')} pairs available per "
-            f"scenario, {meta.get('reps')} replications, q = {meta.get('q')}, seed "
-            f"{meta.get('seed')}")
-    lines = [head,
-             "| method | null: false alarms | null: FDR | 0.3: FDR | 0.3: power | 0.3: answers "
-             "| 0.6: FDR | 0.6: power | 0.6: answers | null: answers |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-
-    def f(x: float | None, d: int = 3) -> str:
-        return "-" if x is None else f"{x:.{d}f}"
-
-    pairs = meta.get("pairs")
-    if isinstance(pairs, int) and pairs < 10:
-        lines.insert(1, f"note: only {pairs} pair(s) per scenario: no per-scenario test can "
-                        "find a regression with so few answers; calibrate a run made with "
-                        "--repeats 20 or more (or --simulate)")
-    for row in rows.values():
-        n, lo, hi = row["null"], row["0.3"], row["0.6"]
-        lines.append(
-            f"| {row['label']} | {f(n['false_alarms'], 2)} | {f(n['fdr'])} | {f(lo['fdr'])} | "
-            f"{f(lo['power'])} | {lo['answers']:.0f} | {f(hi['fdr'])} | {f(hi['power'])} | "
-            f"{hi['answers']:.0f} | {n['answers']:.0f} |")
-    return "\n".join(lines)
 
 
 def calibrate(run: Path | None, *, simulate: bool, q: float = 0.1, reshuffles: int = 20,

@@ -11,8 +11,6 @@ Only the conversations a run played (attempted) are listed.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -124,15 +122,6 @@ def tidy_rows(runs: Sequence[str | Path | Run], level: Level = "conversation"
 
 def columns(level: Level) -> tuple[str, ...]:
     return TURN_COLUMNS if level == "turn" else CONVERSATION_COLUMNS
-
-
-def to_csv(rows: Sequence[Row], level: Level) -> str:
-    """CSV text with a header; an empty cell is a null."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=columns(level), lineterminator="\n")
-    w.writeheader()
-    w.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
-    return buf.getvalue()
 
 
 def load_runs(runs: Sequence[str | Path | Run], level: Level = "conversation") -> Any:

@@ -245,9 +245,10 @@ def build(root: Path = ROOT) -> str:
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def cmd_notebook(out: str | None, check: bool) -> int:
-    """Write the notebook to ``out`` (default: the committed path); with ``check``, exit 1 when
-    the file there differs from a fresh build instead of writing it."""
+def build_notebook(out: str | None, check: bool) -> tuple[Path, int]:
+    """Write the notebook to ``out`` (default: the committed path); with ``check``, write
+    nothing and refuse in one line when the file there differs from a fresh build. (path,
+    size in bytes)."""
     path = Path(out) if out else ROOT / NOTEBOOK
     text = build()
     if check:
@@ -258,8 +259,6 @@ def cmd_notebook(out: str | None, check: bool) -> int:
         if current != text:
             raise UserError(f"{path} differs from a fresh build: run `butterfly notebook build "
                             f"--out {path}`")
-        print(f"{path}: up to date")
-        return 0
+        return path, len(text)
     write_text_atomic(path, text)
-    print(f"wrote {path} ({len(text)} bytes)")
-    return 0
+    return path, len(text)

@@ -16,90 +16,18 @@ every control character in them (or in an id, a model name, a user's words) is s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict
 
 from rich.console import Console
 from rich.text import Text
 
-from butterfly.core.printable import printable
-from butterfly.core.transcript import Transcript, TranscriptTurn, conversation_of
-from butterfly.core.turns import CallKey, ConversationKey
-from butterfly.errors import UserError
-from butterfly.runs.calls import CallView
-from butterfly.runs.reader import load_run
+from butterfly.analysis.transcripts import ShowInfo, load
+from butterfly.core.transcript import Transcript, TranscriptTurn
 
 WRONG = "red"
 COLLATERAL = "magenta"
 MATCH = "green"
 ABSTAIN = "yellow"
-
-
-class ShowInfo(TypedDict):
-    """What the transcript's heading says about the run."""
-
-    run: str
-    model: str
-    layout: str
-    repeat: int
-    strategy: str
-    samples: int
-
-
-def load(run: Path, scenario: str | None, layout: str | None,
-         repeat: int) -> tuple[ShowInfo, list[Transcript]]:
-    """The run's manifest summary and the transcripts asked for (every scenario when
-    ``scenario`` is None)."""
-    loaded = load_run(run)
-    manifest, params = loaded.manifest, loaded.params
-    chosen = loaded.scenarios
-    lay = loaded.layout(layout)
-    if not 0 <= repeat < params.repeats:
-        raise UserError(f"{run}: no repeat {repeat} in this run (repeats 0..{params.repeats - 1})")
-    if scenario is not None:
-        picked = [s for s in chosen if s.id == scenario]
-        if not picked:
-            near = [s.id for s in chosen if scenario in s.id][:5]
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
-            raise UserError(f"{run}: no scenario {scenario!r} in this run{hint}")
-        chosen = picked
-    if params.shard is not None:  # a shard shows the conversations it played
-        mine = set(loaded.conversations())
-        chosen = [s for s in chosen if ConversationKey(s.id, lay, repeat) in mine]
-        if not chosen:
-            what = f" of {scenario}" if scenario else ""
-            raise UserError(f"{run}: shard {params.shard} played no conversation{what} in layout "
-                            f"{lay}, repeat {repeat}: show it from the shard that did, or from "
-                            "the merged run")
-    answered = loaded.turns()
-    info = ShowInfo(run=str(run), model=manifest.model, layout=lay, repeat=repeat,
-                    strategy=params.strategy, samples=params.samples)
-    convs = [with_reasoning(conversation_of(s, answered, lay, repeat), loaded.records)
-             for s in chosen]
-    return safe(info), [safe(c) for c in convs]
-
-
-def with_reasoning(conv: Transcript, records: Mapping[CallKey, CallView]) -> Transcript:
-    """``conv`` with each answered turn's reasoning and reasoning tokens (its first sample's)."""
-    for row in conv["turns"]:
-        view = records.get(CallKey(conv["id"], row["turn"], conv.get("layout", "E"),
-                                   conv.get("repeat", 0), 0))
-        if row["status"] != "missing" and view is not None:
-            row["reasoning"] = view.reasoning_content
-            row["reasoning_tokens"] = view.tokens.reasoning
-    return conv
-
-
-def safe(data: Any) -> Any:
-    """``data`` with every string in it :func:`printable` (dict keys included)."""
-    if isinstance(data, str):
-        return printable(data)
-    if isinstance(data, dict):
-        return {safe(k): safe(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return type(data)(safe(x) for x in data)
-    return data
 
 
 def _clip(raw: str, lines: int | None) -> tuple[str, int]:
@@ -201,10 +129,18 @@ def listing(info: ShowInfo, convs: list[Transcript]) -> list[Text]:
 
 def show(run: Path, scenario: str | None, layout: str | None, repeat: int,
          *, full: bool = False, lines: int = 12, console: Console | None = None) -> int:
+    """Load and print (``butterfly show``; :func:`print_shown` prints what the API loaded)."""
     info, convs = load(run, scenario, layout, repeat)
+    return print_shown(info, convs, scenario is not None, full=full, lines=lines,
+                       console=console)
+
+
+def print_shown(info: ShowInfo, convs: list[Transcript], one: bool, *, full: bool = False,
+                lines: int = 12, console: Console | None = None) -> int:
+    """Print one transcript (``one``) or the listing of every scenario's verdict."""
     console = console or Console(highlight=False)
-    texts = listing(info, convs) if scenario is None else render(
-        info, convs[0], lines=None if full else lines)
+    texts = render(info, convs[0], lines=None if full else lines) if one else listing(
+        info, convs)
     for t in texts:
         console.print(t, soft_wrap=True)
     return 0

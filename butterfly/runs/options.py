@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
+from butterfly.core.options import RunOptions
 from butterfly.core.prompts import compatible
 from butterfly.core.vocab import (
     DEFAULTS,
@@ -19,18 +20,15 @@ from butterfly.core.vocab import (
     SC_BASES,
     VIAS,
     Layout,
-    Mode,
-    ParseMode,
     Protocol,
     SCBase,
     Strategy,
-    Via,
 )
 from butterfly.errors import UserError
-from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP
+from butterfly.models.client import ANSWER_CAP
 from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
-from butterfly.runs.records import RouterRef, RunParams, Shard
+from butterfly.runs.records import RouterRef, RunParams
 from butterfly.runs.store import redact_url
 from butterfly.runs.sweep import parse_shard
 
@@ -284,48 +282,38 @@ def check_routed(api_base: str | None) -> None:
                         "--router or --api-base, not both")
 
 
-def make_params(*, temperature: float = DEFAULTS.temperature,
-                max_tokens: int = DEFAULTS.max_tokens, seed: int = DEFAULTS.seed,
-                strategy: Strategy = DEFAULTS.strategy, samples: int | None = None,
-                protocol: Protocol | None = None, no_schema: bool = False,
-                parse: ParseMode = DEFAULTS.parse, limit: int | None = None,
-                per_category: int | None = None,
-                layouts: str | Sequence[str] = DEFAULTS.layouts, repeats: int = 1,
-                mode: Mode = DEFAULTS.mode, concurrency: int = DEFAULTS.concurrency,
-                timeout: float = DEFAULTS.timeout, retries: int = DEFAULTS.retries,
-                api_base: str | None = None, sc_base: SCBase | None = None,
-                model_args: Mapping[str, JsonValue] | None = None, no_seed: bool = False,
-                max_cost: float | None = None, via: Via = DEFAULTS.via,
-                router: RouterRef | None = None, shard: str | Shard | None = None,
-                max_answer_chars: int = ANSWER_CAP,
-                max_retry_wait: float = RETRY_WAIT_CAP) -> RunParams:
-    """Every option checked, then the run's parameters (``api_base`` redacted)."""
-    _finite(temperature=temperature, timeout=timeout, max_retry_wait=max_retry_wait,
-            **({} if max_cost is None else {"max_cost": max_cost}))
-    check_api_base(api_base)
+def make_params(options: RunOptions, router: RouterRef | None = None) -> RunParams:
+    """Every option checked, then the run's parameters (``api_base`` redacted; ``router``: the
+    replicas of an opened ``--router`` file, checked before)."""
+    o = options
+    _finite(temperature=o.temperature, timeout=o.timeout, max_retry_wait=o.max_retry_wait,
+            **({} if o.max_cost is None else {"max_cost": o.max_cost}))
+    check_api_base(o.api_base)
     if router is not None:
-        check_routed(api_base)
-    if temperature < 0:
-        raise UserError(f"--temperature must be 0 or more, got {temperature:g}")
-    base = _sc_base(strategy, sc_base)
-    chosen = _protocol(protocol, no_schema, strategy, base)
-    if max_cost is not None and not max_cost > 0:
+        check_routed(o.api_base)
+    if o.temperature < 0:
+        raise UserError(f"--temperature must be 0 or more, got {o.temperature:g}")
+    base = _sc_base(o.strategy, o.sc_base)
+    chosen = _protocol(o.protocol, o.no_schema, o.strategy, base)
+    if o.max_cost is not None and not o.max_cost > 0:
         raise UserError("--max-cost must be a positive number of US dollars")
-    n_samples = _samples(strategy, samples, temperature)
-    _at_least(concurrency=(concurrency, 1), retries=(retries, 0), max_tokens=(max_tokens, 1),
-              limit=(limit, 1), per_category=(per_category, 1), repeats=(repeats, 1))
-    if timeout <= 0:
+    n_samples = _samples(o.strategy, o.samples, o.temperature)
+    _at_least(concurrency=(o.concurrency, 1), retries=(o.retries, 0),
+              max_tokens=(o.max_tokens, 1), limit=(o.limit, 1),
+              per_category=(o.per_category, 1), repeats=(o.repeats, 1))
+    if o.timeout <= 0:
         raise UserError("--timeout must be positive")
-    _limits(max_answer_chars, max_retry_wait)
-    if via not in VIAS:
-        raise UserError(f"--via takes one of {', '.join(VIAS)}, got {via!r}")
+    _limits(o.max_answer_chars, o.max_retry_wait)
+    if o.via not in VIAS:
+        raise UserError(f"--via takes one of {', '.join(VIAS)}, got {o.via!r}")
     return RunParams(
-        temperature=temperature, max_tokens=max_tokens, seed=seed,
-        schema_output=chosen == "schema", strategy=strategy, samples=n_samples,
-        protocol=chosen, parse=parse, limit=limit, per_category=per_category,
-        layouts=parse_layouts(layouts), repeats=repeats, mode=mode, concurrency=concurrency,
-        timeout=timeout, retries=retries, api_base=redact_url(api_base), sc_base=base,
-        model_args=check_model_args(model_args or {}), send_seed=not no_seed,
-        max_cost=max_cost, via=via, router=router, shard=parse_shard(shard),
-        max_answer_chars=max_answer_chars, max_retry_wait=max_retry_wait,
+        temperature=o.temperature, max_tokens=o.max_tokens, seed=o.seed,
+        schema_output=chosen == "schema", strategy=o.strategy, samples=n_samples,
+        protocol=chosen, parse=o.parse, limit=o.limit, per_category=o.per_category,
+        layouts=parse_layouts(o.layouts), repeats=o.repeats, mode=o.mode,
+        concurrency=o.concurrency, timeout=o.timeout, retries=o.retries,
+        api_base=redact_url(o.api_base), sc_base=base,
+        model_args=check_model_args(o.model_args or {}), send_seed=not o.no_seed,
+        max_cost=o.max_cost, via=o.via, router=router, shard=parse_shard(o.shard),
+        max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait,
     )

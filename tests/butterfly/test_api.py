@@ -12,21 +12,39 @@ import pytest
 from conftest import ROOT, run_cli
 
 import butterfly
+import butterfly.api
 from butterfly.errors import UserError
 
 
-def _example() -> str:
+def _examples() -> list[str]:
     text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 1, "docs/api.md should hold exactly one python example"
-    return blocks[0]
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
-def test_the_documented_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    exec(compile(_example(), "docs/api.md", "exec"), {"OUT": tmp_path})
+def test_the_documented_examples_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a default run directory (runs/...) would land here
+    namespace = {"OUT": tmp_path}
+    for block in _examples():
+        exec(compile(block, "docs/api.md", "exec"), namespace)
     out = capsys.readouterr().out
     assert "script/oracle: final match 100% (3/3)" in out
     assert (tmp_path / "report.html").is_file()
+
+
+def test_every_api_function_has_a_documented_example() -> None:
+    """Each function of ``butterfly.api`` is called (as ``api.NAME(`` or ``butterfly.NAME(``)
+    in the examples docs/api.md runs, and named in its table."""
+    code = "\n".join(_examples())
+    table = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    functions = [n for n in butterfly.api.__all__
+                 if callable(getattr(butterfly.api, n)) and n[0].islower()
+                 and n not in ("default_out", "run_dir", "run_params", "model_args",
+                               "load_runs", "tidy_rows")]  # helpers, and export's aliases
+    missing = [n for n in functions if not re.search(rf"\b(?:api|butterfly)\.{n}\(", code)]
+    assert not missing, f"docs/api.md has no example calling: {missing}"
+    assert not [n for n in functions if f"`{n}(" not in table and n not in (
+        "options", "score_run", "tidy_rows", "load_runs")]
 
 
 def test_score_run_is_what_score_json_prints(tmp_path: Path) -> None:

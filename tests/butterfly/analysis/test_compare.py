@@ -142,7 +142,8 @@ def test_compare_reproducible_through_cli(runs: dict[str, Path],
 
 
 def test_calibrate_says_when_a_run_has_too_few_repeats() -> None:
-    from butterfly.analysis.calibrate import Study, render
+    from butterfly.analysis.calibrate import Study
+    from butterfly.present.text import calibration_text as render
 
     text = render(Study({}, {"m": 40, "pairs": 1, "reps": 20, "q": 0.1, "seed": 0}), "x")
     assert "only 1 pair(s) per scenario" in text

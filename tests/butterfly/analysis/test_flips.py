@@ -7,8 +7,9 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from butterfly.analysis.flips import Column, audit, classify, flip_grid, render_flips
+from butterfly.analysis.flips import Column, audit, classify, flip_grid
 from butterfly.core.turns import Turn, TurnKey
+from butterfly.present.text import flips_text as render_flips
 from butterfly.runs.reader import turns
 from butterfly.runs.records import CallError, CallRecord, RunParams
 from butterfly.runs.store import key_of

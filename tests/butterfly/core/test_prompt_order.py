@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from conftest import ROOT
 
+from butterfly.core.options import RunOptions
 from butterfly.core.prompts import (
     ADAPTIVE_COT,
     COT,
@@ -17,8 +20,14 @@ from butterfly.core.prompts import (
 )
 from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
 from butterfly.errors import UserError
-from butterfly.runs.options import make_params
+from butterfly.runs.options import make_params as make_params_of
+from butterfly.runs.records import RunParams
 from butterfly.suite.load import load_suite
+
+
+def make_params(**options: Any) -> RunParams:
+    """The run's parameters from ``options`` (fields of RunOptions), checked."""
+    return make_params_of(RunOptions(**options))
 
 SCENARIO = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")[0]
 PAIRS = [(s, p, b) for s in STRATEGIES for p in PROTOCOLS

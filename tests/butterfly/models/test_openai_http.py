@@ -237,7 +237,11 @@ def test_an_empty_model_name_after_the_prefix_is_refused() -> None:
 
 
 def test_via_is_checked_recorded_and_not_part_of_the_answer_key() -> None:
-    from butterfly.runs.options import make_params
+    from butterfly.core.options import RunOptions
+    from butterfly.runs.options import make_params as make_params_of
+
+    def make_params(**options: Any) -> Any:
+        return make_params_of(RunOptions(**options))
 
     with pytest.raises(UserError, match="--via takes one of auto, litellm"):
         make_params(via="httpx")  # type: ignore[arg-type]

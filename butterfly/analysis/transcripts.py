@@ -1,0 +1,82 @@
+"""The transcripts ``butterfly show`` prints, loaded from a run: the run's heading and each
+conversation's turns against the oracle, every string made printable (model answers are
+untrusted text). :mod:`butterfly.present.show` renders them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypedDict
+
+from butterfly.core.printable import printable
+from butterfly.core.transcript import Transcript, conversation_of
+from butterfly.core.turns import CallKey, ConversationKey
+from butterfly.errors import UserError
+from butterfly.runs.calls import CallView
+from butterfly.runs.reader import load_run
+
+
+class ShowInfo(TypedDict):
+    """What the transcript's heading says about the run."""
+
+    run: str
+    model: str
+    layout: str
+    repeat: int
+    strategy: str
+    samples: int
+
+
+def load(run: Path, scenario: str | None, layout: str | None,
+         repeat: int) -> tuple[ShowInfo, list[Transcript]]:
+    """The run's manifest summary and the transcripts asked for (every scenario when
+    ``scenario`` is None)."""
+    loaded = load_run(run)
+    manifest, params = loaded.manifest, loaded.params
+    chosen = loaded.scenarios
+    lay = loaded.layout(layout)
+    if not 0 <= repeat < params.repeats:
+        raise UserError(f"{run}: no repeat {repeat} in this run (repeats 0..{params.repeats - 1})")
+    if scenario is not None:
+        picked = [s for s in chosen if s.id == scenario]
+        if not picked:
+            near = [s.id for s in chosen if scenario in s.id][:5]
+            hint = f"; did you mean {', '.join(near)}?" if near else ""
+            raise UserError(f"{run}: no scenario {scenario!r} in this run{hint}")
+        chosen = picked
+    if params.shard is not None:  # a shard shows the conversations it played
+        mine = set(loaded.conversations())
+        chosen = [s for s in chosen if ConversationKey(s.id, lay, repeat) in mine]
+        if not chosen:
+            what = f" of {scenario}" if scenario else ""
+            raise UserError(f"{run}: shard {params.shard} played no conversation{what} in layout "
+                            f"{lay}, repeat {repeat}: show it from the shard that did, or from "
+                            "the merged run")
+    answered = loaded.turns()
+    info = ShowInfo(run=str(run), model=manifest.model, layout=lay, repeat=repeat,
+                    strategy=params.strategy, samples=params.samples)
+    convs = [with_reasoning(conversation_of(s, answered, lay, repeat), loaded.records)
+             for s in chosen]
+    return safe(info), [safe(c) for c in convs]
+
+
+def with_reasoning(conv: Transcript, records: Mapping[CallKey, CallView]) -> Transcript:
+    """``conv`` with each answered turn's reasoning and reasoning tokens (its first sample's)."""
+    for row in conv["turns"]:
+        view = records.get(CallKey(conv["id"], row["turn"], conv.get("layout", "E"),
+                                   conv.get("repeat", 0), 0))
+        if row["status"] != "missing" and view is not None:
+            row["reasoning"] = view.reasoning_content
+            row["reasoning_tokens"] = view.tokens.reasoning
+    return conv
+
+
+def safe(data: Any) -> Any:
+    """``data`` with every string in it :func:`printable` (dict keys included)."""
+    if isinstance(data, str):
+        return printable(data)
+    if isinstance(data, dict):
+        return {safe(k): safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(safe(x) for x in data)
+    return data

@@ -1,0 +1,132 @@
+"""The API's commands that read runs: ``score``, ``show``, ``export``, ``runs``, ``flips``,
+``audit``, ``compare``, ``calibrate`` and ``report``. Each checks its arguments (a bad one is
+one clear line, before any run is read) and returns a typed result; ``butterfly.present``
+renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from butterfly.analysis.calibrate import calibrate as calibrate_runs
+from butterfly.analysis.flips import AuditItem, FlipGrid, flip_grid, load_columns
+from butterfly.analysis.flips import audit as audit_columns
+from butterfly.analysis.listing import RunLine, list_runs
+from butterfly.analysis.results import Calibration, CompareResult
+from butterfly.analysis.scoring import score_run
+from butterfly.analysis.tidy import Level, Row, tidy_rows
+from butterfly.analysis.transcripts import ShowInfo, load
+from butterfly.core.results import ScoreReport
+from butterfly.core.transcript import Transcript
+from butterfly.core.vocab import ParseMode, Protocol
+from butterfly.errors import UserError
+from butterfly.runs.reader import Run, load_run
+
+RunRef = str | Path | Run
+"""A run: its directory, or a :class:`Run` already read."""
+
+
+def _path(run: RunRef) -> Path:
+    return run.path if isinstance(run, Run) else Path(run)
+
+
+def _run(run: RunRef) -> Run:
+    return run if isinstance(run, Run) else load_run(Path(run))
+
+
+def score(run: RunRef, parse: ParseMode | None = None,
+          protocol: Protocol | None = None) -> ScoreReport:
+    """``butterfly score``: the run's scores (its answers re-parsed in ``parse`` mode or as
+    ``protocol`` defines them, when given)."""
+    return score_run(_run(run), parse, protocol)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What ``butterfly show`` prints: the run's heading and the transcripts asked for (one
+    scenario's, or every scenario's for the listing of verdicts)."""
+
+    info: ShowInfo
+    conversations: list[Transcript]
+    one: bool
+
+
+def show(run: RunRef, scenario: str | None = None, layout: str | None = None,
+         repeat: int = 0) -> Shown:
+    """``butterfly show``: ``scenario``'s transcript in ``layout`` and ``repeat`` against the
+    oracle, or (``scenario`` None) every scenario's verdict."""
+    info, convs = load(_path(run), scenario, layout, repeat)
+    return Shown(info, convs, scenario is not None)
+
+
+def export(runs: list[RunRef], level: Level = "conversation") -> list[Row]:
+    """``butterfly export``: tidy rows of ``runs``, one per conversation or per turn."""
+    if level not in ("turn", "conversation"):
+        raise UserError(f"--level takes turn or conversation, got {level!r}")
+    return tidy_rows(runs, level)
+
+
+def runs(root: str | Path = "runs") -> list[RunLine]:
+    """``butterfly runs``: one line per run directory under ``root``."""
+    return list_runs(Path(root))
+
+
+def flips(runs: list[RunRef]) -> FlipGrid:
+    """``butterfly flips``: per scenario, one character per repeat of each run and layout,
+    and its class (stable, layout-sensitive, runs-differ, noisy)."""
+    scenarios, columns = load_columns([_path(r) for r in runs])
+    return flip_grid(scenarios, columns)
+
+
+def audit(runs: list[RunRef]) -> list[AuditItem]:
+    """``butterfly audit``: the scenarios whose verdict flips across repeats of a layout."""
+    scenarios, columns = load_columns([_path(r) for r in runs])
+    return audit_columns(scenarios, columns)
+
+
+def _check_q(q: float) -> None:
+    if not 0 < q < 1:
+        raise UserError("--q must be between 0 and 1")
+
+
+def compare(run_a: RunRef, run_b: RunRef, method: str = "bh", q: float = 0.1, *,
+            k: int | None = None, cap: int | None = None, stop_fine: bool = False,
+            layout: str | None = None, seed: int = 0) -> CompareResult:
+    """``butterfly compare``: the scenarios that regressed (and improved) from A to B, with
+    false-discovery control (docs/statistics.md)."""
+    from butterfly.analysis.compare import compare as compare_runs  # scipy: when asked
+    from butterfly.analysis.compare import load_answers
+
+    return compare_runs(load_answers(_path(run_a), layout), load_answers(_path(run_b), layout),
+                        method, q, k=k, cap=cap, stop_fine=stop_fine, seed=seed)
+
+
+class Calibrated(NamedTuple):
+    """``butterfly calibrate``'s study and its title."""
+
+    result: Calibration
+    title: str
+
+
+def calibrate(run: RunRef | None = None, *, simulate: bool = False, q: float = 0.1,
+              reshuffles: int = 20, m: int = 60, reps: int = 200, seed: int = 0) -> Calibrated:
+    """``butterfly calibrate``: false alarms, FDR, power and answers of every regression method,
+    on a run's repeats or simulated (docs/statistics.md)."""
+    result, title = calibrate_runs(None if run is None else _path(run), simulate=simulate, q=q,
+                                   reshuffles=reshuffles, m=m, reps=reps, seed=seed)
+    return Calibrated(result, title)
+
+
+def report(runs: list[RunRef], html: str | Path, title: str | None = None, *,
+           compare_method: str = "bh", q: float = 0.1) -> int:
+    """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes. Runs
+    of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
+    if not runs:
+        raise UserError("report: give at least one run directory")
+    if not str(html).strip():
+        raise UserError("--html must name a file, got ''")
+    _check_q(q)  # as butterfly compare: checked before any run is read
+    from butterfly.present.report import write_report  # matplotlib, jinja2, scipy: when asked
+
+    return write_report([_path(r) for r in runs], Path(html), title, compare_method, q)

@@ -1,0 +1,160 @@
+"""The API's commands that play or write runs: ``run``, ``repair``, ``merge`` (and
+``sequential`` in :mod:`butterfly.api.sequential`). Each takes typed options and returns what it
+wrote; the command line is a thin layer over them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import JsonValue
+
+from butterfly.core.options import FIELDS, RunOptions
+from butterfly.errors import UserError
+from butterfly.models.client import ModelClient
+from butterfly.models.registry import (
+    check_cache,
+    check_priced,
+    open_client,
+    router_config,
+    transport,
+)
+from butterfly.models.router import RouterConfig
+from butterfly.present.display import ProgressDisplay
+from butterfly.runs.lock import writer_lock
+from butterfly.runs.merge import merge as merge_shards
+from butterfly.runs.options import check_model, check_out, make_params, parse_model_args
+from butterfly.runs.play import Progress, pending_calls, run_suite
+from butterfly.runs.reader import Run, run_of
+from butterfly.runs.records import RunManifest, RunParams
+from butterfly.runs.repair import Identity, RepairResult
+from butterfly.runs.repair import repair as repair_run
+from butterfly.runs.scope import select
+from butterfly.runs.store import RunState, note_transport, open_run
+from butterfly.runs.sweep import parse_shard, router_ref
+from butterfly.suite.load import load_suite, resolve_suite
+from oracle import Scenario
+
+T = TypeVar("T")
+
+
+def options(base: RunOptions | None = None, /, **fields: Any) -> RunOptions:
+    """``base`` (the defaults when None) with ``fields`` (names of :class:`RunOptions`); an
+    unknown name is one clear line."""
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise UserError(f"unknown run option(s) {', '.join(unknown)} (RunOptions has: "
+                        f"{', '.join(FIELDS)})")
+    return (base or RunOptions()).replace(**fields)
+
+
+def model_args(pairs: Sequence[str] = (), file: str | Path | None = None
+               ) -> dict[str, JsonValue]:
+    """``-M KEY=VALUE`` pairs over ``--model-args FILE``, checked (harness-owned keys
+    refused)."""
+    return parse_model_args(pairs, file)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-")
+
+
+def default_out(model: str, suite_path: Path, prefix: str = "",
+                shard: str | None = None) -> Path:
+    """``runs/MODEL__SUITE`` (``...__SUITE.shard-I-of-N`` for a shard): where a run goes
+    when no ``out`` is given."""
+    part = parse_shard(shard)
+    tail = "" if part is None else f".shard-{part.index}-of-{part.count}"
+    return Path("runs") / f"{prefix}{_slug(model)}__{suite_path.stem}{tail}"
+
+
+def run_dir(opts: RunOptions) -> Path:
+    """The run directory ``opts`` write to: ``out``, or the default for its model and suite."""
+    where = check_out(opts.out)
+    return where or default_out(opts.model, resolve_suite(opts.suite), shard=opts.shard)
+
+
+def run_params(opts: RunOptions, router: str | Path | None = None) -> RunParams:
+    """A run's parameters (what its manifest records) from its options, checked once."""
+    config = None if router is None else router_config(router, opts.model)
+    return make_params(opts, None if config is None else router_ref(config))
+
+
+def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: Any) -> Run:
+    """Run a suite against a model, as ``opts`` say (:class:`RunOptions`; ``fields`` change
+    some of them: ``run(model="script/oracle", limit=3)``), into ``opts.out`` (created, or
+    resumed when it holds the same run) and return the run as written. ``cache=None`` turns
+    the answer cache off; ``progress`` shows a progress bar on stderr. The manifest's status
+    says whether every conversation completed (``complete``) or some await a re-run
+    (``incomplete``, or ``budget``: re-run with a larger ``max_cost``); docs/api.md."""
+    o = options(opts, **fields)
+    where = check_out(o.out)
+    config = None if o.router is None else router_config(o.router, o.model)  # checked first
+    params = make_params(o, None if config is None else router_ref(config))
+    if config is None:
+        check_model(o.model)
+    if o.max_cost is not None:
+        check_priced(o.model, o.api_base, o.via, config)
+    suite_path = resolve_suite(o.suite)
+    whole = load_suite(suite_path)
+    target = where or default_out(o.model, suite_path, shard=o.shard)
+    check_cache(o.model, o.cache, routed=config is not None)  # last: it may create the cache
+    state = _play_all(o.model, suite_path, select(whole, params), params, target,
+                      api_base=o.api_base, cache=o.cache, progress=progress, router=config)
+    return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
+
+
+def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
+              out: Path, *, api_base: str | None, cache: str | None, progress: bool,
+              router: RouterConfig | None = None) -> RunState:
+    """Hold ``out``'s write lock, open the model, then create or resume the run: a model that
+    cannot be opened leaves nothing behind but the (free) lock file."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(writer_lock(out))
+        client = open_client(stack, model, scenarios, concurrency=params.concurrency,
+                             retries=params.retries, timeout=params.timeout, api_base=api_base,
+                             cache_path=cache, via=params.via, router=router,
+                             max_answer_chars=params.max_answer_chars,
+                             max_retry_wait=params.max_retry_wait)
+        try:
+            state = open_run(out, model, suite_path, scenarios, params)
+            note_transport(out, state, transport(model, api_base, params.via,
+                                                 routed=router is not None))
+        except BaseException:
+            asyncio.run(client.aclose())
+            raise
+        todo = pending_calls(scenarios, state)
+        tracker = Progress(total=todo)
+        client.on_wait = tracker.waiting  # "rate-limited, waiting N s" on the progress line
+        if progress:
+            display = stack.enter_context(ProgressDisplay(todo, f"{model} on {out}"))
+            tracker.on_update = display.update
+        asyncio.run(_closing(run_suite(scenarios, client, state, out, tracker), client))
+    return state
+
+
+async def _closing(coro: Coroutine[Any, Any, T], client: ModelClient) -> T:
+    try:
+        return await coro
+    finally:
+        await client.aclose()
+
+
+def repair(out: str | Path, flags: RunOptions | None = None) -> RepairResult:
+    """``butterfly repair``: rebuild the damaged run directory ``out`` from its records (see
+    :mod:`butterfly.runs.repair`). ``flags``: the options the run was made with, needed only
+    when its manifest is lost."""
+    if flags is None:
+        return repair_run(Path(out))
+    params = run_params(flags, flags.router)
+    return repair_run(Path(out), Identity(flags.model, resolve_suite(flags.suite), params))
+
+
+def merge(shards: Sequence[str | Path], out: str | Path) -> RunManifest:
+    """``butterfly merge``: join the shards of one sweep into the run directory ``out``; the
+    merged run's manifest (docs/scale.md)."""
+    return merge_shards([Path(p) for p in shards], Path(out))
+

@@ -1,0 +1,190 @@
+"""The API's commands on suites and answers, which call no model: ``generate``, ``validate``
+(and its audit of second readings), ``oracle``, ``parse``, and the project's own files
+(``schema``, ``notebook``). Each returns a typed result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from butterfly.core.parse import main_parse
+from butterfly.core.prompts import few_shot_clash
+from butterfly.errors import UserError
+from butterfly.suite.builder import GenerationError
+from butterfly.suite.chains import generate_chains, parse_mix
+from butterfly.suite.generate import generate_mixed, paraphrase_variants
+from butterfly.suite.load import build_builtin, load_suite, resolve_suite
+from oracle import MAX_TURNS, Scenario, SuiteManifest, replay
+from oracle.readings import Tally, audit
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A generated suite: its scenarios, and the manifest of a frozen suite rebuilt."""
+
+    scenarios: list[Scenario]
+    manifest: SuiteManifest | None = None
+
+
+def generate(*, suite: str | None = None, count: int | None = None, seed: int | None = None,
+             lengths: str | list[int] | None = None, per_length: int | None = None,
+             ops: str | None = None, paraphrase_variants: int | None = None) -> Generated:
+    """``butterfly generate``: a frozen suite rebuilt byte for byte (``suite``), a seeded mix of
+    ``count`` scenarios, or chains of exactly ``lengths`` turns (``per_length`` each, op
+    weights ``ops``); ``paraphrase_variants`` poses each scenario K times re-worded."""
+    if suite is not None:
+        if any(x is not None for x in (count, seed, lengths, ops, per_length)):
+            raise UserError("generate: --suite rebuilds a frozen suite; it takes no "
+                            "--count/--seed/--lengths/--per-length/--ops")
+        scenarios, manifest = build_builtin(suite)
+        return Generated(scenarios, manifest)
+    s = 0 if seed is None else seed
+    try:
+        drawn = (_chains(lengths, per_length, ops, count, s) if lengths is not None
+                 else _mixed(count, ops, per_length, s))
+        return Generated(_variants(drawn, paraphrase_variants))
+    except GenerationError as e:
+        raise UserError(f"generate: {e}") from None
+
+
+def _chains(lengths: str | list[int], per_length: int | None, ops: str | None,
+            count: int | None, seed: int) -> list[Scenario]:
+    if count is not None:
+        raise UserError("generate: --lengths builds chains by length; give --per-length K "
+                        "instead of --count")
+    mix = None if ops is None else parse_mix(ops)
+    per = 12 if per_length is None else per_length
+    return generate_chains(_lengths(lengths), per, seed, prefix=f"s{seed}", mix=mix)
+
+
+def _mixed(count: int | None, ops: str | None, per_length: int | None,
+           seed: int) -> list[Scenario]:
+    if count is None:
+        raise UserError("generate: give --suite NAME, --count N or --lengths L,.. "
+                        "(with --seed S)")
+    if ops is not None or per_length is not None:
+        raise UserError("generate: --ops and --per-length go with --lengths")
+    return generate_mixed(count, seed)
+
+
+def _variants(scenarios: list[Scenario], k: int | None) -> list[Scenario]:
+    if k is None:
+        return scenarios
+    if not 1 <= k <= 3:
+        raise UserError("--paraphrase-variants takes 1 to 3 (the smallest family has "
+                        "three paraphrases)")
+    return [v for s in scenarios for v in paraphrase_variants(s, k)]
+
+
+def _lengths(text: str | list[int]) -> list[int]:
+    try:
+        lengths = [int(x) for x in (text.split(",") if isinstance(text, str) else text)]
+    except ValueError:
+        lengths = []
+    if not lengths or not all(1 <= n <= MAX_TURNS for n in lengths):
+        raise UserError(f"generate: --lengths takes whole numbers 1 to {MAX_TURNS}, "
+                        "comma-separated (e.g. 5,10,20)")
+    return lengths
+
+
+class SuiteCheck(NamedTuple):
+    """A suite file found valid: its path and size."""
+
+    path: Path
+    scenarios: int
+    turns: int
+
+
+def validate(files: list[str]) -> list[SuiteCheck]:
+    """``butterfly validate``: each suite (a file or a frozen suite's name) checked; the first
+    violation is one clear line. A turn worded like the few-shot example is refused too."""
+    checks = []
+    for path in (resolve_suite(f) for f in files):
+        scenarios = load_suite(path)
+        for s in scenarios:
+            _few_shot_free(path, s)
+        checks.append(SuiteCheck(path, len(scenarios), sum(len(s.turns) for s in scenarios)))
+    return checks
+
+
+def _few_shot_free(path: Path, s: Scenario) -> None:
+    for t, turn in enumerate(s.turns, 1):
+        example = few_shot_clash(turn.text)
+        if example is not None:
+            raise UserError(f"{path}: scenario {s.id}, turn {t}: its wording is too close to "
+                            f"the few-shot example {example!r} (a few-shot run would show the "
+                            "model this turn's answer): reword it")
+
+
+class ReadingsAudit(NamedTuple):
+    """``butterfly validate --readings`` of one suite: what each second reading changes."""
+
+    path: Path
+    scenarios: list[Scenario]
+    tallies: list[Tally]
+
+
+def audit_readings(files: list[str]) -> list[ReadingsAudit]:
+    """What each second reading of ``oracle.readings`` would change in each suite
+    (docs/readings.md); the suites are loaded without that guard."""
+    out = []
+    for path in (resolve_suite(f) for f in files):
+        scenarios = load_suite(path, readings=False)
+        out.append(ReadingsAudit(path, scenarios, audit((s, replay(s)) for s in scenarios)))
+    return out
+
+
+class OracleSpec(NamedTuple):
+    """The oracle's spec of scenario ``id`` after turn ``turn`` (0: the initial spec)."""
+
+    id: str
+    turn: int
+    spec: dict[str, str]
+
+
+def oracle(file: str) -> Iterator[OracleSpec]:
+    """``butterfly oracle``: the oracle's spec after every turn of every scenario."""
+    for s in load_suite(file):
+        for t, spec in enumerate(replay(s)):
+            yield OracleSpec(s.id, t, spec)
+
+
+class ParseOutcome(NamedTuple):
+    """``butterfly parse``: exit status (0 a spec, 3 an abstention, 2 a bad mode) and text."""
+
+    code: int
+    text: str
+
+
+def parse(answer: str, parse: str = "structured", protocol: str | None = None) -> ParseOutcome:
+    """Parse one raw answer as a run would (docs/parser.md)."""
+    code, text = main_parse(parse, answer, protocol)
+    return ParseOutcome(code, text)
+
+
+def schema(out_dir: str | Path) -> list[Path]:
+    """``butterfly schema``: write the JSON Schema of every record format; the files written."""
+    from butterfly.present.schemas import write_schemas
+
+    if not str(out_dir).strip():
+        raise UserError("--out-dir must name a directory, got ''")
+    return write_schemas(Path(out_dir))
+
+
+class NotebookBuild(NamedTuple):
+    """The Kaggle notebook built: where, its size, and whether it was only checked."""
+
+    path: Path
+    size: int
+    checked: bool
+
+
+def notebook(out: str | None = None, check: bool = False) -> NotebookBuild:
+    """``butterfly notebook build``: write the notebook (``check``: write nothing, refuse in one
+    line when the file differs from a fresh build)."""
+    from butterfly.kaggle.notebook import build_notebook
+
+    path, size = build_notebook(out, check)
+    return NotebookBuild(path, size, check)

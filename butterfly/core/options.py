@@ -1,0 +1,138 @@
+"""A run's options as one typed record: :class:`RunOptions`.
+
+It is what the command line builds (``butterfly run``'s flags are generated from its fields, in
+their order, each with the help line kept beside it here: :func:`butterfly.cli_args.add_run`),
+what :func:`butterfly.api.run` takes, what :func:`butterfly.runs.options.make_params` checks
+and turns into the manifest's ``RunParams``. A new option is one field here, with its help line;
+one the manifest should record is also a field of ``RunParams`` (``runs/records.py``).
+Defaults come from :data:`butterfly.core.vocab.DEFAULTS`.
+"""
+
+# ruff: noqa: RUF009  (each field is `field(...)` with its help line, through _opt)
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import JsonValue
+
+from butterfly.core.vocab import (
+    DEFAULTS,
+    MODES,
+    PARSE_MODES,
+    PROTOCOLS,
+    SC_BASES,
+    STRATEGIES,
+    VIAS,
+    Mode,
+    ParseMode,
+    Protocol,
+    SCBase,
+    Strategy,
+    Via,
+)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a field of :class:`RunOptions` reads on the command line (argparse's words)."""
+
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    flag: str | None = None
+    """The flag when it is not ``--`` + the field's name with dashes."""
+    shown_default: str | None = None
+    """The default argparse holds (and ``--help`` shows) when it is not the field's."""
+    cli: bool = True
+    """False: the command line builds the field from flags of its own (-M, --no-cache)."""
+
+
+def _opt(default: Any, text: str, **how: Any) -> Any:
+    """A field of :class:`RunOptions`: its default and its command-line form."""
+    return field(default=default, metadata={"flag": Flag(text, **how)})
+
+
+_VIA_HELP: Final = ("auto (default): chat completions straight over one pooled HTTP client for "
+                    "an OpenAI-compatible --api-base (openai/, hosted_vllm/) and local/ models, "
+                    "litellm for every other provider; litellm: always litellm")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """Every option of ``butterfly run`` (and of :func:`butterfly.api.run`), unchecked: a run
+    checks them once (``runs.options.make_params``) and records what they mean."""
+
+    model: str = _opt(DEFAULTS.model, "local/smollm2, local/PATH.gguf, script/NAME, or any "
+                      "litellm model (openai/..., anthropic/..., gemini/..., ollama_chat/...)")
+    suite: str = _opt(DEFAULTS.suite, "suite file or name")
+    limit: int | None = _opt(None, "only the first N scenarios (a resume keeps the recorded "
+                             "scope)", metavar="N")
+    per_category: int | None = _opt(None, "only the first N scenarios of each category (before "
+                                    "--limit)", metavar="N")
+    out: str | Path | None = _opt(None, "run directory (default runs/MODEL__SUITE); re-run to "
+                                  "resume")
+    seed: int = _opt(DEFAULTS.seed, "base seed; repeat r uses seed + r")
+    layouts: str | Sequence[str] = _opt(
+        DEFAULTS.layouts, "prompt layouts, comma-separated: E evidence first, Q question first, "
+        "H hedged (E + 'answer UNSURE if unclear')", shown_default=",".join(DEFAULTS.layouts))
+    repeats: int = _opt(1, "conversations per scenario and layout")
+    mode: Mode = _opt(DEFAULTS.mode, "chat: the model sees its earlier answers; restate: each "
+                      "turn is asked afresh with the initial spec and every edit so far",
+                      choices=MODES)
+    temperature: float = _opt(DEFAULTS.temperature, "sampling temperature (finite, 0 or more)")
+    max_tokens: int = _opt(DEFAULTS.max_tokens, "most tokens per answer")
+    concurrency: int = _opt(DEFAULTS.concurrency, "conversations played at once")
+    timeout: float = _opt(DEFAULTS.timeout, "seconds per call")
+    retries: int = _opt(DEFAULTS.retries, "retries per call after a failure")
+    api_base: str | None = _opt(None, "base URL of an OpenAI-compatible server")
+    via: Via = _opt(DEFAULTS.via, _VIA_HELP, choices=VIAS)
+    router: str | Path | None = _opt(
+        None, "a litellm Router file (JSON or YAML model_list, router_settings): calls spread "
+        "over the deployments named --model, with litellm's routing, cooldowns and retries "
+        "(docs/scale.md; default: none, one server)", metavar="FILE")
+    shard: str | None = _opt(None, "play only slice I of N of the run's conversations "
+                             "(balanced by calls; join the shards with butterfly merge; "
+                             "default: the whole run)", metavar="I/N")
+    no_schema: bool = _opt(False, "do not send the spec's JSON Schema as response_format")
+    parse: ParseMode = _opt(DEFAULTS.parse, "how strictly answers are parsed (docs/parser.md)",
+                            choices=PARSE_MODES)
+    strategy: Strategy = _opt(DEFAULTS.strategy, "prompting strategy (docs/strategies.md)",
+                              choices=STRATEGIES)
+    samples: int | None = _opt(None, f"self-consistency: answers sampled per turn and voted "
+                               f"({DEFAULTS.samples} when not given)")
+    protocol: Protocol | None = _opt(None, "output protocol (default schema; json with "
+                                     "--no-schema)", choices=PROTOCOLS)
+    sc_base: SCBase | None = _opt(None, "self-consistency: the prompt sampled and voted "
+                                  "(default zero-shot)", choices=SC_BASES)
+    model_args: Mapping[str, JsonValue] | None = _opt(
+        None, "arguments sent with every call (-M KEY=VALUE, --model-args FILE)", cli=False)
+    no_seed: bool = _opt(False, "send no seed (for providers that reject it)")
+    max_cost: float | None = _opt(None, "stop before a call could take the run's spending above "
+                                  "USD (status budget, exit 6; re-run with a larger budget to "
+                                  "complete)", metavar="USD")
+    max_answer_chars: int = _opt(
+        DEFAULTS.max_answer_chars, "the response-size cap: a longer answer is kept (and sent "
+        "back in the history) as its first N characters, an abstention (too_large)",
+        metavar="N")
+    max_retry_wait: float = _opt(DEFAULTS.max_retry_wait, "the longest wait before a retry, "
+                                 "whatever a server's Retry-After asks", metavar="SECONDS")
+    cache: str | None = _opt(DEFAULTS.cache, "SQLite answer cache shared by runs (None: off)",
+                             cli=False)
+
+    def replace(self, **changes: object) -> RunOptions:
+        """A copy with ``changes`` (field names of :class:`RunOptions`)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+def flag_of(name: str) -> Flag:
+    """The command-line form of the field ``name`` of :class:`RunOptions`."""
+    found: Flag = FIELDS[name].metadata["flag"]
+    return found
+
+
+FIELDS: Final = {f.name: f for f in dataclasses.fields(RunOptions)}
+"""The fields of :class:`RunOptions` by name, in order (the order of ``butterfly run --help``)."""

@@ -1,0 +1,200 @@
+"""The text of each analysis the command line prints: the list of runs, flips and audit,
+compare, calibrate, sequential, and export's CSV. Each takes the typed result an analysis (or
+:mod:`butterfly.api`) computed and returns text; nothing here reads a run or computes a
+statistic."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+from butterfly.analysis.calibrate import Study, StudyRow
+from butterfly.analysis.flips import AuditItem, FlipGrid
+from butterfly.analysis.listing import RunLine
+from butterfly.analysis.results import (
+    Calibration,
+    CompareResult,
+    MethodCalibration,
+    SequentialResult,
+)
+from butterfly.analysis.tidy import Level, Row, columns
+from butterfly.core.printable import printable
+from butterfly.core.vocab import ErrorClass
+from butterfly.runs.play import wait_note
+
+
+def runs_text(lines: list[RunLine]) -> str:
+    if not lines:
+        return "no run directories found"
+    head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "status", "final match",
+            "cost")
+    rows = [head]
+    for x in lines:
+        if x.error is not None:
+            rows.append((x.path, "-", "-", "-", "-", "-", "-", "unreadable", "-", x.error[:60]))
+            continue
+        fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
+        cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
+        notes = [text for on, text in ((x.shard is not None, f"shard {x.shard}"),
+                                       (x.sealed is False, "unsealed"),
+                                       (x.repaired > 0, "repaired")) if on]
+        status = (x.status or "") + (f" ({', '.join(notes)})" if notes else "")
+        prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
+        rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,
+                     x.layouts or "", str(x.repeats), status, fm, cost))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def flips_text(grid: FlipGrid) -> str:
+    cols = grid["columns"]
+    width = max([len("scenario"), *(len(r["id"]) for r in grid["scenarios"])])
+    cw = {c: max(len(c), grid["repeats"][c]) for c in cols}
+    head = f"{'scenario':{width}}  " + "  ".join(f"{c:{cw[c]}}" for c in cols) + "  class"
+    lines = [head]
+    for r in grid["scenarios"]:
+        cells = "  ".join(f"{r['cells'][c]:{cw[c]}}" for c in cols)
+        lines.append(f"{r['id']:{width}}  {cells}  {r['class']}")
+    counts = grid["counts"]
+    lines.append("")
+    lines.append("  ".join(f"{k} {v}" for k, v in counts.items()))
+    rates = grid["pass_rate_by_column"]
+    lines.append("pass rate: " + "  ".join(
+        f"{c} {'-' if v is None else f'{100 * v:.1f}%'}" for c, v in rates.items()))
+    lines.append("P pass, F fail, A abstained, - incomplete; one character per repeat")
+    return "\n".join(lines)
+
+
+def audit_text(items: list[AuditItem]) -> str:
+    if not items:
+        return "no scenario flips between pass and fail across repeats of the same layout"
+    lines = []
+    for it in items:
+        lines.append(f"{it['id']} ({it['category']}) under {it['column']}: {it['verdicts']}; "
+                     f"answers split at turn {it['split_turn']} ({it['op']})")
+        lines.append(f'  user: "{it["text"]}"')
+        for a in it["answers"]:
+            lines.append(f"  {a['repeats']} x {a['answer']}")
+    return "\n".join(lines)
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def compare_text(result: CompareResult) -> str:
+    """The comparison as text."""
+    r = result.model_dump()
+    fm = r["final_match"]
+    detail = {"diff": "first pair only", "fixed": f"k = {r['k']}, each scenario at level q",
+              "bh": f"k = {r['k']}, Fisher exact + Benjamini-Hochberg",
+              "ebh": f"sequential e-BH, cap {r['cap']}" + (", stop-fine" if r["stop_fine"]
+                                                           else ""),
+              "gs": f"group-sequential exact + BH, cap {r['cap']}"}[r["method"]]
+    lines = [
+        f"A: {r['model_a']} ({r['run_a']})",
+        f"B: {r['model_b']} ({r['run_b']})",
+        f"{r['n_scenarios']} scenarios, layout {r['layout']}, {r['pairs_available']} pairs each; "
+        f"method {r['method']} ({detail}), q = {r['q']}",
+    ]
+    if fm["ci"] is not None:
+        lines.append(
+            f"final match: A {pct(fm['a'])}, B {pct(fm['b'])}, B - A = "
+            f"{100 * fm['diff']:+.1f} points, 95% CI [{100 * fm['ci'][0]:+.1f}, "
+            f"{100 * fm['ci'][1]:+.1f}] (clustered by scenario; bootstrap "
+            f"[{100 * fm['ci_bootstrap'][0]:+.1f}, {100 * fm['ci_bootstrap'][1]:+.1f}])")
+    stat = "e" if r["method"] == "ebh" else "p"
+    by_id = {row["id"]: row for row in r["scenarios"]}
+    for label, key, suffix in (("REGRESSED", "regressed", "regressed"),
+                               ("improved", "improved", "improved")):
+        ids = r[key]
+        lines.append(f"{label} ({len(ids)}):")
+        for sid in ids:
+            row = by_id[sid]
+            value = row[("e_value_" if stat == "e" else "p_value_") + suffix]
+            shown = f"e = {value:.3g}" if stat == "e" else f"p = {value:.3g}"
+            lines.append(f"  {sid:32s} A {row['a_pass']}/{row['pairs_available']}  "
+                         f"B {row['b_pass']}/{row['pairs_available']}  {shown}  "
+                         f"({row['pairs_used']} pairs read)")
+    lines.append(f"answers used: {r['answers_used']} of {r['answers_available']}")
+    return "\n".join(lines)
+
+
+def _row(m: MethodCalibration) -> StudyRow:
+    dumped = m.model_dump(by_alias=True)
+    return {"label": dumped["label"], "null": dumped["null"], "0.3": dumped["0.3"],
+            "0.6": dumped["0.6"]}
+
+
+def calibration_text(result: Calibration | Study, title: str) -> str:
+    """The study as a table: one row per method, per configuration false alarms / FDR / power /
+    answers. ``result`` is a :class:`Calibration` or a study as ``study`` returns it."""
+    if isinstance(result, Calibration):
+        meta = next(iter(result.root.values())).study if result.root else {}
+        result = Study({name: _row(m) for name, m in result.root.items()}, meta)
+    rows, meta = result.rows, result.meta
+    head = (f"{title}: m = {meta.get('m')} scenarios, {meta.get('pairs')} pairs available per "
+            f"scenario, {meta.get('reps')} replications, q = {meta.get('q')}, seed "
+            f"{meta.get('seed')}")
+    lines = [head,
+             "| method | null: false alarms | null: FDR | 0.3: FDR | 0.3: power | 0.3: answers "
+             "| 0.6: FDR | 0.6: power | 0.6: answers | null: answers |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def f(x: float | None, d: int = 3) -> str:
+        return "-" if x is None else f"{x:.{d}f}"
+
+    pairs = meta.get("pairs")
+    if isinstance(pairs, int) and pairs < 10:
+        lines.insert(1, f"note: only {pairs} pair(s) per scenario: no per-scenario test can "
+                        "find a regression with so few answers; calibrate a run made with "
+                        "--repeats 20 or more (or --simulate)")
+    for row in rows.values():
+        n, lo, hi = row["null"], row["0.3"], row["0.6"]
+        lines.append(
+            f"| {row['label']} | {f(n['false_alarms'], 2)} | {f(n['fdr'])} | {f(lo['fdr'])} | "
+            f"{f(lo['power'])} | {lo['answers']:.0f} | {f(hi['fdr'])} | {f(hi['power'])} | "
+            f"{hi['answers']:.0f} | {n['answers']:.0f} |")
+    return "\n".join(lines)
+
+
+def sequential_text(result: SequentialResult) -> str:
+    r = result.model_dump()
+    stat = "e_value" if r["method"] == "ebh" else "p_value"
+    lines = [f"A: {r['model_a']} ({r['run_a']})", f"B: {r['model_b']} ({r['run_b']})",
+             f"{r['n_scenarios']} scenarios, method {r['method']}, cap {r['cap']} pairs, "
+             f"q = {r['q']}" + (", stop-fine" if r["stop_fine"] else ""),
+             f"REGRESSED ({len(r['regressed'])}):"]
+    for row in r["scenarios"]:
+        if row["verdict"] == "REGRESSED":
+            lines.append(f"  {row['id']:32s} A {row['a_pass']}/{row['pairs']}  "
+                         f"B {row['b_pass']}/{row['pairs']}  {stat[0]} = {row[stat]:.3g}")
+    stops: dict[str, int] = {}
+    for row in r["scenarios"]:
+        stops[row["stopped"]] = stops.get(row["stopped"], 0) + 1
+    lines.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
+    lines.append(f"answers used: {r['answers_used']} (a fixed design at the cap: "
+                 f"{r['answers_cap']})")
+    return "\n".join(lines)
+
+
+def to_csv(rows: Sequence[Row], level: Level) -> str:
+    """CSV text with a header; an empty cell is a null."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns(level), lineterminator="\n")
+    w.writeheader()
+    w.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
+    return buf.getvalue()
+
+
+def round_line(r: int, active: int, decided: int, fine: int, answers: int) -> str:
+    """``sequential``'s progress line after round ``r`` (counted from 0)."""
+    return (f"round {r + 1}: {active} scenario(s) sampled, {decided} decided, {fine} fine, "
+            f"{answers} answers")
+
+
+def wait_line(model: str, seconds: float, kind: ErrorClass) -> str:
+    """``model``'s calls wait ``seconds`` before a retry after a ``kind`` error."""
+    return f"{printable(model)}: {wait_note(seconds, kind)}"
