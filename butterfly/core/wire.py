@@ -88,7 +88,7 @@ class Response:
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
     cost_usd: float | None = None
-    """The call's price (litellm's offline price map), or None when the model is unpriced."""
+    """The call's price (``butterfly.models.prices``), or None when the model is unpriced."""
     reasoning_content: str | None = None
     """The reasoning the provider returned beside the answer (``reasoning_content``, or
     ``reasoning``), never sent back in the history."""
@@ -150,8 +150,13 @@ TIMEOUT_NAMES: Final = frozenset({"APITimeoutError", "ConnectTimeout", "ReadTime
 CONNECTION_NAMES: Final = frozenset({"APIConnectionError", "ConnectError", "ReadError",
                                      "WriteError", "RemoteProtocolError", "NetworkError"})
 SERVER_NAMES: Final = frozenset({"ServerError"})
-"""Exception classes (of openai, httpx, google-genai) that mean no answer came, not a
-refusal, by the error class they are."""
+"""Exception classes (of openai, httpx, google-genai, and litellm's, which subclass openai's)
+that mean no answer came, not a refusal, by the error class they are."""
+MALFORMED_NAMES: Final = frozenset({"APIResponseValidationError"})
+MALFORMED_TEXT: Final = ("invalid response from llm endpoint", "expecting value")
+CONNECTION_TEXT: Final = "connection error"
+"""What an SDK that reports every failure as a server's (litellm's 500s) says of an answer
+that was not JSON, or of a connection that failed, in its message."""
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -164,22 +169,36 @@ def status_of(exc: BaseException) -> int | None:
     return None
 
 
+def told_kind(exc: BaseException, kind: ErrorClass) -> ErrorClass:
+    """A failure's class as its message tells it apart: an answer that was not JSON
+    (``bad_response``), a connection that failed (``connection``), else ``kind`` (an answer
+    that failed validation by its class: ``bad_response``)."""
+    text = str(exc).lower()
+    if any(t in text for t in MALFORMED_TEXT) or ("json" in text and "decode" in text):
+        return "bad_response"
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & CONNECTION_NAMES or CONNECTION_TEXT in text:
+        return "connection"
+    return "bad_response" if names & MALFORMED_NAMES else kind
+
+
 def exception_kind(exc: BaseException) -> ErrorClass | None:
-    """The error class of an SDK's exception (its status first, as :func:`status_kind`), or
-    None when it is a refusal or not a provider failure at all (never retried)."""
+    """The error class of an SDK's exception, the one classifier of exceptions (the Kaggle
+    runner's, and litellm's through ``butterfly.models.litellm_seam``): a timeout by its
+    class, then its status (as :func:`status_kind`), else its class; a server or connection
+    failure as its message tells it apart (:func:`told_kind`). None when it is a refusal (a
+    status not worth retrying) or not a provider failure at all (never retried)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, TimeoutError) or names & TIMEOUT_NAMES:
+        return "timeout"
     status = status_of(exc)
     if status is not None:
-        return status_kind(status)
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    if isinstance(exc, ConnectionError):
-        return "connection"
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    for kind, known in (("timeout", TIMEOUT_NAMES), ("connection", CONNECTION_NAMES),
-                        ("server", SERVER_NAMES)):
-        if names & known:
-            return kind  # type: ignore[return-value]
-    return None
+        kind = status_kind(status)
+    elif isinstance(exc, ConnectionError) or names & CONNECTION_NAMES:
+        kind = "connection"
+    else:
+        kind = "server" if names & SERVER_NAMES else None
+    return told_kind(exc, kind) if kind == "server" or kind == "connection" else kind
 
 
 def server_message(raw: bytes) -> str:
@@ -274,8 +293,8 @@ OBJECTS: Final = Shape(getattr, getattr, _object_opt, _object_malformed,
 """An SDK's completion object (litellm's ``ModelResponse``): its reasoning is litellm's
 ``reasoning_content``."""
 
-Price = Callable[[Response, Any], "float | None"]
-"""A call's price from the parsed answer and the completion's own usage (None: unpriced)."""
+Price = Callable[[Response], "float | None"]
+"""A call's price from its parsed answer's tokens (None: unpriced)."""
 
 
 def decode(raw: bytes) -> Any:
@@ -317,4 +336,4 @@ def response(data: Any, shape: Shape, price: Price, raw: bytes = b"") -> Respons
                       reasoning_tokens=_detail(usage, "completion_tokens_details",
                                                "reasoning_tokens", shape),
                       reasoning_content=_reasoning(message, shape))
-    return replace(answer, cost_usd=price(answer, usage))
+    return replace(answer, cost_usd=price(answer))

@@ -10,8 +10,9 @@ and our client retries what the Router gave up on (docs/scale.md).
 litellm's own aiohttp transport is used (its default: pooled connections; httpx opened a
 connection for most calls and capped them at 100 in flight, ``bench/concurrency.py``), except
 for an ``api_base`` carrying ``user:password@``, which that transport refuses beside the API
-key header: httpx then sends them as Basic auth, as before. A model litellm does not price is
-looked up once, not per call.
+key header: httpx then sends them as Basic auth, as before. A model's rates are looked up once,
+not per call; a call's price is :func:`butterfly.models.prices.cost_usd`'s, as on the fast
+path. Its exceptions are classified by :func:`butterfly.core.wire.exception_kind`.
 """
 
 from __future__ import annotations
@@ -35,20 +36,13 @@ import litellm
 from litellm import exceptions as lx
 from litellm.router import Router
 from litellm.types.router import RouterRateLimitError, RouterRateLimitErrorBasic
+from litellm.types.utils import PromptTokensDetailsWrapper, Usage
 
 from butterfly.core import wire
+from butterfly.core.wire import ProviderError, Request, Response, redact
 from butterfly.errors import UserError
 from butterfly.models.prices import Rates, priced
-from butterfly.models.provider import (
-    FatalProviderError,
-    ProviderError,
-    Request,
-    Response,
-    redact,
-    refusal,
-    retry_after_of,
-    token_count,
-)
+from butterfly.models.provider import FatalProviderError, refusal, retry_after_of
 from butterfly.models.router import RouterConfig
 
 litellm.telemetry = False
@@ -59,7 +53,8 @@ warnings.filterwarnings("ignore", message=r"Pydantic serializer warnings",
                         category=UserWarning)  # litellm logging a completion it refused
 
 
-__all__ = ["FatalProviderError", "LiteLLMProvider", "check_route", "classify", "price"]
+__all__ = ["FatalProviderError", "LiteLLMProvider", "check_route", "classify",
+           "shipped_rates"]
 
 
 def check_route(model: str) -> None:
@@ -79,38 +74,38 @@ def _retry_after(e: Exception) -> float | None:
     return retry_after_of(headers)
 
 
+REFUSALS: Final = (lx.AuthenticationError, lx.PermissionDeniedError, lx.NotFoundError,
+                   lx.BadRequestError, lx.UnsupportedParamsError)
+"""litellm's refusals (a bad key, no access, no such model, a bad request): the run stops."""
+
+
+def _catch_all(e: Exception) -> bool:
+    """litellm's ``APIError`` below 500: a status it has no class for (a 403 or a 409 of an
+    OpenAI-compatible server among them), which says nothing of the request: retried as a
+    ``bad_response`` (or a ``connection`` error, as its message tells), never refused."""
+    return isinstance(e, lx.APIError) and (wire.status_of(e) or 0) < 500
+
+
 def classify(e: Exception, secrets: tuple[str | None, ...] = ()
              ) -> ProviderError | FatalProviderError:
-    """Map a litellm exception to our error classes (the order of checks matters). The
-    message keeps the server's first line, secrets redacted, at most 500 characters."""
+    """A litellm exception as our error classes, by the one classifier
+    (:func:`butterfly.core.wire.exception_kind`: its class, its status, its message), but for
+    what litellm alone says: missing credentials, its refusal classes (:data:`REFUSALS`), its
+    catch-all, and that anything else it raises is a provider's failure, as its message tells
+    (``bad_response`` when it tells nothing). The message keeps the server's first line,
+    secrets redacted, at most 500 characters."""
     msg = redact(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                  secrets)[:500]
-    if isinstance(e, lx.Timeout):
-        return ProviderError("timeout", msg)
-    if isinstance(e, lx.RateLimitError):
-        return ProviderError("rate_limit", msg, _retry_after(e))
+    kind = wire.exception_kind(e)
+    if kind in ("timeout", "rate_limit") and not _catch_all(e):
+        return ProviderError(kind, msg, _retry_after(e) if kind == "rate_limit" else None)
     if "missing credentials" in str(e).lower() or "api_key" in str(e).lower():
         return FatalProviderError(f"no credentials for this provider: {msg}")
-    if isinstance(e, (lx.AuthenticationError, lx.PermissionDeniedError, lx.NotFoundError,
-                      lx.BadRequestError, lx.UnsupportedParamsError)):
+    if isinstance(e, REFUSALS):
         return refusal(msg, str(e))
-    text = str(e).lower()
-    if "invalid response from llm endpoint" in text or "expecting value" in text or (
-        "json" in text and "decode" in text
-    ):
-        return ProviderError("bad_response", msg)
-    if "connection error" in text or isinstance(e, lx.APIConnectionError):
-        return ProviderError("connection", msg)
-    if isinstance(e, (lx.InternalServerError, lx.ServiceUnavailableError, lx.BadGatewayError)):
-        return ProviderError("server", msg, _retry_after(e))
-    if isinstance(e, (lx.APIResponseValidationError, ValueError, KeyError, TypeError)):
-        return ProviderError("bad_response", msg)
-    if isinstance(e, lx.APIError):
-        status = getattr(e, "status_code", None)
-        if isinstance(status, int) and status >= 500:
-            return ProviderError("server", msg, _retry_after(e))
-        return ProviderError("bad_response", msg)
-    return ProviderError("bad_response", msg)
+    if kind is None or _catch_all(e):
+        kind = wire.told_kind(e, "bad_response")
+    return ProviderError(kind, msg, _retry_after(e) if kind == "server" else None)
 
 
 SHIPPED: frozenset[str] = frozenset(litellm.model_cost)
@@ -121,13 +116,18 @@ RATES: dict[str, Rates | None] = {}
 does not price (``bench/concurrency.py`` clears them between settings)."""
 
 
-def _cost(model: str, prompt: int, completion: int, usage: Any) -> float | None:
+def _cost(model: str, prompt: int, completion: int, cached: int | None = None) -> float | None:
+    """litellm's price of these tokens (None: it does not price ``model``), to read its rates
+    off: a price is only ever computed by :func:`butterfly.models.prices.cost_usd`."""
+    usage = None if cached is None else Usage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
+        prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=cached))
     try:
         p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
                                       completion_tokens=completion, usage_object=usage)
     except Exception:  # litellm raises for a model it does not know
         return None
-    return round(float(p) + float(c), 10)
+    return float(p) + float(c)
 
 
 @contextlib.contextmanager
@@ -147,26 +147,15 @@ def _as_shipped() -> Iterator[None]:
 
 
 def shipped_rates(model: str) -> Rates | None:
-    """USD per prompt and per completion token by the shipped map (None: unpriced); looked
-    up once per model."""
+    """USD per prompt, completion and cached prompt token by the shipped map, as litellm
+    resolves ``model``'s name (None: unpriced); looked up once per model."""
     if model not in RATES:
         with _as_shipped():
-            p, c = _cost(model, 1000, 0, None), _cost(model, 0, 1000, None)
-        RATES[model] = None if p is None or c is None else Rates(p / 1000, c / 1000, p / 1000)
+            p, c = _cost(model, 1000, 0), _cost(model, 0, 1000)
+            hit = None if p is None or c is None else _cost(model, 1000, 0, cached=1000)
+        RATES[model] = None if p is None or c is None else Rates(
+            p / 1000, c / 1000, (p if hit is None else hit) / 1000)
     return RATES[model]
-
-
-def price(model: str, usage: Any) -> float | None:
-    """The call's cost in USD from litellm's offline price map; None for a model it does not
-    price (or a response without token counts), never an error. A model the shipped map does
-    not price stays unpriced after a Router registered it (litellm would say $0)."""
-    prompt = token_count(getattr(usage, "prompt_tokens", None))
-    completion = token_count(getattr(usage, "completion_tokens", None))
-    rates = None if prompt is None or completion is None else shipped_rates(model)
-    if rates is None or prompt is None or completion is None:
-        return None
-    live = _cost(model, prompt, completion, usage)
-    return live if live is not None else rates.usd(prompt, completion)
 
 
 def request_kwargs(request: Request, timeout: float, model: str) -> dict[str, object]:
@@ -177,8 +166,10 @@ def request_kwargs(request: Request, timeout: float, model: str) -> dict[str, ob
 
 
 def to_response(resp: Any, priced_as: str) -> Response:
-    """Our :class:`Response` from litellm's completion (priced as the model ``priced_as``)."""
-    return wire.response(resp, wire.OBJECTS, lambda _r, usage: price(priced_as, usage))
+    """Our :class:`Response` from litellm's completion, priced as the model ``priced_as`` by
+    the shipped map's rates (a model it does not price stays unpriced after a Router
+    registered it, which litellm would price at $0)."""
+    return wire.response(resp, wire.OBJECTS, priced(priced_as, shipped_rates))
 
 
 RECEIVED: Final = "'response_object': "

@@ -24,15 +24,9 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from butterfly.core import wire
+from butterfly.core.wire import ProviderError, Request, Response, redact
 from butterfly.models.prices import priced
-from butterfly.models.provider import (
-    ProviderError,
-    Request,
-    Response,
-    redact,
-    refusal,
-    retry_after_of,
-)
+from butterfly.models.provider import refusal, retry_after_of
 
 BODY_LIMIT: Final = 64 << 20
 """The most of a response body the fast path reads (64 MiB): a larger one fails the call

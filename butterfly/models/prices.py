@@ -8,7 +8,9 @@ model's price is looked up, and each model's rates are decided once (an unpriced
 chat models without tiered prices: uncached prompt tokens at the input rate, cached ones at
 the cache-read rate (the input rate when there is none), completion tokens (reasoning
 included) at the output rate (``tests/butterfly/models/test_prices.py`` checks it against
-``litellm.cost_per_token``).
+``litellm.cost_per_token``). That sum, :meth:`Rates.usd`, is the one price of a call for both
+transports: the litellm transport takes its rates from litellm (:data:`RatesOf`), never its
+sum.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,16 +82,24 @@ def rates(model: str) -> Rates | None:
     return None
 
 
+RatesOf = Callable[[str], "Rates | None"]
+"""Where a model's rates come from: this file (:func:`rates`, the fast path), or litellm's
+own look-up of its price map (``litellm_seam.shipped_rates``, the litellm transport)."""
+
+
 def cost_usd(model: str, prompt: int | None, completion: int | None,
-             cached: int | None = None) -> float | None:
-    """The call's price in USD, or None (an unpriced model, or no token counts)."""
+             cached: int | None = None, rates_of: RatesOf = rates) -> float | None:
+    """The call's price in USD, the one place a price is computed (both transports): the
+    model's rates by ``rates_of`` summed over its tokens (:meth:`Rates.usd`); None for an
+    unpriced model, or without token counts (then the rates are not looked up)."""
     if prompt is None or completion is None:
         return None
-    r = rates(model)
+    r = rates_of(model)
     return None if r is None else r.usd(prompt, completion, cached)
 
 
-def priced(model: str) -> wire.Price:
-    """How :func:`butterfly.core.wire.response` prices a call to ``model`` by this map."""
-    return lambda r, _usage: cost_usd(model, r.prompt_tokens, r.completion_tokens,
-                                      r.cached_tokens)
+def priced(model: str, rates_of: RatesOf = rates) -> wire.Price:
+    """How :func:`butterfly.core.wire.response` prices a call to ``model`` (by this file's
+    rates unless ``rates_of`` says otherwise)."""
+    return lambda r: cost_usd(model, r.prompt_tokens, r.completion_tokens, r.cached_tokens,
+                              rates_of)

@@ -93,7 +93,8 @@ def direct_key(model: str) -> str:
     return os.environ.get(env) or "sk-no-key"
 
 
-def _litellm(req: OpenRequest) -> Provider:
+def _litellm_route(req: OpenRequest) -> Provider:
+    """The name as it is, routed by litellm (any provider it knows, ``--api-base`` if given)."""
     from butterfly.models.litellm_seam import LiteLLMProvider
 
     api_key = None
@@ -106,7 +107,7 @@ def _server(req: OpenRequest) -> Provider:
     """``openai/M``, ``hosted_vllm/M``: the fast path with ``--api-base``, else litellm."""
     if req.api_base and transport(req.model, req.api_base, req.via) == "direct":
         return _direct(req.api_base, direct_key(req.model), req.concurrency)
-    return _litellm(req)
+    return _litellm_route(req)
 
 
 def _routed(req: OpenRequest) -> Provider:
@@ -135,7 +136,7 @@ def _check_wire(model: str) -> None:
                         "openai/gpt-4o-mini or hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
 
 
-def _check_litellm(model: str) -> None:
+def _check_litellm_route(model: str) -> None:
     from butterfly.models.litellm_seam import check_route
 
     check_route(model)
@@ -151,16 +152,18 @@ class Prefix:
     check: Callable[[str], None]
     transport: Transport
     needs_api_base: bool = False
+    priced: bool = True
+    """False where no price map prices the calls (a scripted agent, a local model)."""
 
 
 PREFIXES: Final[dict[str, Prefix]] = {
-    "script/": Prefix(_scripted, _check_scripted, "scripted"),
-    "local/": Prefix(_embedded, _check_embedded, "direct"),
+    "script/": Prefix(_scripted, _check_scripted, "scripted", priced=False),
+    "local/": Prefix(_embedded, _check_embedded, "direct", priced=False),
     **{p: Prefix(_server, _check_wire, "direct", needs_api_base=True) for p in SERVER_PREFIXES},
 }
-"""Model-name prefix -> what it opens: the registry, read by the openers, the name checks and
-:func:`transport` alike."""
-FALLBACK: Final = Prefix(_litellm, _check_litellm, "litellm")
+"""Model-name prefix -> what it opens: the registry, read by the openers, the name checks,
+:func:`transport`, the cache and the price checks alike."""
+FALLBACK: Final = Prefix(_litellm_route, _check_litellm_route, "litellm")
 """A name with no registered prefix: litellm as it is, its name checked by litellm's routing."""
 
 
@@ -208,7 +211,7 @@ def router_config(path: str | Path, model: str) -> RouterConfig:
 
 def uses_cache(model: str, routed: bool = False) -> bool:
     """Whether ``model``'s answers go through the answer cache (scripted agents' do not)."""
-    return routed or not model.startswith("script/")
+    return routed or prefix_of(model).transport != "scripted"
 
 
 def check_cache(model: str, cache_path: str | None, routed: bool = False) -> None:
@@ -221,7 +224,7 @@ def check_cache(model: str, cache_path: str | None, routed: bool = False) -> Non
 def _unpriced(model: str, api_base: str | None, via: Via,
               router: RouterConfig | None) -> list[str]:
     """The models behind ``model`` that litellm's offline price map does not price."""
-    if router is None and model.startswith(("script/", "local/")):
+    if router is None and not prefix_of(model).priced:
         return [model]
     if router is None and takes_fast_path(model, api_base, via):
         from butterfly.models.prices import rates

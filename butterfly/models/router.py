@@ -28,9 +28,6 @@ from urllib.parse import urlsplit, urlunsplit
 from butterfly.core.wire import SECRET_NAME
 from butterfly.errors import UserError
 
-SECRET_PARAM: Final = SECRET_NAME
-"""A deployment parameter named like this holds a secret (or a reference to one): the
-environment's secret names (:data:`butterfly.core.wire.SECRET_NAME`)."""
 ENV_REF: Final = "os.environ/"
 """litellm's reference to an environment variable in a configuration value."""
 TOP_LEVEL: Final = frozenset({"model_list", "router_settings"})
@@ -71,7 +68,7 @@ class RouterConfig:
         """sha256 of the file's content with every secret removed (canonical JSON)."""
         blob = json.dumps({"model_list": [_public(d) for d in self.model_list],
                            "router_settings": {k: v for k, v in self.settings.items()
-                                               if not SECRET_PARAM.search(k)}},
+                                               if not SECRET_NAME.search(k)}},
                           sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -81,7 +78,7 @@ class RouterConfig:
         out = []
         for d in self.model_list:
             for k, v in d["litellm_params"].items():
-                if SECRET_PARAM.search(k) and isinstance(v, str):
+                if SECRET_NAME.search(k) and isinstance(v, str):
                     out.append(os.environ.get(v.removeprefix(ENV_REF), "")
                                if v.startswith(ENV_REF) else v)
         return tuple(v for v in out if v)
@@ -100,7 +97,7 @@ def _no_credentials(url: object) -> str | None:
 def _public(deployment: Mapping[str, Any]) -> dict[str, object]:
     """A deployment without its secrets: secret-named parameters dropped, URLs cut."""
     params = {k: (_no_credentials(v) if k == "api_base" else v)
-              for k, v in deployment["litellm_params"].items() if not SECRET_PARAM.search(k)}
+              for k, v in deployment["litellm_params"].items() if not SECRET_NAME.search(k)}
     return {**{k: v for k, v in deployment.items() if k != "litellm_params"},
             "litellm_params": params}
 

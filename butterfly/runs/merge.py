@@ -39,7 +39,8 @@ from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, now, write_manifes
 from butterfly.runs.usage import total_usage
 from butterfly.suite.load import load_suite
 
-WORST: tuple[RunStatus, ...] = ("complete", "incomplete", "budget", "interrupted", "failed")
+BEST_TO_WORST: tuple[RunStatus, ...] = ("complete", "incomplete", "budget", "interrupted",
+                                        "failed")
 """Statuses from best to worst: the merged run has the worst of its shards'."""
 
 
@@ -184,7 +185,7 @@ def _merged_manifest(paths: Sequence[Path], shards: Sequence[RunManifest],
     order = {s.id: i for i, s in enumerate(load_suite(paths[0] / SUITE_COPY, played=True))}
     incomplete = sorted({sid for m in shards for sid in m.incomplete_scenarios},
                         key=order.__getitem__)
-    status = max((m.status for m in shards), key=WORST.index)
+    status = max((m.status for m in shards), key=BEST_TO_WORST.index)
     return first.model_copy(update={
         "params": params, "status": status, "updated_at": now(),
         "started_at": min(m.started_at for m in shards),

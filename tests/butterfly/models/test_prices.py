@@ -1,4 +1,5 @@
-"""Prices from litellm's price file, read without litellm, equal ``litellm.cost_per_token``;
+"""Prices from litellm's price file, read without litellm, and from the rates litellm resolves
+(the litellm transport), both by the one sum, equal ``litellm.cost_per_token``;
 the file is read once and an unpriced model is decided once."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import sys
 import pytest
 
 from butterfly.models import prices
-from butterfly.models.litellm_seam import litellm
+from butterfly.models.litellm_seam import litellm, shipped_rates
 
 MODELS = ["openai/gpt-4o-mini", "openai/gpt-4o", "openai/gpt-4.1-nano", "openai/o3-mini",
           "openai/gpt-3.5-turbo"]
@@ -29,6 +30,8 @@ def test_our_price_is_litellms(model: str, prompt: int, completion: int,
                                   completion_tokens=completion, usage_object=usage)
     ours = prices.cost_usd(model, prompt, completion, cached)
     assert ours is not None and ours == pytest.approx(round(p + c, 10), rel=1e-9, abs=1e-12)
+    # the litellm transport: the same sum over the rates litellm resolves, litellm's to the bit
+    assert prices.cost_usd(model, prompt, completion, cached, shipped_rates) == round(p + c, 10)
 
 
 @pytest.mark.parametrize("model", ["openai/fake", "hosted_vllm/Qwen/Qwen2.5-7B",

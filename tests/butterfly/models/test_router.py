@@ -289,13 +289,8 @@ def test_a_routed_call_is_priced_as_one_server_prices_it(tmp_path: Path) -> None
     keeps its price, Ollama its 0."""
     import asyncio
 
-    from butterfly.models.litellm_seam import RouterProvider, price
-
-    def litellm_usage(prompt: int, completion: int) -> object:
-        from litellm.types.utils import Usage
-
-        return Usage(prompt_tokens=prompt, completion_tokens=completion,
-                     total_tokens=prompt + completion)
+    from butterfly.models.litellm_seam import RouterProvider, shipped_rates
+    from butterfly.models.prices import cost_usd
 
     request = Request(model="g", messages=({"role": "user", "content": "x"},),
                       temperature=0.0, max_tokens=8, seed=0)
@@ -313,6 +308,6 @@ def test_a_routed_call_is_priced_as_one_server_prices_it(tmp_path: Path) -> None
     file.write_text(json.dumps({"model_list": [{"model_name": "g", "litellm_params": {
         "model": "ollama_chat/qwen2.5:7b"}}]}))
     RouterProvider(load_router(file, "g"))
-    usage = litellm_usage(1000, 100)
-    assert price("ollama_chat/qwen2.5:7b", usage) == 0.0  # litellm prices Ollama at 0
-    assert price("openai/fake-unpriced", usage) is None
+    for model, cost in (("ollama_chat/qwen2.5:7b", 0.0),  # litellm prices Ollama at 0
+                        ("openai/fake-unpriced", None)):
+        assert cost_usd(model, 1000, 100, rates_of=shipped_rates) == cost

@@ -11,11 +11,10 @@ import pytest
 
 from butterfly.core import wire
 from butterfly.kaggle.runner import is_transient
-from butterfly.models import registry
+from butterfly.models import registry, router
 from butterfly.models.litellm_seam import request_kwargs, to_response
 from butterfly.models.openai_http import parse_completion, request_body, status_error
 from butterfly.models.provider import FatalProviderError, ProviderError, Request
-from butterfly.models.router import SECRET_PARAM
 
 MESSAGES = ({"role": "system", "content": "Keep the spec."}, {"role": "user", "content": "Go."})
 
@@ -62,13 +61,13 @@ def test_both_transports_read_one_answer(data: dict[str, Any]) -> None:
     fast = parse_completion(json.dumps(data).encode(), "hosted_vllm/unpriced")
     slow = to_response(ModelResponse(**data), "hosted_vllm/unpriced")
     assert fast == slow
-    assert fast == wire.response(data, wire.JSON, lambda _r, _u: None)
+    assert fast == wire.response(data, wire.JSON, lambda _r: None)
 
 
 @pytest.mark.parametrize("data", [{}, {"choices": []}, {"choices": [{}]}, []])
 def test_a_malformed_completion_is_a_bad_response(data: Any) -> None:
     with pytest.raises(ProviderError) as e:
-        wire.response(data, wire.JSON, lambda _r, _u: None)
+        wire.response(data, wire.JSON, lambda _r: None)
     assert e.value.kind == "bad_response"
     assert e.value.message.startswith("malformed completion (")
 
@@ -90,8 +89,39 @@ def test_the_kaggle_runner_classifies_statuses_as_the_fast_path(status: int) -> 
         assert err.kind == kind and is_transient(_Status(status))
 
 
+def _litellm_errors() -> list[tuple[Exception, str]]:
+    import httpx
+    from litellm import exceptions as lx
+
+    req = httpx.Request("POST", "http://h/v1/chat/completions")
+    at = {"llm_provider": "openai", "model": "m"}
+    return [(lx.Timeout(message="t", exception_status_code=504, **at), "timeout"),
+            (lx.RateLimitError(message="r", response=httpx.Response(429, request=req), **at),
+             "rate_limit"),
+            (lx.InternalServerError(message="Connection error.", **at), "connection"),
+            (lx.InternalServerError(message="Empty or invalid response from LLM endpoint",
+                                    **at), "bad_response"),
+            (lx.APIConnectionError(message="refused", request=req, **at), "connection"),
+            (lx.APIResponseValidationError(message="v", **at), "bad_response"),
+            (lx.BadGatewayError(message="b", **at), "server"),
+            (lx.APIError(status_code=507, message="x", request=req, **at), "server")]
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_litellm_errors_are_classified_by_the_one_classifier(n: int) -> None:
+    """litellm's exceptions carry their status: the class is the wire's, as the Kaggle
+    runner's and the fast path's."""
+    from butterfly.models.litellm_seam import classify
+
+    error, kind = _litellm_errors()[n]
+    assert wire.exception_kind(error) == kind
+    got = classify(error)
+    assert isinstance(got, ProviderError) and got.kind == kind
+
+
 def test_one_secret_pattern() -> None:
-    assert SECRET_PARAM is wire.SECRET_NAME
+    """A router deployment's secret parameters are named as the environment's secrets are."""
+    assert router.SECRET_NAME is wire.SECRET_NAME
 
 
 @pytest.mark.parametrize(("model", "api_base", "via", "way"), [
