@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Literal, TypeVar
 
+from oracle import records as rec
 from oracle.catalogue import UNSPECIFIED
 from oracle.engine import (
     Engine,
@@ -28,18 +29,8 @@ from oracle.engine import (
 )
 from oracle.guards import drop_wording
 from oracle.ledger import Ledger
-from oracle.records import (
-    DistractorTurn,
-    DropTurn,
-    RedoTurn,
-    SetTurn,
-    TurnBase,
-    UndoEarliestTurn,
-    UndoLastTurn,
-    UndoRefTurn,
-)
 
-T = TypeVar("T", bound=TurnBase)
+T = TypeVar("T", bound=rec.TurnBase)
 Kind = Literal["change", "undo", "redo", "none"]
 """``change``: a new change (set, drop); ``undo``: deactivates one; ``redo``: brings one back;
 ``none``: changes nothing."""
@@ -68,15 +59,15 @@ class Op(Generic[T]):
         return self.kind in ("undo", "redo")
 
 
-def _set(ledger: Ledger, turn: SetTurn) -> None:
+def _set(ledger: Ledger, turn: rec.SetTurn) -> None:
     ledger.add(turn.setting, turn.value)
 
 
-def _drop(ledger: Ledger, turn: DropTurn) -> None:
+def _drop(ledger: Ledger, turn: rec.DropTurn) -> None:
     ledger.add(turn.setting, UNSPECIFIED)
 
 
-def _undo_ref(ledger: Ledger, turn: UndoRefTurn) -> None:
+def _undo_ref(ledger: Ledger, turn: rec.UndoRefTurn) -> None:
     ledger.undo_ref(turn.setting)
 
 
@@ -84,15 +75,15 @@ INDIRECT: Final = ("indirect.same_format", "indirect.double_timeout", "indirect.
 """Set turns by indirect reference: their value is resolved by the generator."""
 
 REGISTRY: Final[dict[str, Op[Any]]] = {op.name: op for op in (
-    Op("set", SetTurn, "change", set_step, _set, ("set", *INDIRECT)),
-    Op("drop", DropTurn, "change", drop_step, _drop, ("drop",), (drop_wording,)),
-    Op("undo_last", UndoLastTurn, "undo", undo_last_step, lambda led, _: led.undo_last(),
+    Op("set", rec.SetTurn, "change", set_step, _set, ("set", *INDIRECT)),
+    Op("drop", rec.DropTurn, "change", drop_step, _drop, ("drop",), (drop_wording,)),
+    Op("undo_last", rec.UndoLastTurn, "undo", undo_last_step, lambda led, _: led.undo_last(),
        ("undo_last",)),
-    Op("undo_ref", UndoRefTurn, "undo", undo_ref_step, _undo_ref, ("undo_ref",)),
-    Op("undo_earliest", UndoEarliestTurn, "undo", undo_earliest_step,
+    Op("undo_ref", rec.UndoRefTurn, "undo", undo_ref_step, _undo_ref, ("undo_ref",)),
+    Op("undo_earliest", rec.UndoEarliestTurn, "undo", undo_earliest_step,
        lambda led, _: led.undo_earliest(), ("undo_earliest",)),
-    Op("redo", RedoTurn, "redo", redo_step, lambda led, _: led.do_redo(), ("redo",)),
-    Op("distractor", DistractorTurn, "none", no_step, lambda led, _: None, ("distractor",)),
+    Op("redo", rec.RedoTurn, "redo", redo_step, lambda led, _: led.do_redo(), ("redo",)),
+    Op("distractor", rec.DistractorTurn, "none", no_step, lambda led, _: None, ("distractor",)),
 )}
 """Op name -> :class:`Op`, in the contract's order."""
 
