@@ -90,7 +90,8 @@ class Builder:
 
     def add(self, drawn: dict[str, str]) -> bool:
         """Append the turn ``drawn`` (worded with one reading) if the oracle accepts it and it
-        changes the spec (a distractor changes nothing); False, and nothing kept, otherwise."""
+        changes the spec (but an op of kind ``none``, a distractor); False, and nothing kept,
+        otherwise."""
         op = drawn["op"]
         if op == "undo_last" and self.turns and self.turns[-1]["op"] in UNDO_OPS:
             return False
@@ -106,7 +107,7 @@ class Builder:
             specs = replay(draft)  # every guard, on the whole partial scenario
         except InvalidScenario:
             return False
-        if op != "distractor" and specs[-1] == specs[-2]:
+        if REGISTRY[op].kind != "none" and specs[-1] == specs[-2]:
             return False
         self.turns.append(turn)
         self.records.append(record)

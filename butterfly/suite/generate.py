@@ -248,13 +248,14 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     in_effect_only = _history_refused(scenario)
     used: dict[int, set[int]] = {}
     return [
-        _variant(scenario, v, specs, in_effect_only, used) for v in range(k)
+        _variant(scenario, random.Random(scenario.seed * 1009 + v), v, specs, in_effect_only,
+                 used)
+        for v in range(k)
     ]
 
 
-def _variant(scenario: Scenario, v: int, specs: list[dict[str, str]], in_effect_only: set[int],
-             used: dict[int, set[int]]) -> Scenario:
-    rng = random.Random(scenario.seed * 1009 + v)  # type: ignore[operator]
+def _variant(scenario: Scenario, rng: random.Random, v: int, specs: list[dict[str, str]],
+             in_effect_only: set[int], used: dict[int, set[int]]) -> Scenario:
     turns: list[dict[str, str]] = []
     records: list[Turn] = []
     for t, turn in enumerate(scenario.turns):
