@@ -25,6 +25,7 @@ from butterfly.cli_args import (
 )
 from butterfly.core.printable import printable
 from butterfly.core.vocab import (
+    CHAIN_MIX,
     COMPARE_METHODS,
     PARSE_MODES,
     PROTOCOLS,
@@ -59,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--per-length", type=int, metavar="K", help="with --lengths: chains per length "
                    "(12 when not given)")
     g.add_argument("--ops", metavar="OP=W,..", help="with --lengths: op weights, e.g. "
-                   "set=4,drop=1,undo_last=1,undo_ref=2,undo_earliest=1,redo=2,distractor=1,"
-                   "indirect=1,coupling=1 (the default; unnamed ops get 0)")
+                   f"{','.join(f'{op}={w}' for op, w in CHAIN_MIX.items())} (the default; "
+                   "unnamed ops get 0)")
     g.add_argument("--out", help="output file (default: stdout)")
     g.add_argument("--manifest", help="with --suite: also write its manifest here")
     g.set_defaults(func=commands.cmd_generate)

@@ -1,4 +1,4 @@
-"""ButterflyBench's exact semantics: the catalogue, scenario records, replay and guards.
+"""ButterflyBench's exact semantics: the catalogue, scenario records, the ops, replay and guards.
 
 Pure: plain data in, plain data out. No I/O, no clock, no randomness, nothing from ``butterfly``.
 """
@@ -16,12 +16,11 @@ from oracle.catalogue import (
     apply_couplings,
     canonical_initial,
 )
+from oracle.ops import CHANGE_OPS, OPS, UNDO_OPS, Op
 from oracle.records import (
     CATEGORIES,
     MAX_TURNS,
-    OPS,
     SCHEMA_VERSION,
-    UNDO_OPS,
     Scenario,
     Spec,
     SuiteManifest,
@@ -35,6 +34,7 @@ from oracle.replay import ORACLE, InvalidScenario, Rules, Violation, check, repl
 __all__ = [
     "BY_KEY",
     "CATEGORIES",
+    "CHANGE_OPS",
     "COUPLINGS",
     "DOMAINS",
     "KEYS",
@@ -48,6 +48,7 @@ __all__ = [
     "UNSPECIFIED",
     "Coupling",
     "InvalidScenario",
+    "Op",
     "Rules",
     "Scenario",
     "Setting",

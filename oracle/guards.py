@@ -3,7 +3,7 @@
 Each guard raises :class:`Invalid` (the turn, the reason, the contract version that added it)
 when a turn of a scenario has more than one reading; the engine turns that into a
 :class:`oracle.replay.Violation`. The guards on undo targets live with the engine, which picks
-the target (:func:`oracle.replay._undo_target`).
+the target (:class:`oracle.engine.Engine`); :mod:`oracle.ops` names each op's turn guards.
 """
 
 from __future__ import annotations
@@ -41,12 +41,11 @@ class Invalid(Exception):
         self.since = since
 
 
-def text_guard(turn: Turn, t: int) -> None:
+def drop_wording(turn: DropTurn, t: int) -> None:
     """A drop turn must say plainly that its requirement is removed (:mod:`oracle.wording`)."""
-    if isinstance(turn, DropTurn):
-        problem = drop_wording_problem(turn.text)
-        if problem is not None:
-            raise Invalid(t, problem)
+    problem = drop_wording_problem(turn.text)
+    if problem is not None:
+        raise Invalid(t, problem)
 
 
 def source(changes: list[Change], setting: str) -> Change | None:

@@ -23,7 +23,8 @@ LINKED: Final = ("output_format", "input_format")
 
 
 class Ledger:
-    """Changes, redo stack and uncoupled spec; every op of the contract, no guard."""
+    """Changes, redo stack and uncoupled spec; every op of the contract, no guard (each op's
+    ``reread`` in :mod:`oracle.ops` says which method plays its turn)."""
 
     __slots__ = ("activated", "active", "base", "by_setting", "clock", "initial", "redo",
                  "settings", "values")
@@ -90,21 +91,6 @@ class Ledger:
             self.active[i] = True
             self.activated[i] = self._tick()
             self._restore(self.settings[i])
-
-    def apply(self, op: str, setting: str | None, value: str | None) -> None:
-        """One turn as the contract defines it (``setting``/``value`` where the op has them)."""
-        if op == "set":
-            self.add(setting or "", value or "")
-        elif op == "drop":
-            self.add(setting or "", UNSPECIFIED)
-        elif op == "undo_last":
-            self.undo_last()
-        elif op == "undo_earliest":
-            self.undo_earliest()
-        elif op == "undo_ref":
-            self.undo_ref(setting or "")
-        elif op == "redo":
-            self.do_redo()
 
     # ------------------------------------------------------------------ reading the state
 

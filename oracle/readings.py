@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from oracle.ledger import LINK, LINKED, Ledger
-from oracle.records import OPS, Scenario, Turn
-
-UNDO_OPS: Final = frozenset({"undo_last", "undo_ref", "undo_earliest", "redo"})
+from oracle.ops import OPS, REGISTRY
+from oracle.records import DropTurn, Scenario, SetTurn, Turn, UndoRefTurn
 
 
 class Context(NamedTuple):
@@ -74,13 +73,19 @@ def normalise(text: str) -> str:
 
 
 def _setting(turn: Turn) -> str:
-    return str(turn.__dict__.get("setting", ""))  # a field, if the op has it (no __getattr__)
+    match turn:
+        case SetTurn(setting=setting) | DropTurn(setting=setting) | UndoRefTurn(setting=setting):
+            return setting
+    return ""
 
 
 def _play(ledger: Ledger, turn: Turn) -> None:
-    """One turn of the scenario as written."""
-    fields = turn.__dict__
-    ledger.apply(turn.op, fields.get("setting"), fields.get("value"))
+    """One turn of the scenario as written (its op's ``reread``)."""
+    REGISTRY[turn.op].reread(ledger, turn)
+
+
+def _undo_family(turn: Turn) -> bool:
+    return REGISTRY[turn.op].undo
 
 
 # -------------------- 1. stacked redo
@@ -262,16 +267,17 @@ def contexts(initial: dict[str, str], turns: Sequence[Turn]) -> Iterator[tuple[i
     for t, turn in enumerate(turns, 1):
         yield t, Context(turn, ledger, previous, normalise(turn.text))
         _play(ledger, turn)
-        if turn.op in UNDO_OPS:
+        if _undo_family(turn):
             previous = turn.op
 
 
 _BY_OP: Final = {op: tuple(r for r in READINGS if op in r.ops) for op in OPS}
+"""Op -> the readings that can trigger on it (an op no reading names has none)."""
 
 
 def triggered(ctx: Context) -> tuple[Reading, ...]:
     """The readings this turn's words and structure trigger."""
-    return tuple(r for r in _BY_OP[ctx.turn.op] if r.triggered(ctx))
+    return tuple(r for r in _BY_OP.get(ctx.turn.op, ()) if r.triggered(ctx))
 
 
 def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
@@ -281,7 +287,7 @@ def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
     previous: str | None = None
     for t in before:
         _play(ledger, t)
-        previous = t.op if t.op in UNDO_OPS else previous
+        previous = t.op if _undo_family(t) else previous
     return triggered(Context(turn, ledger, previous, normalise(turn.text)))
 
 

@@ -47,18 +47,6 @@ CATEGORIES: Final[tuple[str, ...]] = (
 )
 """Scenario categories, in the order of the contract's table for ``butterfly-40``."""
 
-OPS: Final[tuple[str, ...]] = (
-    "set",
-    "drop",
-    "undo_last",
-    "undo_ref",
-    "undo_earliest",
-    "redo",
-    "distractor",
-)
-UNDO_OPS: Final = ("undo_last", "undo_ref", "undo_earliest", "redo")
-
-
 def _known_setting(key: str) -> str:
     if key not in DOMAINS:
         raise ValueError(f"unknown setting {key!r}")
@@ -123,7 +111,10 @@ Category = Annotated[
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-class _Turn(BaseModel):
+class TurnBase(BaseModel):
+    """What every turn record has; one subclass per op, its ``op`` a one-value ``Literal``
+    (:mod:`oracle.ops` pairs each with the op's semantics)."""
+
     model_config = _STRICT
     text: str = Field(min_length=1, description="The user's words for this turn.")
     paraphrase: str | None = Field(
@@ -132,7 +123,7 @@ class _Turn(BaseModel):
     )
 
 
-class SetTurn(_Turn):
+class SetTurn(TurnBase):
     """A new change: setting := value."""
 
     op: Literal["set"]
@@ -151,37 +142,37 @@ class SetTurn(_Turn):
         return self
 
 
-class DropTurn(_Turn):
+class DropTurn(TurnBase):
     """A new change: setting := unspecified."""
 
     op: Literal["drop"]
     setting: SettingKey
 
 
-class UndoLastTurn(_Turn):
+class UndoLastTurn(TurnBase):
     op: Literal["undo_last"]
 
 
-class UndoRefTurn(_Turn):
+class UndoRefTurn(TurnBase):
     """Undo the one active change that assigned ``setting`` (named indirectly in the text)."""
 
     op: Literal["undo_ref"]
     setting: SettingKey
 
 
-class UndoEarliestTurn(_Turn):
+class UndoEarliestTurn(TurnBase):
     op: Literal["undo_earliest"]
 
 
-class RedoTurn(_Turn):
+class RedoTurn(TurnBase):
     op: Literal["redo"]
 
 
-class DistractorTurn(_Turn):
+class DistractorTurn(TurnBase):
     op: Literal["distractor"]
 
 
-Turn = Annotated[
+Turn = Annotated[  # every op's record class (oracle.ops.REGISTRY holds the same)
     SetTurn | DropTurn | UndoLastTurn | UndoRefTurn | UndoEarliestTurn | RedoTurn | DistractorTurn,
     Field(discriminator="op"),
 ]

@@ -1,10 +1,9 @@
 """Replay: the exact spec after every turn, checked by the validity guards (:mod:`oracle.guards`).
 
-State is the initial spec, the changes in the order they were made (each with its assignment, an
-active flag and the sequence number of its latest (re)activation), and a redo stack. The spec
-after a turn is the initial spec with every active change applied in the order made, then the
-coupling rules. The engine keeps the uncoupled spec up to date incrementally: a set or drop
-writes its setting; an undo or redo recomputes only the setting of the change it touched.
+The spec after a turn is the initial spec with every active change applied in the order made,
+then the coupling rules. Each turn is played by its op's step (:data:`oracle.ops.REGISTRY`, the
+steps and the state in :mod:`oracle.engine`), after the guards on its words; the guards that
+concern every turn (couplings, applicability) follow it.
 
 The same engine, with guards off and one rule bent, also answers "what would an agent that
 ignores undo / treats undo-earliest as undo-last / ignores couplings say?" (:class:`Rules`);
@@ -18,33 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from oracle.catalogue import (
-    COUPLINGS,
-    FORCED,
-    TRIGGERS,
-    UNSPECIFIED,
-    apply_couplings,
-)
-from oracle.guards import (
-    Change,
-    Invalid,
-    applicability_guard,
-    coupling_guard,
-    order_guard,
-    source,
-    text_guard,
-)
+from oracle.catalogue import COUPLINGS, TRIGGERS, apply_couplings
+from oracle.engine import Engine, Rules
+from oracle.guards import Invalid, applicability_guard, coupling_guard
+from oracle.ops import REGISTRY
 from oracle.readings import first_difference
-from oracle.records import (
-    DropTurn,
-    RedoTurn,
-    Scenario,
-    SetTurn,
-    Turn,
-    UndoEarliestTurn,
-    UndoLastTurn,
-    UndoRefTurn,
-)
+from oracle.records import DropTurn, Scenario, SetTurn, Turn, UndoRefTurn
 from oracle.wording import (
     DROP_AMBIGUOUS,
     DROP_AMBIGUOUS_EXAMPLES,
@@ -76,22 +54,6 @@ class InvalidScenario(ValueError):
     def __init__(self, violation: Violation) -> None:
         super().__init__(str(violation))
         self.violation = violation
-
-
-@dataclass(frozen=True, slots=True)
-class Rules:
-    """How to replay. The oracle is ``Rules()``; the others describe scripted agents."""
-
-    undo: bool = True
-    """False: undo_* and redo turns change nothing (every set and drop stays in effect)."""
-    earliest_as_last: bool = False
-    """True: undo_earliest deactivates the most recent active change instead."""
-    couplings: bool = True
-    """False: the coupling rules are not applied."""
-    guards: bool = True
-    """False: no validity guard is checked (for agents replaying a scenario their own way)."""
-    v2: bool = True
-    """False: the guards of contract v1 only (for records played before v2)."""
 
 
 ORACLE: Final = Rules()
@@ -174,140 +136,24 @@ def _replay(
     guards = rules.guards
     if guards and apply_couplings(dict(initial)) != initial:
         raise Invalid(0, "the initial spec breaks a coupling rule")
-    base = dict(initial)  # the spec before couplings, active changes applied in order made
-    changes: list[Change] = []
-    redo: list[Change] = []
-    seq = 0  # activation sequence counter
+    engine = Engine(initial, rules)
     specs = [dict(initial)]
-
-    def restore(setting: str) -> None:
-        value = initial[setting]
-        for c in changes:
-            if c.active and c.setting == setting:
-                value = c.value
-        base[setting] = value
-
     for t, turn in enumerate(turns, 1):
+        op = REGISTRY[turn.op]
         if guards:
-            text_guard(turn, t)
-        match turn:
-            case SetTurn() | DropTurn():
-                value = turn.value if isinstance(turn, SetTurn) else UNSPECIFIED
-                changes.append(Change(len(changes), t, turn.setting, value, seq))
-                seq += 1
-                redo.clear()
-                base[turn.setting] = value
-            case RedoTurn() if rules.undo:
-                if redo:
-                    c = redo.pop()
-                    c.active = True
-                    c.activated = seq
-                    c.redone = True
-                    seq += 1
-                    restore(c.setting)
-                    if guards:
-                        order_guard(changes, c.setting, base, t)
-                elif guards:
-                    raise Invalid(t, "redo: nothing has been undone since the last change")
-            case UndoLastTurn() | UndoEarliestTurn() | UndoRefTurn() if rules.undo:
-                target = _undo_target(turn, t, changes, base, rules)
-                if target is not None:
-                    target.active = False
-                    redo.append(target)
-                    restore(target.setting)
-                    if guards:
-                        order_guard(changes, target.setting, base, t)
-            case _:
-                pass  # a distractor; an undo or redo under rules that ignore undo
-        spec = dict(base)
+            for guard in op.guards:
+                guard(turn, t)
+        if rules.undo or not op.undo:  # rules that ignore undo: an undo or redo does nothing
+            op.step(engine, turn, t)
+        spec = dict(engine.base)
         if rules.couplings:
             apply_couplings(spec)
         if guards:
-            coupling_guard(changes, base, t)
+            coupling_guard(engine.changes, engine.base, t)
             if rules.v2:
                 applicability_guard(specs[-1], spec, turn, t)
         specs.append(spec)
     return specs
-
-
-def _undo_target(
-    turn: UndoLastTurn | UndoEarliestTurn | UndoRefTurn,
-    t: int,
-    changes: list[Change],
-    base: dict[str, str],
-    rules: Rules,
-) -> Change | None:
-    guards = rules.guards
-    active = [c for c in changes if c.active]
-    if not active:
-        if guards:
-            raise Invalid(t, f"{turn.op}: no change is in effect")
-        return None
-    match turn:
-        case UndoRefTurn():
-            return _undo_ref_target(turn.setting, t, active, changes, base, guards)
-        case UndoEarliestTurn() if not rules.earliest_as_last:
-            return _undo_earliest_target(turn.text, t, active, base, rules)
-    target = active[-1]  # undo_last, or undo_earliest read as undo_last
-    if guards:
-        latest = max(active, key=lambda c: c.activated)
-        if latest is not target:
-            raise Invalid(
-                t,
-                f"undo_last: {target} was made last but {latest} was reactivated "
-                "later, so 'the last change' has two readings",
-            )
-    return target
-
-
-def _undo_earliest_target(
-    text: str, t: int, active: list[Change], base: dict[str, str], rules: Rules
-) -> Change:
-    target = active[0]
-    if rules.guards:
-        for c in active[1:]:
-            if c.setting == target.setting:
-                raise Invalid(t, f"undo_earliest: {target} is shadowed by {c}")
-        for cp in COUPLINGS:
-            if cp.forced == target.setting and base[cp.trigger] == cp.when:
-                raise Invalid(
-                    t, f"undo_earliest: {target} is shadowed by the rule '{cp.text}'"
-                )
-        phrase = history_wording(text) if target.redone and rules.v2 else None
-        if phrase is not None:
-            raise Invalid(
-                t,
-                f"undo_earliest: the wording {phrase!r} speaks of undo history, but {target} "
-                "has been undone and redone, so the turn reads two ways",
-                since=2,
-            )
-    return target
-
-
-def _undo_ref_target(
-    setting: str,
-    t: int,
-    active: list[Change],
-    changes: list[Change],
-    base: dict[str, str],
-    guards: bool,
-) -> Change | None:
-    hits = [c for c in active if c.setting == setting]
-    if guards:
-        if len(hits) != 1:
-            raise Invalid(
-                t,
-                f"undo_ref: {len(hits)} changes in effect assign {setting}; exactly one must",
-            )
-        if setting in FORCED:
-            for cp in COUPLINGS:
-                if cp.forced == setting and base[cp.trigger] == cp.when:
-                    src = source(changes, cp.trigger)
-                    if src is not None:
-                        raise Invalid(
-                            t, f"undo_ref: {setting} is also forced by {src} ('{cp.text}')"
-                        )
-    return hits[-1] if hits else None
 
 
 __all__ = [

@@ -83,6 +83,14 @@ class Defaults:
 
 DEFAULTS: Final = Defaults()
 
+CHAIN_MIX: Final[dict[str, int]] = {
+    "set": 4, "drop": 1, "undo_last": 1, "undo_ref": 2, "undo_earliest": 1, "redo": 2,
+    "distractor": 1, "indirect": 1, "coupling": 1,
+}
+"""``generate --lengths``'s default op weights (``--ops``): the oracle's ops, plus ``indirect``
+(a set by indirect reference) and ``coupling`` (a rule's trigger switched on, or off when it is
+on). ``butterfly.suite.chains`` builds with it; ``--help`` shows it."""
+
 TRANSIENT_STATUS: Final = frozenset({408, 409, 425, 429})
 """HTTP statuses worth retrying, besides every 5xx (the CLI client and the Kaggle runner)."""
 

@@ -1,15 +1,18 @@
 """The scenario builder the generators share: a partial scenario, grown turn by turn, each
 candidate turn checked by the oracle (butterfly.suite.generate says why and how).
+
+The public API of the generators (``generate``, ``chains``, ``hard``): :class:`Builder` (a turn
+of each op, :meth:`Builder.add` for a turn drawn elsewhere, :meth:`Builder.finish`), the hook
+per op (:data:`HOOKS`, keyed by the oracle's op names), :func:`build` (a recipe's candidates
+from one seed), :func:`need` / :class:`Retry`, and the settings recipes draw from.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
-
-from pydantic import TypeAdapter
 
 from butterfly.suite.templates import (
     DEEP_REDO,
@@ -21,31 +24,49 @@ from butterfly.suite.templates import (
 )
 from oracle import (
     BY_KEY,
+    CHANGE_OPS,
     KEYS,
+    UNDO_OPS,
     UNSPECIFIED,
     InvalidScenario,
     Scenario,
     Turn,
     apply_couplings,
+    canonical_initial,
     replay,
 )
 from oracle.catalogue import inapplicable
+from oracle.ops import REGISTRY
 from oracle.readings import triggered_at
 
-_TURN: Final = TypeAdapter[Turn](Turn)
-
-
-_COUPLING_PLAYS: Final = (
+COUPLING_PLAYS: Final = (
     ("input_format", "tsv", "delimiter"),
     ("parallel", "on", "progress_bar"),
     ("output_format", "html", "encoding"),
 )
-_PLAIN: Final = tuple(k for k in KEYS if k not in {"input_format", "parallel", "output_format",
-                                                   "delimiter", "progress_bar", "encoding"})
+"""(trigger, the value that switches its rule on, the setting the rule forces)."""
+PLAIN: Final = tuple(k for k in KEYS if k not in {"input_format", "parallel", "output_format",
+                                                  "delimiter", "progress_bar", "encoding"})
+"""The settings no coupling rule involves."""
+
+LONG_CHAIN: Final = {"set": 4, "drop": 1, "undo_last": 1, "undo_ref": 1, "undo_earliest": 1,
+                     "redo": 1, "distractor": 1, "indirect": 1}
+"""The ops of :meth:`Builder.any_op` (butterfly-40's long chains), each as many times as its
+weight: a new op is drawn only where a recipe or a mix names it, so frozen suites keep theirs."""
 
 
 class GenerationError(RuntimeError):
     pass
+
+
+class Retry(Exception):
+    """A recipe gave up on this candidate: the generator draws another with the same stream."""
+
+
+def need(ok: bool) -> None:
+    """Raise :class:`Retry` unless ``ok`` (a turn a recipe cannot do without was refused)."""
+    if not ok:
+        raise Retry
 
 
 def scenario_seed(suite_seed: int, category: str, index: int) -> int:
@@ -53,49 +74,55 @@ def scenario_seed(suite_seed: int, category: str, index: int) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
-class _Builder:
+class Builder:
     """A scenario under construction; every turn is accepted only if the oracle agrees."""
 
     def __init__(self, rng: random.Random, initial: dict[str, str]) -> None:
         self.rng = rng
         self.initial = initial
         self.turns: list[dict[str, str]] = []
-        self._records: list[Turn] = []
+        self.records: list[Turn] = []
         self.specs: list[dict[str, str]] = [dict(initial)]
 
     @property
     def spec(self) -> dict[str, str]:
         return self.specs[-1]
 
-    def _try(self, drawn: dict[str, str]) -> bool:
+    def add(self, drawn: dict[str, str]) -> bool:
+        """Append the turn ``drawn`` (worded with one reading) if the oracle accepts it and it
+        changes the spec (but an op of kind ``none``, a distractor); False, and nothing kept,
+        otherwise."""
         op = drawn["op"]
-        if op == "undo_last" and self.turns and self.turns[-1]["op"] in {
-            "undo_last", "undo_ref", "undo_earliest", "redo"
-        }:
+        if op == "undo_last" and self.turns and self.turns[-1]["op"] in UNDO_OPS:
             return False
-        worded = self._one_reading(drawn)
+        worded = one_reading(self.initial, self.turns, self.records, drawn, self.spec)
         if worded is None:
             return False
         turn, record = worded
         draft = Scenario.model_construct(
             id="draft", category="long_chain", source="generated", seed=0,
-            initial=self.initial, turns=(*self._records, record),
+            initial=self.initial, turns=(*self.records, record),
         )
         try:
             specs = replay(draft)  # every guard, on the whole partial scenario
         except InvalidScenario:
             return False
-        if op != "distractor" and specs[-1] == specs[-2]:
+        if REGISTRY[op].kind != "none" and specs[-1] == specs[-2]:
             return False
         self.turns.append(turn)
-        self._records.append(record)
+        self.records.append(record)
         self.specs = specs
         return True
 
-    def _one_reading(self, turn: dict[str, str]) -> tuple[dict[str, str], Turn] | None:
-        return one_reading(self.initial, self.turns, self._records, turn, self.spec)
+    def finish(self, category: str, seed: int, scenario_id: str) -> Scenario:
+        """The scenario built so far, validated as a record."""
+        return Scenario.model_validate(
+            {"id": scenario_id, "category": category, "source": "generated", "seed": seed,
+             "initial": self.initial, "turns": tuple(self.turns)},
+            strict=False,
+        )
 
-    def _stops_applying(self, key: str, value: str) -> bool:
+    def stops_applying(self, key: str, value: str) -> bool:
         """Would ``key := value`` make a declared setting inapplicable (the v2 guard)?
 
         Checked before the wording is drawn, so that skipping such a value leaves the random
@@ -103,7 +130,8 @@ class _Builder:
         after = apply_couplings({**self.spec, key: value})
         return not set(inapplicable(after)) <= set(inapplicable(self.spec))
 
-    def _text(self, family: str, **fields: str) -> tuple[str, str]:
+    def word(self, family: str, **fields: str) -> tuple[str, str]:
+        """A paraphrase of ``family`` drawn at random: (its text, its id ``family.index``)."""
         i = self.rng.randrange(DRAWN[family])
         return FAMILIES[family][i].format(**fields), f"{family}.{i}"
 
@@ -115,11 +143,11 @@ class _Builder:
             values = [v for v in s.domain if v != self.spec[key]] if value is None else [value]
             self.rng.shuffle(values)
             for v in values:
-                if self._stops_applying(key, v):
+                if self.stops_applying(key, v):
                     continue  # rejected by the oracle anyway; skipped before any draw
-                text, para = self._text("set", phrase=s.phrase(v), name=s.name)
-                if self._try({"op": "set", "setting": key, "value": v, "text": text,
-                              "paraphrase": para}):
+                text, para = self.word("set", phrase=s.phrase(v), name=s.name)
+                if self.add({"op": "set", "setting": key, "value": v, "text": text,
+                             "paraphrase": para}):
                     return True
         return False
 
@@ -127,16 +155,17 @@ class _Builder:
         order = list(settings)
         self.rng.shuffle(order)
         for key in order:
-            if self._stops_applying(key, UNSPECIFIED):
+            if self.stops_applying(key, UNSPECIFIED):
                 continue
-            text, para = self._text("drop", name=BY_KEY[key].name)
-            if self._try({"op": "drop", "setting": key, "text": text, "paraphrase": para}):
+            text, para = self.word("drop", name=BY_KEY[key].name)
+            if self.add({"op": "drop", "setting": key, "text": text, "paraphrase": para}):
                 return True
         return False
 
     def plain(self, op: str) -> bool:
-        text, para = self._text(op)
-        if self._try({"op": op, "text": text, "paraphrase": para}):
+        """A turn of an op without arguments (undo_last, undo_earliest, redo)."""
+        text, para = self.word(op)
+        if self.add({"op": op, "text": text, "paraphrase": para}):
             return True
         if para not in HISTORY_PARAPHRASES:
             return False
@@ -144,38 +173,49 @@ class _Builder:
         # is in effect (no new random draw, so every other scenario keeps its wording)
         family, _, idx = para.rpartition(".")
         i = (int(idx) + 1) % DRAWN[family]
-        return self._try({"op": op, "text": FAMILIES[family][i], "paraphrase": f"{family}.{i}"})
+        return self.add({"op": op, "text": FAMILIES[family][i], "paraphrase": f"{family}.{i}"})
+
+    def undo_ref_of(self, key: str) -> bool:
+        """Undo, by its description, the change to ``key``."""
+        text, para = self.word("undo_ref", description=BY_KEY[key].description)
+        return self.add({"op": "undo_ref", "setting": key, "text": text, "paraphrase": para})
+
+    def changed(self) -> list[str]:
+        """The settings of the set and drop turns so far, in order (repeats kept)."""
+        return [t["setting"] for t in self.turns if t["op"] in CHANGE_OPS]
 
     def undo_ref(self, prefer_not_last: bool = True) -> bool:
-        assigned = [t["setting"] for t in self.turns if t["op"] in {"set", "drop"}]
+        assigned = self.changed()
         order = list(dict.fromkeys(assigned))
         self.rng.shuffle(order)
         if prefer_not_last and assigned:
             order.sort(key=lambda k: k == assigned[-1])  # stable: the last change goes last
-        for key in order:
-            text, para = self._text("undo_ref", description=BY_KEY[key].description)
-            if self._try({"op": "undo_ref", "setting": key, "text": text, "paraphrase": para}):
-                return True
-        return False
+        return any(self.undo_ref_of(key) for key in order)
+
+    def undo_ref_far_back(self) -> bool:
+        """Undo by description, most often the oldest change still in effect (far back)."""
+        if self.rng.random() < 0.3:
+            return self.undo_ref()
+        return any(self.undo_ref_of(key) for key in dict.fromkeys(self.changed()))
 
     def distractor(self) -> bool:
         keys = list(KEYS)
         self.rng.shuffle(keys)
         for key in keys[:6]:
             s = BY_KEY[key]
-            templates = FAMILIES["distractor"]
             i = self.rng.randrange(DRAWN["distractor"])
             if i in DISTRACTOR_MENTIONS_VALUE:
                 values = [v for v in s.domain if v != self.spec[key]]
                 phrase = s.phrase(self.rng.choice(values))
             else:
                 phrase = ""
-            text = templates[i].format(phrase=phrase, name=s.name)
-            if self._try({"op": "distractor", "text": text, "paraphrase": f"distractor.{i}"}):
+            text = FAMILIES["distractor"][i].format(phrase=phrase, name=s.name)
+            if self.add({"op": "distractor", "text": text, "paraphrase": f"distractor.{i}"}):
                 return True
         return False
 
     def indirect(self) -> bool:
+        """A set by indirect reference ("double the timeout"), its value resolved here."""
         spec = self.spec
         options: list[tuple[str, str, str]] = []
         out_domain = BY_KEY["output_format"].domain
@@ -189,28 +229,60 @@ class _Builder:
             options.append(("indirect.tenfold_rows", "max_rows", tenfold))
         self.rng.shuffle(options)
         for family, key, value in options:
-            text, para = self._text(family)
-            if self._try({"op": "set", "setting": key, "value": value, "text": text,
-                          "paraphrase": para}):
+            text, para = self.word(family)
+            if self.add({"op": "set", "setting": key, "value": value, "text": text,
+                         "paraphrase": para}):
                 return True
         return False
 
+    def draft(self, op: str) -> bool:
+        """One turn of ``op`` (an op of the oracle, or ``indirect``) by its hook."""
+        return HOOKS.get(op, Builder.indirect)(self)
+
     def any_op(self) -> bool:
         """One turn of a random op, weighted towards sets, for long chains."""
-        ops = ["set"] * 4 + ["drop", "undo_last", "undo_ref", "undo_earliest", "redo",
-                             "distractor", "indirect"]
+        ops = [op for op, weight in LONG_CHAIN.items() for _ in range(weight)]
         self.rng.shuffle(ops)
-        for op in ops:
-            ok = {
-                "set": lambda: self.set(),
-                "drop": lambda: self.drop(),
-                "undo_ref": lambda: self.undo_ref(),
-                "distractor": self.distractor,
-                "indirect": self.indirect,
-            }.get(op, lambda op=op: self.plain(op))()
-            if ok:
-                return True
-        return False
+        return any(self.draft(op) for op in ops)
+
+
+Hook = Callable[[Builder], bool]
+"""Drafts one turn of an op on a builder (its state, its random stream); False if none fits."""
+
+
+def _plain(op: str) -> Hook:
+    return lambda b: b.plain(op)
+
+
+HOOKS: Final[dict[str, Hook]] = {
+    "set": Builder.set,
+    "drop": Builder.drop,
+    "undo_last": _plain("undo_last"),
+    "undo_ref": Builder.undo_ref,
+    "undo_earliest": _plain("undo_earliest"),
+    "redo": _plain("redo"),
+    "distractor": Builder.distractor,
+}
+"""The generator's hook per op, keyed by the oracle's op names (``oracle.ops.REGISTRY``; a test
+checks that every op has one)."""
+
+
+def build(recipe: Callable[[Builder], None], seed: int, tries: int, category: str,
+          scenario_id: str, keep: Callable[[Scenario], bool] = lambda s: True
+          ) -> Scenario | None:
+    """The first candidate of ``recipe`` (one random stream from ``seed``, ``tries`` candidates
+    at most) that does not give up and that ``keep`` accepts; None if there is none."""
+    rng = random.Random(seed)
+    for _ in range(tries):
+        b = Builder(rng, canonical_initial())
+        try:
+            recipe(b)
+        except Retry:
+            continue
+        s = b.finish(category, seed, scenario_id)
+        if keep(s):
+            return s
+    return None
 
 
 def one_reading(
@@ -220,7 +292,7 @@ def one_reading(
     """``turn`` worded so that no second reading is triggered after ``before`` (its records
     ``records``; ``spec`` the spec before it): the wording as drawn, or the one-reading
     paraphrase that stands in for it (``templates.ONE_READING``); None if there is none."""
-    record = _TURN.validate_python(turn, strict=False)
+    record = _record(turn)
     if not triggered_at(initial, records, record):
         return turn, record
     for para in ONE_READING.get(turn.get("paraphrase", ""), ()):
@@ -230,7 +302,7 @@ def one_reading(
         if text is None:
             continue
         new = {**turn, "text": text, "paraphrase": para}
-        record = _TURN.validate_python(new, strict=False)
+        record = _record(new)
         if not triggered_at(initial, records, record):
             return new, record
     return None
@@ -256,39 +328,20 @@ def render(paraphrase: str, turn: dict[str, str], spec: dict[str, str]) -> str |
     return template.format(**fields)
 
 
+def _record(turn: dict[str, str]) -> Turn:
+    """The turn's record, validated by its op's record class."""
+    record: Turn = REGISTRY[turn["op"]].record.model_validate(turn, strict=False)
+    return record
+
+
 def _undos_then_redos(turns: Sequence[dict[str, str]]) -> bool:
     """Since the last set or drop, every undo came before every redo (distractors aside)."""
     ops: list[str] = []
     for t in reversed(turns):
-        if t["op"] in {"set", "drop"}:
+        if t["op"] in CHANGE_OPS:
             break
-        if t["op"] != "distractor":
+        if t["op"] in UNDO_OPS:
             ops.append(t["op"])
     ops.reverse()
     first_redo = ops.index("redo") if "redo" in ops else len(ops)
     return all(op == "redo" for op in ops[first_redo:])
-
-
-def _need(ok: bool) -> None:
-    if not ok:
-        raise _Retry
-
-
-class _Retry(Exception):
-    pass
-
-
-def _finish(b: _Builder, category: str, seed: int, scenario_id: str) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "id": scenario_id,
-            "category": category,
-            "source": "generated",
-            "seed": seed,
-            "initial": b.initial,
-            "turns": tuple(b.turns),
-        },
-        strict=False,
-    )
-
-

@@ -3,40 +3,25 @@ mixed by weight, undo and references reaching far back, couplings switched on an
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from typing import Final
 
+from butterfly.core.vocab import CHAIN_MIX
 from butterfly.suite.builder import (
-    _COUPLING_PLAYS,
+    COUPLING_PLAYS,
+    HOOKS,
+    Builder,
     GenerationError,
-    _Builder,
-    _finish,
-    _need,
-    _Retry,
+    Hook,
+    Retry,
+    build,
+    need,
     scenario_seed,
 )
-from oracle import (
-    BY_KEY,
-    MAX_TURNS,
-    OPS,
-    Scenario,
-    canonical_initial,
-)
+from oracle import MAX_TURNS, OPS, UNDO_OPS, Scenario
 
-DEFAULT_MIX: Final[dict[str, int]] = {
-    "set": 4,
-    "drop": 1,
-    "undo_last": 1,
-    "undo_ref": 2,
-    "undo_earliest": 1,
-    "redo": 2,
-    "distractor": 1,
-    "indirect": 1,
-    "coupling": 1,
-}
-"""Op weights of a chain built by length: the seven ops, plus ``indirect`` (a set by indirect
-reference) and ``coupling`` (a rule's trigger switched on, or off when it is on)."""
+DEFAULT_MIX: Final[dict[str, int]] = CHAIN_MIX
+"""Op weights of a chain built by length (``core.vocab.CHAIN_MIX``, which ``--help`` shows)."""
 
 MIX_OPS: Final = (*OPS, "indirect", "coupling")
 
@@ -56,21 +41,9 @@ def parse_mix(text: str) -> dict[str, int]:
     return mix
 
 
-def _far_back_undo_ref(b: _Builder) -> bool:
-    """Undo by description, most often the oldest change still in effect (far back)."""
-    if b.rng.random() < 0.3:
-        return b.undo_ref()
-    order = list(dict.fromkeys(t["setting"] for t in b.turns if t["op"] in {"set", "drop"}))
-    for key in order:
-        text, para = b._text("undo_ref", description=BY_KEY[key].description)
-        if b._try({"op": "undo_ref", "setting": key, "text": text, "paraphrase": para}):
-            return True
-    return False
-
-
-def _toggle_coupling(b: _Builder) -> bool:
+def _toggle_coupling(b: Builder) -> bool:
     """Switch a rule on (its trigger to the forcing value), or off when it is on."""
-    plays = list(_COUPLING_PLAYS)
+    plays = list(COUPLING_PLAYS)
     b.rng.shuffle(plays)
     for trigger, when, _forced in plays:
         if b.spec[trigger] != when:
@@ -83,55 +56,49 @@ def _toggle_coupling(b: _Builder) -> bool:
     return False
 
 
-def _chain_op(b: _Builder, op: str) -> bool:
-    if op == "set":
-        return b.set()
-    if op == "drop":
-        return b.drop()
-    if op == "undo_ref":
-        return _far_back_undo_ref(b)
-    if op == "distractor":
-        return b.distractor()
-    if op == "indirect":
-        return b.indirect()
-    if op == "coupling":
-        return _toggle_coupling(b)
-    return b.plain(op)
+_CHAIN_HOOKS: Final[dict[str, Hook]] = {
+    "undo_ref": Builder.undo_ref_far_back,
+    "indirect": Builder.indirect,
+    "coupling": _toggle_coupling,
+}
+"""Where a chain drafts a turn otherwise than the op's hook (``builder.HOOKS``)."""
 
 
-def _chain_turn(b: _Builder, mix: dict[str, int]) -> None:
+def _chain_op(b: Builder, op: str) -> bool:
+    return (_CHAIN_HOOKS.get(op) or HOOKS[op])(b)
+
+
+def _chain_turn(b: Builder, mix: dict[str, int]) -> None:
     ops = [op for op in MIX_OPS if mix.get(op, 0) > 0]
     weights = [mix[op] for op in ops]
     for _ in range(12):
         if _chain_op(b, b.rng.choices(ops, weights)[0]):
             return
-    _need(b.set() or b.distractor())
+    need(b.set() or b.distractor())
 
 
-def _chain(b: _Builder, length: int, mix: dict[str, int]) -> None:
+def _chain(b: Builder, length: int, mix: dict[str, int]) -> None:
     """Exactly ``length`` turns drawn from ``mix`` (the draw is retried unless: some undo or redo
     when the mix has them; from 10 turns, five different ops and a rule switched on; from 20
     turns, every op of the mix and a rule switched on and later off again)."""
-    _need(b.set())
+    need(b.set())
     while len(b.turns) < length:
         _chain_turn(b, mix)
     ops = {t["op"] for t in b.turns}
-    if not ops & {"undo_last", "undo_ref", "undo_earliest", "redo"} and any(
-        mix.get(op) for op in ("undo_last", "undo_ref", "undo_earliest", "redo")
-    ):
-        raise _Retry
+    if not ops & set(UNDO_OPS) and any(mix.get(op) for op in UNDO_OPS):
+        raise Retry
     wanted = {op for op in OPS if mix.get(op)} | ({"set"} if mix.get("indirect") else set())
     if length >= 10 and len(ops) < min(5, len(wanted)):
-        raise _Retry
+        raise Retry
     if length >= 10 and mix.get("coupling") and not _switched_on(b.specs, length >= 20):
-        raise _Retry
+        raise Retry
     if length >= 20 and not wanted <= ops:
-        raise _Retry
+        raise Retry
 
 
 def _switched_on(specs: list[dict[str, str]], and_off: bool) -> bool:
     """Some rule's trigger holds after some turn (and, with ``and_off``, no longer later)."""
-    for trigger, when, _ in _COUPLING_PLAYS:
+    for trigger, when, _ in COUPLING_PLAYS:
         on = [s[trigger] == when for s in specs]
         if True in on and (not and_off or False in on[on.index(True):]):
             return True
@@ -143,15 +110,10 @@ def generate_chain(length: int, seed: int, scenario_id: str,
     """One valid chain of exactly ``length`` turns from ``seed`` (category long_chain)."""
     if not 1 <= length <= MAX_TURNS:
         raise GenerationError(f"a chain has 1 to {MAX_TURNS} turns, not {length}")
-    mix = dict(DEFAULT_MIX if mix is None else mix)
-    rng = random.Random(seed)
-    for _ in range(50):
-        b = _Builder(rng, canonical_initial())
-        try:
-            _chain(b, length, mix)
-        except _Retry:
-            continue
-        return _finish(b, "long_chain", seed, scenario_id)
+    weights = dict(DEFAULT_MIX if mix is None else mix)
+    s = build(lambda b: _chain(b, length, weights), seed, 50, "long_chain", scenario_id)
+    if s is not None:
+        return s
     raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
 
 

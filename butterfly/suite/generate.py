@@ -18,28 +18,20 @@ from collections.abc import Callable
 from typing import Final
 
 from butterfly.suite.builder import (
-    _COUPLING_PLAYS,
-    _PLAIN,
+    COUPLING_PLAYS,
+    PLAIN,
+    Builder,
     GenerationError,
-    _Builder,
-    _finish,
-    _need,
-    _Retry,
+    Retry,
+    build,
+    need,
     one_reading,
     render,
     scenario_seed,
 )
 from butterfly.suite.templates import DRAWN, FAMILIES, HISTORY_PARAPHRASES
-from oracle import (
-    BY_KEY,
-    CATEGORIES,
-    KEYS,
-    Scenario,
-    Turn,
-    canonical_initial,
-    check,
-    replay,
-)
+from oracle import BY_KEY, CATEGORIES, KEYS, Scenario, Turn, check, replay
+from oracle.ops import REGISTRY
 
 GENERATOR_VERSION: Final = "3"
 
@@ -57,114 +49,110 @@ DEFAULT_COUNTS: Final[dict[str, int]] = {
 }
 """The category counts of ``butterfly-40`` (contract section 2)."""
 
-def _undo_ref(b: _Builder) -> None:
-    for _ in range(b.rng.randint(2, 4)):
-        _need(b.set(_PLAIN))
-    if b.rng.random() < 0.4:
-        _need(b.distractor())
-    _need(b.undo_ref())
-    if b.rng.random() < 0.3:
-        _need(b.set(_PLAIN))
+def _sets(b: Builder, low: int, high: int) -> None:
+    """Between ``low`` and ``high`` sets of settings no rule involves."""
+    for _ in range(b.rng.randint(low, high)):
+        need(b.set(PLAIN))
 
 
-def _undo_earliest(b: _Builder) -> None:
-    for _ in range(b.rng.randint(2, 4)):
-        _need(b.set(_PLAIN))
+def _maybe(b: Builder, p: float, hook: Callable[[], bool]) -> None:
+    """With probability ``p``, a turn the scenario cannot do without once drawn."""
+    if b.rng.random() < p:
+        need(hook())
+
+
+def _undo_ref(b: Builder) -> None:
+    _sets(b, 2, 4)
+    _maybe(b, 0.4, b.distractor)
+    need(b.undo_ref())
+    _maybe(b, 0.3, lambda: b.set(PLAIN))
+
+
+def _undo_earliest(b: Builder) -> None:
+    _sets(b, 2, 4)
     if b.rng.random() < 0.6:
         # Undo the earliest-made change first, so "still in effect" is what decides the target.
-        first = b.turns[0]["setting"]
-        text, para = b._text("undo_ref", description=BY_KEY[first].description)
-        _need(b._try({"op": "undo_ref", "setting": first, "text": text, "paraphrase": para}))
-        _need(b.set(_PLAIN))
-    _need(b.plain("undo_earliest"))
+        need(b.undo_ref_of(b.turns[0]["setting"]))
+        need(b.set(PLAIN))
+    need(b.plain("undo_earliest"))
 
 
-def _coupling(b: _Builder) -> None:
-    trigger, when, forced = b.rng.choice(_COUPLING_PLAYS)
+def _coupling(b: Builder) -> None:
+    trigger, when, forced = b.rng.choice(COUPLING_PLAYS)
     pattern = b.rng.randrange(3)
     if pattern == 0:
         # an explicit value, overridden by a later trigger, then the trigger undone
-        _need(b.set([forced]))
-        if b.rng.random() < 0.5:
-            _need(b.set(_PLAIN))
-        _need(b.set([trigger], value=when))
-        _need(b.undo_ref(prefer_not_last=False) if b.rng.random() < 0.5 else b.plain("undo_last"))
+        need(b.set([forced]))
+        _maybe(b, 0.5, lambda: b.set(PLAIN))
+        need(b.set([trigger], value=when))
+        need(b.undo_ref(prefer_not_last=False) if b.rng.random() < 0.5 else b.plain("undo_last"))
     elif pattern == 1:
         # a trigger, other edits, the trigger undone by description
-        _need(b.set([trigger], value=when))
-        _need(b.set(_PLAIN))
-        _need(b.undo_ref())
+        need(b.set([trigger], value=when))
+        need(b.set(PLAIN))
+        need(b.undo_ref())
     else:
         # a trigger set; later the forced setting is explicitly set to the forced value
-        _need(b.set(_PLAIN))
-        _need(b.set([trigger], value=when))
-        if b.rng.random() < 0.5:
-            _need(b.distractor())
-        _need(b.set(_PLAIN))
+        need(b.set(PLAIN))
+        need(b.set([trigger], value=when))
+        _maybe(b, 0.5, b.distractor)
+        need(b.set(PLAIN))
 
 
-def _distractor(b: _Builder) -> None:
+def _distractor(b: Builder) -> None:
     for _ in range(b.rng.randint(1, 3)):
-        _need(b.set(_PLAIN))
-        if b.rng.random() < 0.5:
-            _need(b.distractor())
-    _need(b.distractor())
+        need(b.set(PLAIN))
+        _maybe(b, 0.5, b.distractor)
+    need(b.distractor())
 
 
-def _undo_last(b: _Builder) -> None:
-    for _ in range(b.rng.randint(1, 3)):
-        _need(b.set(_PLAIN))
-    _need(b.plain("undo_last"))
-    if b.rng.random() < 0.4:
-        _need(b.set(_PLAIN))
+def _undo_last(b: Builder) -> None:
+    _sets(b, 1, 3)
+    need(b.plain("undo_last"))
+    _maybe(b, 0.4, lambda: b.set(PLAIN))
 
 
-def _drop(b: _Builder) -> None:
-    for _ in range(b.rng.randint(0, 2)):
-        _need(b.set(_PLAIN))
-    _need(b.drop(_PLAIN))
-    if b.rng.random() < 0.5:
-        _need(b.set(_PLAIN))
+def _drop(b: Builder) -> None:
+    _sets(b, 0, 2)
+    need(b.drop(PLAIN))
+    _maybe(b, 0.5, lambda: b.set(PLAIN))
 
 
-def _long_chain(b: _Builder) -> None:
+def _long_chain(b: Builder) -> None:
     n = b.rng.randint(8, 10)
-    _need(b.set())
+    need(b.set())
     while len(b.turns) < n:
-        _need(b.any_op())
-    ops = {t["op"] for t in b.turns}
-    if not ops & {"undo_last", "undo_ref", "undo_earliest"}:
-        raise _Retry
+        need(b.any_op())
+    if not any(REGISTRY[t["op"]].kind == "undo" for t in b.turns):  # a redo alone is not enough
+        raise Retry
 
 
-def _redo(b: _Builder) -> None:
-    for _ in range(b.rng.randint(2, 3)):
-        _need(b.set(_PLAIN))
-    _need(b.undo_ref() if b.rng.random() < 0.5 else b.plain("undo_last"))
-    if b.rng.random() < 0.3:
-        _need(b.distractor())
-    _need(b.plain("redo"))
+def _redo(b: Builder) -> None:
+    _sets(b, 2, 3)
+    need(b.undo_ref() if b.rng.random() < 0.5 else b.plain("undo_last"))
+    _maybe(b, 0.3, b.distractor)
+    need(b.plain("redo"))
 
 
-def _drop_undo(b: _Builder) -> None:
-    _need(b.set(_PLAIN))
+def _drop_undo(b: Builder) -> None:
+    need(b.set(PLAIN))
     key = b.turns[0]["setting"] if b.rng.random() < 0.5 else None
-    _need(b.drop([key]) if key else b.drop(_PLAIN))
-    _need(b.plain("undo_last"))
+    need(b.drop([key]) if key else b.drop(PLAIN))
+    need(b.plain("undo_last"))
 
 
-def _indirect_ref(b: _Builder) -> None:
+def _indirect_ref(b: Builder) -> None:
     if b.rng.random() < 0.5:
         # v2: an explicit output format, later matched to the input's (csv); moving the input
         # to a format without a delimiter would make the delimiter inapplicable
-        _need(b.set(["output_format"], value=b.rng.choice(("jsonl", "html", "markdown"))))
+        need(b.set(["output_format"], value=b.rng.choice(("jsonl", "html", "markdown"))))
     else:
-        _need(b.set(["max_rows"], value=b.rng.choice(("1000", "10000"))))
-    _need(b.set(_PLAIN))
-    _need(b.indirect())
+        need(b.set(["max_rows"], value=b.rng.choice(("1000", "10000"))))
+    need(b.set(PLAIN))
+    need(b.indirect())
 
 
-_RECIPES: Final[dict[str, Callable[[_Builder], None]]] = {
+_RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
     "undo_ref": _undo_ref,
     "undo_earliest": _undo_earliest,
     "coupling": _coupling,
@@ -183,14 +171,9 @@ def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:
     """One valid scenario of ``category`` from ``seed`` (deterministic)."""
     if category not in _RECIPES:
         raise GenerationError(f"unknown category {category!r}")
-    rng = random.Random(seed)
-    for _ in range(200):
-        b = _Builder(rng, canonical_initial())
-        try:
-            _RECIPES[category](b)
-        except _Retry:
-            continue
-        return _finish(b, category, seed, scenario_id)
+    s = build(_RECIPES[category], seed, 200, category, scenario_id)
+    if s is not None:
+        return s
     raise GenerationError(f"could not build a valid {category} scenario from seed {seed}")
 
 
@@ -265,13 +248,14 @@ def paraphrase_variants(scenario: Scenario, k: int) -> list[Scenario]:
     in_effect_only = _history_refused(scenario)
     used: dict[int, set[int]] = {}
     return [
-        _variant(scenario, v, specs, in_effect_only, used) for v in range(k)
+        _variant(scenario, random.Random(scenario.seed * 1009 + v), v, specs, in_effect_only,
+                 used)
+        for v in range(k)
     ]
 
 
-def _variant(scenario: Scenario, v: int, specs: list[dict[str, str]], in_effect_only: set[int],
-             used: dict[int, set[int]]) -> Scenario:
-    rng = random.Random(scenario.seed * 1009 + v)  # type: ignore[operator]
+def _variant(scenario: Scenario, rng: random.Random, v: int, specs: list[dict[str, str]],
+             in_effect_only: set[int], used: dict[int, set[int]]) -> Scenario:
     turns: list[dict[str, str]] = []
     records: list[Turn] = []
     for t, turn in enumerate(scenario.turns):
