@@ -38,6 +38,35 @@ Command = Callable[[argparse.Namespace], int]
 
 
 
+ABOUT: dict[str, tuple[str, str, str]] = {
+    "merge": (
+        "join the shards of a sweep (run --shard I/N) into one run directory (docs/scale.md)",
+        "Join shards 1/N .. N/N of one sweep into one run directory that score, show, report,\n"
+        "compare, export and runs read as one run, and that run --out RUN resumes. Refused (one "
+        "line,\nexit 1, nothing written): shards of different suites, models, answer-changing "
+        "parameters,\nprompts, versions or scopes; a shard given twice or missing; a call "
+        "outside its shard;\na non-empty --out.",
+        "exit status: 0 merged (the merged run's status is printed: incomplete when a shard "
+        "was), 1 refused"),
+    "repair": (
+        "rebuild a damaged run directory (a lost manifest, a broken digest) from its records, "
+        "saying what it dropped",
+        "Keep every record of RUN that reads as a call of the run, drop and name the rest, "
+        "and\nwrite a sealed manifest, status interrupted (old files: *.before-repair; "
+        "docs/running.md).\nA lost manifest is rebuilt from RUN FLAGS, the flags of the "
+        "butterfly run that made RUN.",
+        "exit status: 0 repaired (or nothing to repair), 1 refused"),
+}
+"""Commands with a description and an epilog of their own: (help, description, epilog)."""
+
+
+def _documented(sub: argparse._SubParsersAction[Parser],
+                name: str) -> argparse.ArgumentParser:
+    """The parser of ``name`` with its help line, description and epilog from ABOUT."""
+    text, description, epilog = ABOUT[name]
+    return sub.add_parser(name, help=text, description=description, epilog=epilog)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="butterfly",
@@ -84,29 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_run(r)
     r.set_defaults(func=commands.cmd_run)
 
-    mg = sub.add_parser("merge", help="join the shards of a sweep (run --shard I/N) into one "
-                        "run directory (docs/scale.md)",
-                        description="Join shards 1/N .. N/N of one sweep into one run directory "
-                        "that score, show, report,\ncompare, export and runs read as one run, "
-                        "and that run --out RUN resumes. Refused (one line,\nexit 1, nothing "
-                        "written): shards of different suites, models, answer-changing "
-                        "parameters,\nprompts, versions or scopes; a shard given twice or "
-                        "missing; a call outside its shard;\na non-empty --out.",
-                        epilog="exit status: 0 merged (the merged run's status is printed: "
-                        "incomplete when a shard was), 1 refused")
+    mg = _documented(sub, "merge")
     mg.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the run directories of "
                     "shards 1/N .. N/N, in any order")
     mg.add_argument("--out", required=True, metavar="RUN", help="the merged run directory "
                     "(new or empty)")
     mg.set_defaults(func=commands.cmd_merge)
 
-    rr = sub.add_parser("repair", help="rebuild a damaged run directory (a lost manifest, a "
-                        "broken digest) from its records, saying what it dropped",
-                        description="Keep every record of RUN that reads as a call of the run, "
-                        "drop and name the rest, and\nwrite a sealed manifest, status interrupted "
-                        "(old files: *.before-repair; docs/running.md).\nA lost manifest is "
-                        "rebuilt from RUN FLAGS, the flags of the butterfly run that made RUN.",
-                        epilog="exit status: 0 repaired (or nothing to repair), 1 refused")
+    rr = _documented(sub, "repair")
     rr.add_argument("run", metavar="RUN", help="a run directory")
     rr.add_argument("flags", nargs=argparse.REMAINDER, metavar="RUN FLAGS",
                     help="when RUN's manifest is lost: --model M [--suite S --limit N ...] as "
