@@ -2,9 +2,9 @@
 
 The Python API (docs/api.md) is importable from here: ``butterfly.run``, ``butterfly.load_run``,
 ``butterfly.score_run``, ``butterfly.report``, ``butterfly.load_runs`` (a pandas DataFrame of
-tidy rows) and ``butterfly.tidy_rows``, and the types ``Run`` and ``ScoreReport``. They
-load on first use, so ``import butterfly`` stays cheap (the command line imports only what a
-command needs).
+tidy rows) and ``butterfly.tidy_rows``, and the types ``Run`` and ``RunScore``
+(``ScoreReport``, its former name, still works). They load on first use, so ``import butterfly``
+stays cheap (the command line imports only what a command needs).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from butterfly.api import (
         Run,
+        RunScore,
         ScoreReport,
         load_run,
         load_runs,
@@ -25,9 +26,10 @@ if TYPE_CHECKING:
         tidy_rows,
     )
 
-API = ("Run", "ScoreReport", "load_run", "load_runs", "report", "run", "score_run", "tidy_rows")
-__all__ = ["Run", "ScoreReport", "__version__", "load_run", "load_runs", "report", "run",
-           "score_run", "tidy_rows"]
+API = ("Run", "RunScore", "ScoreReport", "load_run", "load_runs", "report", "run", "score_run",
+       "tidy_rows")
+__all__ = ["Run", "RunScore", "ScoreReport", "__version__", "load_run", "load_runs", "report",
+           "run", "score_run", "tidy_rows"]
 
 
 def __getattr__(name: str) -> Any:

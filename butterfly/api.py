@@ -7,7 +7,7 @@
 
 ``run`` plays a suite and returns the :class:`~butterfly.runs.reader.Run` it wrote;
 ``load_run`` reads any run directory; ``score_run`` gives the typed
-:class:`~butterfly.core.results.ScoreReport`; ``report`` writes the HTML report. The command
+:class:`~butterfly.core.results.RunScore`; ``report`` writes the HTML report. The command
 line is a thin layer over these (docs/api.md). Nothing here imports litellm unless a run calls
 a provider that needs it.
 """
@@ -24,7 +24,7 @@ from pydantic import JsonValue
 
 from butterfly.analysis.scoring import score_run
 from butterfly.analysis.tidy import load_runs, tidy_rows
-from butterfly.core.results import ScoreReport
+from butterfly.core.results import RunScore, ScoreReport
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, Protocol, SCBase, Strategy, Via
 from butterfly.errors import UserError
 from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP, ModelClient
@@ -50,8 +50,8 @@ from butterfly.runs.sweep import parse_shard, router_ref
 from butterfly.suite.load import load_suite, resolve_suite
 from oracle import Scenario
 
-__all__ = ["Run", "ScoreReport", "default_out", "load_run", "load_runs", "repair", "report",
-           "run", "run_params", "score_run", "tidy_rows"]
+__all__ = ["Run", "RunScore", "ScoreReport", "default_out", "load_run", "load_runs", "repair",
+           "report", "run", "run_params", "score_run", "tidy_rows"]
 
 T = TypeVar("T")
 

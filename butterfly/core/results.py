@@ -7,47 +7,49 @@ Schemas are published under docs/schemas/ beside the records' (``butterfly schem
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from butterfly.core.metric_registry import aggregate_fields
+from butterfly.core.pooling import Interval as Interval
+from butterfly.core.pooling import Share as Share
 
 _RESULT = ConfigDict(extra="forbid", frozen=True)
 
-Interval = list[float]
-"""[lo, hi], rounded to 6 places."""
+if TYPE_CHECKING:
+    class Aggregate(BaseModel):
+        """The typed view of the metrics (for mypy): the same fields as the class built from the
+        registry (``tests/butterfly/core/test_metric_registry.py`` checks they agree)."""
 
-
-class Share(BaseModel):
-    model_config = _RESULT
-    share: float | None
-    n: int
-
-
-class Aggregate(BaseModel):
-    """The metrics of a set of complete conversations (contract section 4)."""
-
-    model_config = _RESULT
-    n_scenarios: int
-    n_conversations: int
-    final_match: float | None
-    final_matches: int
-    final_match_ci: Interval | None
-    turn_match: float | None
-    turn_match_ci: Interval | None
-    abstention: float | None
-    coverage: float | None
-    n_answers: int
-    change_radius: float | None
-    change_radius_n: int
-    change_radius_ci: Interval | None
-    collateral_per_turn: float | None
-    undo_recovery: float | None
-    undo_recovery_n: int
-    undo_recovery_by_op: dict[str, Share]
-    wobble: float | None
-    wobbles: int
-    first_divergent_turn: dict[str, int] = Field(
-        description='Conversations by first divergent turn ("none": every turn matched).')
+        model_config = _RESULT
+        n_scenarios: int
+        n_conversations: int
+        final_match: float | None
+        final_matches: int
+        final_match_ci: Interval | None
+        turn_match: float | None
+        turn_match_ci: Interval | None
+        abstention: float | None
+        coverage: float | None
+        n_answers: int
+        change_radius: float | None
+        change_radius_n: int
+        change_radius_ci: Interval | None
+        collateral_per_turn: float | None
+        undo_recovery: float | None
+        undo_recovery_n: int
+        undo_recovery_by_op: dict[str, Share]
+        wobble: float | None
+        wobbles: int
+        first_divergent_turn: dict[str, int]
+else:
+    Aggregate = create_model(
+        "Aggregate", __config__=_RESULT, __module__=__name__,
+        __doc__="The metrics of a set of complete conversations (contract section 4).",
+        **{name: (kind, field) for name, kind, field in aggregate_fields()})
+    """The metrics of a set of complete conversations, a field for each of every registered
+    metric's (``core/metric_registry.py``), in their order."""
 
 
 class BaselineScore(Aggregate):
@@ -225,7 +227,7 @@ class _Named(BaseModel):
     model: str
 
 
-class ScoreReport(Totals, Aggregate, _Named):
+class RunScore(Totals, Aggregate, _Named):
     """The full score of a run (``butterfly score --json``): the model, the pooled
     :class:`Aggregate` of every complete conversation, then the :class:`Totals`, then these."""
 
@@ -260,3 +262,7 @@ class ScoreReport(Totals, Aggregate, _Named):
     def to_json(self) -> dict[str, Any]:
         """The ``score --json`` object."""
         return self.model_dump(by_alias=True)
+
+
+ScoreReport = RunScore
+""":class:`RunScore`'s former name, kept for existing users (``butterfly.ScoreReport``)."""
