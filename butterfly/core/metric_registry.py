@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from butterfly.core.pooling import (
     ByGroup,
     Complement,
-    Distinct,
+    Count,
     Figures,
     Histogram,
     Mean,
     Pool,
     Proportion,
     Spec,
-    Total,
 )
 from oracle import KEYS, UNDO_OPS
 
@@ -123,13 +122,13 @@ def pooled(scores: Sequence[ScenarioScore]) -> Figures:
 # The metrics of contract section 4 (core/metrics.py says what each means)
 
 
-@metric("n_scenarios", "scenarios with a complete conversation", Distinct(),
+@metric("n_scenarios", "scenarios with a complete conversation", Count(distinct=True),
         Shown(cell="count", terminal=None, label="scenarios"))
 def n_scenarios(s: ScenarioScore) -> Sequence[str]:
     return (s.id,)
 
 
-@metric("n_conversations", "complete conversations", Total(),
+@metric("n_conversations", "complete conversations", Count(),
         Shown(cell="count", terminal=None, label="conversations"))
 def n_conversations(s: ScenarioScore) -> Sequence[int]:
     return (1,)
@@ -158,7 +157,7 @@ def coverage(s: ScenarioScore) -> Sequence[bool]:
     return s.abstained
 
 
-@metric("n_answers", "answers (turns) of the complete conversations", Total())
+@metric("n_answers", "answers (turns) of the complete conversations", Count())
 def n_answers(s: ScenarioScore) -> Sequence[int]:
     return (s.turns,)
 

@@ -29,8 +29,14 @@ Unit = Literal["share", "mean", "count"]
 """What the pooled value is: a share (shown as a percentage), a mean, or a count."""
 
 
-class Share(BaseModel):  # a share and its denominator (no docstring: the schema has none)
+class Result(BaseModel):
+    """The base of every typed result (``core/results.py``, ``analysis/results.py``): frozen,
+    and no field but its own."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Share(Result):  # a share and its denominator (no docstring: the schema has none)
     share: float | None
     n: int
 
@@ -165,29 +171,18 @@ class Mean:
 
 
 @dataclass(frozen=True, slots=True)
-class Total:
-    """Items are whole numbers: their sum."""
+class Count:
+    """Items are whole numbers: their sum; or, ``distinct=True``, any items: how many differ."""
 
+    distinct: bool = False
     unit: Unit = "count"
 
     def fields(self, name: str, description: str) -> list[Spec]:
         return [_field(name, int)]
 
     def pool(self, name: str, clusters: Clusters) -> Figures:
-        return {name: sum(items(clusters))}
-
-
-@dataclass(frozen=True, slots=True)
-class Distinct:
-    """The number of distinct items."""
-
-    unit: Unit = "count"
-
-    def fields(self, name: str, description: str) -> list[Spec]:
-        return [_field(name, int)]
-
-    def pool(self, name: str, clusters: Clusters) -> Figures:
-        return {name: len(set(items(clusters)))}
+        every = items(clusters)
+        return {name: len(set(every)) if self.distinct else sum(every)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,4 +202,4 @@ class Histogram:
         return {name: {("none" if k is None else str(k)): v for k, v in order}}
 
 
-Pool = Proportion | Complement | ByGroup | Mean | Total | Distinct | Histogram
+Pool = Proportion | Complement | ByGroup | Mean | Count | Histogram

@@ -17,7 +17,7 @@ from conftest import ROOT
 
 from butterfly.core import results
 from butterfly.core.metric_registry import METRICS, aggregate_fields, metric
-from butterfly.core.pooling import Total
+from butterfly.core.pooling import Count
 from butterfly.present.board import board_columns
 from butterfly.present.display import main_columns, secondary
 
@@ -44,7 +44,7 @@ def test_the_typed_view_of_aggregate_is_the_registrys() -> None:
 
 def test_a_metric_cannot_take_another_metrics_field() -> None:
     with pytest.raises(ValueError, match="wobbles"):
-        metric("wobbles", "a clash", Total())(lambda s: (1,))
+        metric("wobbles", "a clash", Count())(lambda s: (1,))
     assert "wobbles" not in METRICS
 
 
