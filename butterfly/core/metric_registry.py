@@ -72,6 +72,11 @@ class Metric:
         return given or self.name.replace("_", " ")
 
     @property
+    def interval(self) -> Literal["column", "inline"] | None:
+        """Where the tables show its interval (``Shown.interval``), if they do."""
+        return None if self.shown is None else self.shown.interval
+
+    @property
     def fields(self) -> list[Spec]:
         return self.pool.fields(self.name, self.description)
 

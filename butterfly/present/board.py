@@ -57,8 +57,8 @@ def metric_columns(m: Metric) -> list[BoardColumn]:
     ci = f"{m.name}_ci"
     out = [BoardColumn(m.label, m.shown.cell, m.name,
                        title=m.description if m.shown.tooltip else None, count=m.count,
-                       inline=ci if m.shown.interval == "inline" else "", unit=m.pool.unit)]
-    if m.shown.interval == "column":
+                       inline=ci if m.interval == "inline" else "", unit=m.pool.unit)]
+    if m.interval == "column":
         out.append(BoardColumn("95% CI", "interval", ci, type="text", unit=m.pool.unit))
     return out
 

@@ -144,7 +144,7 @@ def main_columns() -> list[Column]:
     out: list[Column] = [("agent", "agent")]
     for m in _terminal():
         out.append((m.name, m.label))
-        if m.shown is not None and m.shown.interval == "column":
+        if m.interval == "column":
             out.append((f"{m.name}_ci", "95% CI"))
     return out
 
@@ -171,7 +171,8 @@ def _row(name: str, r: Aggregate) -> dict[str, str]:
     row = {"agent": printable(name)}
     for m in _terminal():
         row[m.name] = _cell(m, r)
-        row[f"{m.name}_ci"] = _ci(getattr(r, f"{m.name}_ci", None))
+        if m.interval == "column":
+            row[f"{m.name}_ci"] = _ci(getattr(r, f"{m.name}_ci"))
     return row
 
 
