@@ -6,12 +6,15 @@ schema; the terminal's score table (``present/display.py``) and the report's lea
 data (``present/report.py``) read it. A new metric is one function here, registered with
 :func:`metric`, and its typed line in ``results.Aggregate`` (a test checks they agree)::
 
-    @metric("wobble", "final match with a divergent turn on the way", Proportion(count="wobbles"))
-    def wobble(s: ScenarioScore) -> Sequence[bool]:
-        return (s.wobble,)
+    @metric("turn_match", "share of answers matching the oracle at their turn",
+            Proportion(interval=True), Shown(terminal=4))
+    def turn_match(s: ScenarioScore) -> Sequence[bool]:
+        return s.turn_match
 
 A function returns a complete conversation's items; its pool says how they make its fields.
-The figures are contract section 4's (``core/metrics.py``, docs/metrics.md).
+A metric is registered when its module is imported, before ``core/results.py`` builds
+``Aggregate`` (the built-in ones below; a test's toy imports its module first). The figures are
+contract section 4's (``core/metrics.py``, docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ class Shown:
 
 @dataclass(frozen=True, slots=True)
 class Metric:
+    """A registered metric: ``values`` gives a complete conversation's items, ``pool`` makes
+    ``Aggregate``'s fields of them, ``shown`` says how the score tables show it (None: not)."""
+
     name: str
     description: str
     pool: Pool

@@ -5,6 +5,8 @@ items (one item for a per-conversation figure such as final match, one per turn 
 match); its pool says which fields of :class:`~butterfly.core.results.Aggregate` they make and
 computes them from the conversations clustered by scenario. Shares are None where their
 denominator is 0; intervals are clustered by scenario (``core/stats.py``), rounded to 6 places.
+Here too: :class:`Result`, the base of every typed result, and :class:`Share`, which a pool
+makes per group.
 """
 
 from __future__ import annotations
