@@ -3,9 +3,9 @@
 The Python API (docs/api.md) is importable from here: ``butterfly.run``, ``butterfly.load_run``,
 ``butterfly.score_run``, ``butterfly.report``, ``butterfly.load_runs`` (a pandas DataFrame of
 tidy rows) and ``butterfly.tidy_rows``, and the types ``Run``, ``RunOptions`` and
-``ScoreReport`` (every command's function is in :mod:`butterfly.api`). They
-load on first use, so ``import butterfly`` stays cheap (the command line imports only what a
-command needs).
+``RunScore`` (``ScoreReport``, its former name, still works; every command's function is in
+:mod:`butterfly.api`). They load on first use, so ``import butterfly`` stays cheap (the command
+line imports only what a command needs).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from butterfly.api import (
         Run,
         RunOptions,
+        RunScore,
         ScoreReport,
         load_run,
         load_runs,
@@ -27,10 +28,10 @@ if TYPE_CHECKING:
         tidy_rows,
     )
 
-API = ("Run", "RunOptions", "ScoreReport", "load_run", "load_runs", "report", "run",
-       "score_run", "tidy_rows")
-__all__ = ["Run", "RunOptions", "ScoreReport", "__version__", "load_run", "load_runs",
-           "report", "run", "score_run", "tidy_rows"]
+API = ("Run", "RunOptions", "RunScore", "ScoreReport", "load_run", "load_runs", "report",
+       "run", "score_run", "tidy_rows")
+__all__ = ["Run", "RunOptions", "RunScore", "ScoreReport", "__version__", "load_run",
+           "load_runs", "report", "run", "score_run", "tidy_rows"]
 
 
 def __getattr__(name: str) -> Any:

@@ -25,23 +25,12 @@ import numpy as np
 
 from butterfly.analysis import regress, simulate
 from butterfly.analysis.compare import load_answers
-from butterfly.analysis.results import Calibration
+from butterfly.analysis.results import Calibration, Rates
 from butterfly.errors import UserError
 
 CONFIGS: tuple[tuple[str, float], ...] = (("null", 0.0), ("0.3", 0.3), ("0.6", 0.6))
 
 MethodFn = Callable[[np.ndarray, np.ndarray], regress.Decision]
-
-
-class Rates(TypedDict):
-    """One method on one configuration (``simulate.Outcome`` and the suite size)."""
-
-    fdr: float | None
-    power: float | None
-    false_alarms: float | None
-    answers: float | None
-    reps: int
-    m: int
 
 
 StudyRow = TypedDict("StudyRow", {"label": str, "null": Rates, "0.3": Rates, "0.6": Rates},

@@ -194,7 +194,27 @@ def method_ebh(a: Bools, b: Bools, q: float, cap: int | None = None, *, stop_fin
     return seq.decision()
 
 
-class Sequential:
+class _Tally:
+    """The per-scenario state of a live design (:class:`Sequential`,
+    :class:`GroupSequential`): A's and B's passes and the pairs fed so far, and which scenarios
+    still sample, were decided (regressed), or stopped as fine."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.a_pass = np.zeros(shape, dtype=np.int64)
+        self.b_pass = np.zeros(shape, dtype=np.int64)
+        self.pairs = np.zeros(shape, dtype=np.int64)
+        self.active = np.ones(shape, dtype=bool)
+        self.decided = np.zeros(shape, dtype=bool)
+        self.fine = np.zeros(shape, dtype=bool)
+
+    def _count(self, act: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        """One pair (a, b) counted for the scenarios ``act``."""
+        self.a_pass += act & a
+        self.b_pass += act & b
+        self.pairs += act
+
+
+class Sequential(_Tally):
     """Sequential e-BH over a suite (and a batch of suites): feed one pair per active scenario
     per round with :meth:`update`; read :attr:`active` to know which scenarios still sample.
 
@@ -218,14 +238,9 @@ class Sequential:
         self.stop_fine = stop_fine
         self.fine_looks = frozenset(fine_looks)
         self.fine_p = fine_p
+        super().__init__(shape)
         self.k = np.zeros(shape, dtype=np.int64)  # A pass, B fail
         self.l = np.zeros(shape, dtype=np.int64)  # A fail, B pass
-        self.a_pass = np.zeros(shape, dtype=np.int64)
-        self.b_pass = np.zeros(shape, dtype=np.int64)
-        self.pairs = np.zeros(shape, dtype=np.int64)
-        self.active = np.ones(shape, dtype=bool)
-        self.decided = np.zeros(shape, dtype=bool)
-        self.fine = np.zeros(shape, dtype=bool)
         self.log_e = np.zeros(shape, dtype=float)
 
     def update(self, a: Bools, b: Bools, active: Bools | None = None) -> None:
@@ -235,9 +250,7 @@ class Sequential:
         b = np.asarray(b, dtype=bool)
         self.k += act & a & ~b
         self.l += act & ~a & b
-        self.a_pass += act & a
-        self.b_pass += act & b
-        self.pairs += act
+        self._count(act, a, b)
         self.log_e = np.where(act, log_mixture_e(self.k, self.l), self.log_e)
         rejected = ebh(np.exp(self.log_e), self.q)
         newly = self.active & rejected
@@ -307,7 +320,7 @@ def method_gs(a: Bools, b: Bools, q: float, *, looks: Sequence[int] = GS_LOOKS,
     return Decision(bh(final_p, q), pairs, final_p)
 
 
-class GroupSequential:
+class GroupSequential(_Tally):
     """The group-sequential design fed pair by pair (the live form of :func:`method_gs`, same
     decisions on the same answers): :attr:`active` says which scenarios still sample."""
 
@@ -322,19 +335,12 @@ class GroupSequential:
         self.f = [futility[min(s, len(futility) - 1)] if futility else 1.0
                   for s in range(interim)]
         self.spent = np.concatenate([[0.0], np.cumsum(self.c)])
-        self.a_pass = np.zeros(shape, dtype=np.int64)
-        self.b_pass = np.zeros(shape, dtype=np.int64)
-        self.pairs = np.zeros(shape, dtype=np.int64)
-        self.active = np.ones(shape, dtype=bool)
+        super().__init__(shape)
         self.final_p = np.ones(shape, dtype=float)
-        self.decided = np.zeros(shape, dtype=bool)
-        self.fine = np.zeros(shape, dtype=bool)
 
     def update(self, a: Bools, b: Bools) -> None:
         act = self.active
-        self.a_pass += act & np.asarray(a, dtype=bool)
-        self.b_pass += act & np.asarray(b, dtype=bool)
-        self.pairs += act
+        self._count(act, np.asarray(a, dtype=bool), np.asarray(b, dtype=bool))
         at = act & np.isin(self.pairs, self.looks)
         if not at.any():
             return

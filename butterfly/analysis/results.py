@@ -10,21 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import ConfigDict, Field, RootModel, with_config
+from typing_extensions import TypedDict
 
-_RESULT = ConfigDict(extra="forbid", frozen=True)
+from butterfly.core.pooling import Result
 
 
-class Bootstrap(BaseModel):
-    model_config = _RESULT
+class Bootstrap(Result):
     reps: int
     seed: int
 
 
-class PairedDifference(BaseModel):
+class PairedDifference(Result):
     """B - A in final match over the scenarios both runs answered, with its intervals."""
 
-    model_config = _RESULT
     a: float
     b: float
     diff: float
@@ -34,10 +33,9 @@ class PairedDifference(BaseModel):
     n_scenarios: int
 
 
-class CompareResult(BaseModel):
+class CompareResult(Result):
     """``butterfly compare --json``: regressed and improved scenarios from run A to run B."""
 
-    model_config = _RESULT
     method: str
     q: float
     run_a: str
@@ -58,10 +56,9 @@ class CompareResult(BaseModel):
     scenarios: list[dict[str, Any]]
 
 
-class SequentialResult(BaseModel):
+class SequentialResult(Result):
     """``butterfly sequential --json``: the regressions found and the answers spent."""
 
-    model_config = _RESULT
     method: str
     q: float
     cap: int
@@ -78,10 +75,10 @@ class SequentialResult(BaseModel):
     scenarios: list[dict[str, Any]]
 
 
-class Rates(BaseModel):
+@with_config(ConfigDict(extra="forbid"))
+class Rates(TypedDict):
     """One method on one configuration: means per suite over the study's replications."""
 
-    model_config = _RESULT
     fdr: float | None
     power: float | None
     false_alarms: float | None
@@ -90,8 +87,8 @@ class Rates(BaseModel):
     m: int
 
 
-class MethodCalibration(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class MethodCalibration(Result):
+    model_config = ConfigDict(populate_by_name=True)
     label: str
     null: Rates
     drop_03: Rates = Field(alias="0.3")

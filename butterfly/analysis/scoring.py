@@ -1,6 +1,6 @@
 """Score a run: its complete conversations through the metrics of ``butterfly.core.metrics``,
 with honest denominators (incomplete and never-played conversations counted apart) and the
-flip counts. ``butterfly score`` prints the :class:`ScoreReport`; ``--json`` its dump.
+flip counts. ``butterfly score`` prints the :class:`RunScore`; ``--json`` its dump.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 from butterfly.analysis.flips import Column, flip_grid
-from butterfly.core.metrics import report
-from butterfly.core.results import FlipCounts, ScoreReport, SuiteLabel
+from butterfly.core.metrics import score_conversations
+from butterfly.core.results import FlipCounts, RunScore, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run
@@ -22,7 +22,7 @@ from oracle import Spec
 
 
 def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
-              protocol: Protocol | None = None) -> ScoreReport:
+              protocol: Protocol | None = None) -> RunScore:
     """Score a run (a loaded :class:`Run` or its directory); ``parse_mode`` or ``protocol``
     re-parse the raw answers. Conversations without any call record were never played (a run
     stopped before them, or a sequential comparison that stopped their scenario early): counted as
@@ -50,7 +50,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             specs.append(turn.spec)
         else:
             answers[key] = specs
-    overall, totals, horizon = report(in_run, answers, incomplete, params.layouts)
+    overall, totals, horizon = score_conversations(in_run, answers, incomplete, params.layouts)
     reasons: Counter[str] = Counter()
     for key in answers:
         for t in range(1, len(by_id[key.scenario].turns) + 1):
@@ -62,7 +62,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                  else round(overall.final_match * overall.coverage, 6))
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted)
                               for lay in params.layouts])
-    return ScoreReport(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
+    return RunScore(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
                        flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
                        parse=parse_mode or params.parse, suite=suite_label(run),
                        prompt=prompt_label(run.manifest),

@@ -64,15 +64,15 @@ from butterfly.api.suites import (
     validate,
 )
 from butterfly.core.options import FIELDS, RunOptions
-from butterfly.core.results import ScoreReport
+from butterfly.core.results import RunScore, ScoreReport
 from butterfly.runs.reader import Run, load_run
 
 RUN_FIELDS = tuple(FIELDS)
 """The names of the fields of :class:`RunOptions`, in order."""
 
 __all__ = ["RUN_FIELDS", "Calibrated", "Generated", "NotebookBuild", "OracleSpec", "ParseOutcome",
-           "ReadingsAudit", "Run", "RunOptions", "ScoreReport", "Shown", "SuiteCheck", "audit",
-           "audit_readings", "calibrate", "compare", "default_out", "export", "flips",
+           "ReadingsAudit", "Run", "RunOptions", "RunScore", "ScoreReport", "Shown", "SuiteCheck",
+           "audit", "audit_readings", "calibrate", "compare", "default_out", "export", "flips",
            "generate", "load_run", "load_runs", "merge", "model_args", "notebook", "options",
-           "oracle", "parse", "repair", "report", "run", "run_dir", "run_params", "runs",
-           "schema", "score", "score_run", "sequential", "show", "tidy_rows", "validate"]
+           "oracle", "parse", "repair", "report", "run", "run_dir", "run_params", "runs", "schema",
+           "score", "score_run", "sequential", "show", "tidy_rows", "validate"]

@@ -16,17 +16,20 @@ is the initial spec.
 - abstention: abstentions / answers; coverage = 1 - abstention.
 
 Scenarios with a provider error (incomplete) are excluded from every figure and counted apart.
+Each figure of :func:`aggregate` is a registered metric (``core/metric_registry.py``): its
+per-conversation items read from a :class:`ScenarioScore`, pooled as its registration says.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from butterfly.core.agents import agent_specs
 from butterfly.core.horizon import Conversation, horizon
+from butterfly.core.metric_registry import pooled
+from butterfly.core.pooling import share
 from butterfly.core.results import (
     Aggregate,
     BaselineScore,
@@ -34,10 +37,8 @@ from butterfly.core.results import (
     HorizonResult,
     OpHeld,
     ParaphraseShare,
-    Share,
     Totals,
 )
-from butterfly.core.stats import mean_interval, proportion_interval
 from butterfly.core.turns import ConversationKey
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, Spec, replay, targeted
 
@@ -115,59 +116,10 @@ def score_scenario(
     )
 
 
-def _share(num: int, den: int) -> float | None:
-    return None if den == 0 else num / den
-
-
 def aggregate(scores: Sequence[ScenarioScore]) -> Aggregate:
-    """The metrics of a set of scored scenarios (all complete)."""
-    n = len(scores)
-    answers = sum(s.turns for s in scores)
-    abst = sum(s.abstentions for s in scores)
-    radii = [s.change_radius for s in scores if s.change_radius is not None]
-    coll = [c for s in scores for c in s.collateral if c is not None]
-    undo_by_op: dict[str, Share] = {}
-    for op in UNDO_OPS:
-        cases = [ok for s in scores for o, ok in s.undo if o == op]
-        undo_by_op[op] = Share(share=_share(sum(cases), len(cases)), n=len(cases))
-    all_undo = [ok for s in scores for _, ok in s.undo]
-    fdt = Counter(s.first_divergent for s in scores)
-    clusters: dict[str, list[ScenarioScore]] = {}
-    for s in scores:
-        clusters.setdefault(s.id, []).append(s)
-
-    def ci(interval: tuple[float, float] | None) -> list[float] | None:
-        return None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
-
-    return Aggregate.model_validate({
-        "n_scenarios": len({s.id for s in scores}),
-        "n_conversations": n,
-        "final_match": _share(sum(s.final_match for s in scores), n),
-        "final_matches": sum(s.final_match for s in scores),
-        "final_match_ci": ci(proportion_interval(
-            [[s.final_match for s in c] for c in clusters.values()])),
-        "turn_match": _share(sum(sum(s.turn_match) for s in scores), answers),
-        "turn_match_ci": ci(proportion_interval(
-            [[m for s in c for m in s.turn_match] for c in clusters.values()])),
-        "abstention": _share(abst, answers),
-        "coverage": None if answers == 0 else 1 - abst / answers,
-        "n_answers": answers,
-        "change_radius": None if not radii else sum(radii) / len(radii),
-        "change_radius_n": len(radii),
-        "change_radius_ci": ci(mean_interval(
-            [[float(s.change_radius) for s in c if s.change_radius is not None]
-             for c in clusters.values()], low=0.0, high=float(len(KEYS)))),
-        "collateral_per_turn": None if not coll else sum(coll) / len(coll),
-        "undo_recovery": _share(sum(all_undo), len(all_undo)),
-        "undo_recovery_n": len(all_undo),
-        "undo_recovery_by_op": undo_by_op,
-        "wobble": _share(sum(s.wobble for s in scores), n),
-        "wobbles": sum(s.wobble for s in scores),
-        "first_divergent_turn": {
-            ("none" if k is None else str(k)): v
-            for k, v in sorted(fdt.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
-        },
-    })
+    """The metrics of a set of scored scenarios (all complete): every registered metric
+    (``core/metric_registry.py``), pooled."""
+    return Aggregate.model_validate(pooled(scores))
 
 
 def by_category(scores: Sequence[ScenarioScore]) -> dict[str, Aggregate]:
@@ -202,7 +154,7 @@ def by_paraphrase(
     """Per paraphrase id: of the turns worded that way whose previous turn matched, the share
     that still match (so a hard wording is told apart from a lost history)."""
     tally = _held(pairs, lambda turn: turn.paraphrase)
-    return {p: ParaphraseShare(op=op, share=_share(ok, n), n=n)
+    return {p: ParaphraseShare(op=op, share=share(ok, n), n=n)
             for p, (op, ok, n, _, _) in sorted(tally.items()) if n}
 
 
@@ -210,8 +162,8 @@ def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, OpHeld]:
     """Per op: the same "held" share as by_paraphrase, and the share of its answers that
     abstained."""
     tally = _held(pairs, lambda turn: turn.op)
-    return {op: OpHeld(held=_share(tally[op][1], tally[op][2]), n=tally[op][2],
-                       abstention=_share(tally[op][3], tally[op][4]), answers=tally[op][4])
+    return {op: OpHeld(held=share(tally[op][1], tally[op][2]), n=tally[op][2],
+                       abstention=share(tally[op][3], tally[op][4]), answers=tally[op][4])
             for op in OPS if op in tally}
 
 
@@ -223,7 +175,7 @@ def _agent_answers(name: str, scenario: Scenario) -> list[Spec | None]:
 BASELINES = ("noop", "last-edit")
 
 
-def report(
+def score_conversations(
     scenarios: Sequence[Scenario],
     answers: dict[ConversationKey, list[Spec | None]],
     incomplete: Sequence[ConversationKey],
@@ -244,7 +196,7 @@ def report(
     totals = Totals(
         n_total=total,
         incomplete=len(incomplete),
-        incomplete_share=_share(len(incomplete), total),
+        incomplete_share=share(len(incomplete), total),
         incomplete_scenarios=list(dict.fromkeys(k.scenario for k in incomplete)),
         by_category=by_category(all_scores),
         by_layout={lay: aggregate([v for k, v in scores.items() if k.layout == lay])

@@ -7,47 +7,47 @@ Schemas are published under docs/schemas/ beside the records' (``butterfly schem
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model
 
-_RESULT = ConfigDict(extra="forbid", frozen=True)
+from butterfly.core.metric_registry import aggregate_fields
+from butterfly.core.pooling import Interval as Interval
+from butterfly.core.pooling import Result
+from butterfly.core.pooling import Share as Share
 
-Interval = list[float]
-"""[lo, hi], rounded to 6 places."""
+if TYPE_CHECKING:
+    class Aggregate(Result):
+        """The typed view of the metrics (for mypy): the same fields as the class built from the
+        registry (``tests/butterfly/core/test_metric_registry.py`` checks they agree)."""
 
-
-class Share(BaseModel):
-    model_config = _RESULT
-    share: float | None
-    n: int
-
-
-class Aggregate(BaseModel):
-    """The metrics of a set of complete conversations (contract section 4)."""
-
-    model_config = _RESULT
-    n_scenarios: int
-    n_conversations: int
-    final_match: float | None
-    final_matches: int
-    final_match_ci: Interval | None
-    turn_match: float | None
-    turn_match_ci: Interval | None
-    abstention: float | None
-    coverage: float | None
-    n_answers: int
-    change_radius: float | None
-    change_radius_n: int
-    change_radius_ci: Interval | None
-    collateral_per_turn: float | None
-    undo_recovery: float | None
-    undo_recovery_n: int
-    undo_recovery_by_op: dict[str, Share]
-    wobble: float | None
-    wobbles: int
-    first_divergent_turn: dict[str, int] = Field(
-        description='Conversations by first divergent turn ("none": every turn matched).')
+        n_scenarios: int
+        n_conversations: int
+        final_match: float | None
+        final_matches: int
+        final_match_ci: Interval | None
+        turn_match: float | None
+        turn_match_ci: Interval | None
+        abstention: float | None
+        coverage: float | None
+        n_answers: int
+        change_radius: float | None
+        change_radius_n: int
+        change_radius_ci: Interval | None
+        collateral_per_turn: float | None
+        undo_recovery: float | None
+        undo_recovery_n: int
+        undo_recovery_by_op: dict[str, Share]
+        wobble: float | None
+        wobbles: int
+        first_divergent_turn: dict[str, int]
+else:
+    Aggregate = create_model(
+        "Aggregate", __base__=Result, __module__=__name__,
+        __doc__="The metrics of a set of complete conversations (contract section 4).",
+        **{name: (kind, field) for name, kind, field in aggregate_fields()})
+    """The metrics of a set of complete conversations, a field for each of every registered
+    metric's (``core/metric_registry.py``), in their order."""
 
 
 class BaselineScore(Aggregate):
@@ -56,28 +56,25 @@ class BaselineScore(Aggregate):
     by_category: dict[str, Aggregate]
 
 
-class ParaphraseShare(BaseModel):
-    model_config = _RESULT
+class ParaphraseShare(Result):
     op: str
     share: float | None
     n: int
 
 
-class OpHeld(BaseModel):
+class OpHeld(Result):
     """Per op: of its turns whose previous turn matched, the share that still match; and the
     share of its answers that abstained."""
 
-    model_config = _RESULT
     held: float | None
     n: int
     abstention: float | None
     answers: int
 
 
-class ConversationScore(BaseModel):
+class ConversationScore(Result):
     """One complete conversation's verdict."""
 
-    model_config = _RESULT
     id: str
     layout: str
     repeat: int
@@ -89,8 +86,8 @@ class ConversationScore(BaseModel):
     abstentions: int
 
 
-class FlipCounts(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class FlipCounts(Result):
+    model_config = ConfigDict(populate_by_name=True)
     stable_pass: int = Field(alias="stable-pass")
     stable_fail: int = Field(alias="stable-fail")
     layout_sensitive: int = Field(alias="layout-sensitive")
@@ -98,10 +95,9 @@ class FlipCounts(BaseModel):
     incomplete: int
 
 
-class Totals(BaseModel):
+class Totals(Result):
     """What is reported besides the aggregate: the model, denominators and breakdowns."""
 
-    model_config = _RESULT
     n_total: int
     incomplete: int
     incomplete_share: float | None
@@ -114,25 +110,22 @@ class Totals(BaseModel):
     scenarios: list[ConversationScore]
 
 
-class LengthRate(BaseModel):
-    model_config = _RESULT
+class LengthRate(Result):
     n: int
     final_match: float
 
 
-class HorizonFit(BaseModel):
+class HorizonFit(Result):
     """p(L) = 1 / (1 + exp(-(intercept + slope * log L)))."""
 
-    model_config = _RESULT
     intercept: float
     slope: float
     method: str
 
 
-class SurvivalPoint(BaseModel):
+class SurvivalPoint(Result):
     """One turn of the Kaplan-Meier curve of turn match."""
 
-    model_config = _RESULT
     turn: int
     n: int = Field(description="Conversations at risk: at least this many turns, and every "
                    "turn before it matched.")
@@ -140,12 +133,11 @@ class SurvivalPoint(BaseModel):
                                  "this one (never rises).")
 
 
-class HorizonBootstrap(BaseModel):
+class HorizonBootstrap(Result):
     """What the interval rests on: resamples drawn (0 outside step 4, where the interval
     follows from the censoring), those decided (``resamples``: a resample with mixed outcomes
     at one length is left out) and how many of those were censored above and below."""
 
-    model_config = _RESULT
     resamples: int
     drawn: int
     above: int
@@ -153,14 +145,13 @@ class HorizonBootstrap(BaseModel):
     seed: int
 
 
-class HorizonResult(BaseModel):
+class HorizonResult(Result):
     """The horizon (contract section 4, docs/ladder.md): the chain length at which final match
     crosses 50%, its seeded cluster-bootstrap 95% interval, final match by chain length, and the
     Kaplan-Meier survival curve of turn match by turn index. ``turns`` is None when the
     horizon is censored (``censored`` says on which side, ``bound`` at which tested length) or
     when there is not enough data (``note``)."""
 
-    model_config = _RESULT
     turns: float | None = Field(description="The 50% crossing, inside the tested lengths; "
                                 "null when censored or not enough data.")
     ci: list[float | None] = Field(description="[lo, hi], within the tested lengths; null for "
@@ -180,22 +171,20 @@ class HorizonResult(BaseModel):
     bootstrap: HorizonBootstrap
 
 
-class SuiteLabel(BaseModel):
+class SuiteLabel(Result):
     """Which suite a run played: a frozen suite's name and version when its sha256 is one we
     shipped (``butterfly-40`` v1 runs stay readable and say so), else the file it was run on."""
 
-    model_config = _RESULT
     name: str
     version: int | None
     sha256: str
 
 
-class PromptLabel(BaseModel):
+class PromptLabel(Result):
     """Which prompt a run was asked with: its version as the run's manifest records it or, for a
     run made before versions were recorded, as its fingerprint names it (docs/prompt-versions.md:
     prompt v2 runs stay readable and say so)."""
 
-    model_config = _RESULT
     version: int | None = Field(description="null: recorded before prompt versions, and not a "
                                 "fingerprint of a known version.")
     recorded: bool = Field(description="The manifest records the version; false: read from the "
@@ -203,12 +192,11 @@ class PromptLabel(BaseModel):
     sha256: str
 
 
-class Usage(BaseModel):
+class Usage(Result):
     """Tokens and cost of a run's answers (every answered call, cache hits included: what the
     answers cost to make), and what this run directory itself spent (calls not served by the
     answer cache). Token totals count the calls that report them."""
 
-    model_config = _RESULT
     calls: int
     prompt_tokens: int
     completion_tokens: int
@@ -220,16 +208,14 @@ class Usage(BaseModel):
     note: str = Field("", description="Why a cost is null (a model litellm does not price).")
 
 
-class _Named(BaseModel):
-    model_config = _RESULT
+class _Named(Result):
     model: str
 
 
-class ScoreReport(Totals, Aggregate, _Named):
+class RunScore(Totals, Aggregate, _Named):
     """The full score of a run (``butterfly score --json``): the model, the pooled
     :class:`Aggregate` of every complete conversation, then the :class:`Totals`, then these."""
 
-    model_config = _RESULT
     not_played: int = Field(description="Conversations never started (not counted anywhere).")
     flips: FlipCounts
     run: str
@@ -260,3 +246,7 @@ class ScoreReport(Totals, Aggregate, _Named):
     def to_json(self) -> dict[str, Any]:
         """The ``score --json`` object."""
         return self.model_dump(by_alias=True)
+
+
+ScoreReport = RunScore
+""":class:`RunScore`'s former name, kept for existing users (``butterfly.ScoreReport``)."""

@@ -59,6 +59,8 @@ MODULES: Final = (
     "butterfly/core/agents.py",
     "butterfly/core/logistic.py",
     "butterfly/core/horizon.py",
+    "butterfly/core/pooling.py",
+    "butterfly/core/metric_registry.py",
     "butterfly/core/results.py",
     "butterfly/core/horizon_text.py",
     "butterfly/core/metrics.py",

@@ -21,8 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from butterfly.core import horizon_text
+from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
-from butterfly.core.results import Aggregate, HorizonResult, ScoreReport, SuiteLabel, Usage
+from butterfly.core.results import Aggregate, HorizonResult, RunScore, SuiteLabel, Usage
 from butterfly.models.provider import redact
 from butterfly.runs.calls import CallView
 from butterfly.runs.play import Progress as RunProgress
@@ -128,13 +129,54 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-MAIN_COLUMNS: Final = ("agent", "final match", "95% CI", "turn match", "abstention",
-                       "change radius", "undo recovery", "wobble")
-SECONDARY: Final = ("wobble", "undo recovery", "abstention", "turn match", "change radius")
-"""Dropped in this order, one by one, until the table fits the terminal."""
+Column = tuple[str, str]
+"""A column of the score table: its key (a metric's name, ``<name>_ci`` for its interval, or
+``agent``) and its header."""
 
 
-def _main_table(result: ScoreReport, columns: Sequence[str]) -> Table:
+def _terminal() -> list[Metric]:
+    """The metrics the terminal's table shows (``Shown.terminal``), in the registry's order."""
+    return [m for m in METRICS.values() if m.shown is not None and m.shown.terminal is not None]
+
+
+def main_columns() -> list[Column]:
+    """Every column of the score table, the agent's first."""
+    out: list[Column] = [("agent", "agent")]
+    for m in _terminal():
+        out.append((m.name, m.label))
+        if m.interval == "column":
+            out.append((f"{m.name}_ci", "95% CI"))
+    return out
+
+
+def secondary() -> list[str]:
+    """The metrics dropped in this order, one by one, until the table fits the terminal."""
+    ranked = [(m.shown.terminal, m.name) for m in _terminal() if m.shown and m.shown.terminal]
+    return [name for _, name in sorted(ranked)]
+
+
+def _cell(m: Metric, r: Aggregate) -> str:
+    """A metric's cell in the score table (``Shown.cell``)."""
+    cell = "value" if m.shown is None else m.shown.cell
+    if cell == "count":
+        return str(getattr(r, m.count))
+    value = getattr(r, m.name)
+    text = {"share": _pct, "mean": _num}.get(m.pool.unit, str)(value)
+    if cell == "value and count":
+        text += f" ({getattr(r, m.count)}/{r.n_conversations})"
+    return text
+
+
+def _row(name: str, r: Aggregate) -> dict[str, str]:
+    row = {"agent": printable(name)}
+    for m in _terminal():
+        row[m.name] = _cell(m, r)
+        if m.interval == "column":
+            row[f"{m.name}_ci"] = _ci(getattr(r, f"{m.name}_ci"))
+    return row
+
+
+def _main_table(result: RunScore, columns: Sequence[Column]) -> Table:
     convs = result.n_conversations
     extra = "" if convs == result.n_scenarios else f", {convs} conversations"
     title = (f"ButterflyBench: {printable(result.model)} ({result.n_scenarios} scenarios{extra} "
@@ -143,28 +185,17 @@ def _main_table(result: ScoreReport, columns: Sequence[str]) -> Table:
     rows: list[tuple[str, Aggregate]] = [(result.model, result)] + [
         (f"baseline: {name}", b) for name, b in result.baselines.items()
     ]
-    table: list[dict[str, str]] = []
-    for name, r in rows:
-        table.append({
-            "agent": printable(name),
-            "final match": f"{_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})",
-            "95% CI": _ci(r.final_match_ci),
-            "turn match": _pct(r.turn_match),
-            "abstention": _pct(r.abstention),
-            "change radius": _num(r.change_radius),
-            "undo recovery": _pct(r.undo_recovery),
-            "wobble": str(r.wobbles),
-        })
+    table = [_row(name, r) for name, r in rows]
     main = Table(title=title)
-    for col in columns:  # figures keep their width; the agent folds rather than lose a letter
-        if col == "agent":
-            longest = max(len(w) for row in table for w in row[col].split(" "))
-            main.add_column(col, overflow="fold", min_width=min(longest, 24))
+    for key, header in columns:  # figures keep their width; the agent folds, never loses a letter
+        if key == "agent":
+            longest = max(len(w) for row in table for w in row[key].split(" "))
+            main.add_column(header, overflow="fold", min_width=min(longest, 24))
         else:
-            main.add_column(col, justify="right", no_wrap=True,
-                            min_width=max(len(row[col]) for row in table))
+            main.add_column(header, justify="right", no_wrap=True,
+                            min_width=max(len(row[key]) for row in table))
     for row in table:
-        main.add_row(*(Text(row[c]) for c in columns))
+        main.add_row(*(Text(row[key]) for key, _ in columns))
     return main
 
 
@@ -174,16 +205,16 @@ def _fits(console: Console, table: Table) -> bool:
     return natural.maximum <= console.width
 
 
-def score_tables(result: ScoreReport, console: Console | None = None) -> list[Table]:
+def score_tables(result: RunScore, console: Console | None = None) -> list[Table]:
     """The model beside the two trivial baselines, then final match per category. On a
-    narrow ``console`` the secondary columns are dropped (:data:`SECONDARY`) until the main
+    narrow ``console`` the secondary columns are dropped (:func:`secondary`) until the main
     table fits; a model name is folded, never cut, and an interval is never cut."""
-    columns = list(MAIN_COLUMNS)
+    columns = main_columns()
     main = _main_table(result, columns)
-    for col in SECONDARY:
+    for name in secondary():
         if console is None or _fits(console, main):
             break
-        columns.remove(col)
+        columns = [c for c in columns if c[0] not in (name, f"{name}_ci")]
         main = _main_table(result, columns)
     cat = Table(title="final match by category")
     cat.add_column("category", overflow="fold")
@@ -233,7 +264,7 @@ def content_line(run: Run) -> str:
     return text
 
 
-def print_score(result: ScoreReport, console: Console | None = None) -> None:
+def print_score(result: RunScore, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
     if result.shard is not None:

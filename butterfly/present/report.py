@@ -22,10 +22,12 @@ from butterfly import __version__
 from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.scoring import score_run
 from butterfly.core.horizon_text import horizon_words
+from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.results import HorizonResult
 from butterfly.core.transcript import TranscriptTurn, conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
+from butterfly.present.board import board_columns
 from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
 from butterfly.present.horizon_chart import horizon_figure
@@ -130,11 +132,8 @@ def mode_pairs(entries: Sequence[RunEntry]) -> list[ModePair]:
 
 
 def _metrics(agg: RunEntry) -> RunEntry:
-    keys = ("n_scenarios", "n_conversations", "final_match", "final_matches", "final_match_ci",
-            "turn_match", "turn_match_ci", "abstention", "coverage", "change_radius",
-            "change_radius_ci", "collateral_per_turn", "undo_recovery", "undo_recovery_n",
-            "undo_recovery_by_op", "wobble", "wobbles", "first_divergent_turn")
-    return {k: agg[k] for k in keys}
+    """An aggregate's figures (``score --json``'s): every registered metric's fields."""
+    return {name: agg[name] for name, _, _ in aggregate_fields()}
 
 
 def _compact_turn(row: TranscriptTurn) -> list[Any]:
@@ -355,6 +354,7 @@ def render_html(model: ReportModel) -> str:
         js=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
         svgs=charts(model),
         data=pack(page_data),
+        board=board_columns(),
         ops=[op for op in OPS if any(op in r["by_op"] for r in model["runs"])],
         undo_ops=list(UNDO_OPS),
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from butterfly.analysis.results import Calibration, CompareResult, SequentialResult
-from butterfly.core.results import ScoreReport
+from butterfly.core.results import RunScore
 from butterfly.files import write_text_atomic
 from butterfly.runs.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
@@ -55,7 +55,7 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         "The complete spec: 20 settings, each a string of its domain or 'unspecified'.",
     ),
     "score-report.schema.json": lambda: _titled(
-        ScoreReport.model_json_schema(by_alias=True),
+        RunScore.model_json_schema(by_alias=True),
         "ButterflyBench score report",
         "butterfly score --json: the metrics of a run, its baselines, breakdowns and verdicts.",
     ),

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from butterfly.cli import build_parser
 from butterfly.core.printable import printable
-from butterfly.core.results import ScoreReport
+from butterfly.core.results import RunScore
 from butterfly.core.stats import mean_interval
 
 EVIL = "\x1b[31mred\x1b]0;pwned title\x07\x1b[2J\x1b[H\u202eevil"
@@ -62,7 +62,7 @@ def test_show_score_flips_and_errors_never_send_escapes(
     assert "\\x1b[31m" in out
 
 
-def _report(model: str) -> ScoreReport:
+def _report(model: str) -> RunScore:
     from conftest import ROOT
 
     from butterfly.analysis.scoring import score_run

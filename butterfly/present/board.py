@@ -1,0 +1,76 @@
+"""The report's leaderboard: its columns, read from the metric registry
+(``core/metric_registry.py``), and the report's own (effective final match, incomplete
+conversations, tokens, cost). ``templates/report.html.j2`` draws a header and a cell per
+column (its ``board_cell``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from markupsafe import Markup
+
+from butterfly.core.metric_registry import METRICS, Metric
+
+Cell = Literal["value", "value and count", "count", "interval", "effective", "incomplete",
+               "tokens", "cost"]
+
+
+@dataclass(frozen=True, slots=True)
+class BoardColumn:
+    """A column: its header (``title``: the header's tooltip), how it sorts (``type``) and how
+    its cell is drawn (``cell``) from the field ``key`` of a run's entry; a metric's ``count``
+    field, its ``inline`` interval's field, and ``unit`` (how its value reads) besides."""
+
+    header: str
+    cell: Cell
+    key: str = ""
+    type: Literal["num", "text"] = "num"
+    title: str | None = None
+    count: str = ""
+    inline: str = ""
+    unit: str = "share"
+
+    @property
+    def scale(self) -> int:
+        """An interval's scale: in points for a share, as it is for a mean."""
+        return 100 if self.unit == "share" else 1
+
+
+EFFECTIVE = BoardColumn("effective", "effective", title=Markup(
+    "final match x coverage (PromptAudit's effective score)"))
+"""Beside final match: final match x coverage."""
+
+OWN_LAST = (
+    BoardColumn("incomplete", "incomplete"),
+    BoardColumn("tokens", "tokens", title=Markup("prompt + completion tokens of the run's "
+                                                  "answers")),
+    BoardColumn("cost", "cost", title=Markup("USD, from litellm's offline price map")),
+)
+"""After the metrics: the report's own columns (trusted text, written as it stands)."""
+
+
+def metric_columns(m: Metric) -> list[BoardColumn]:
+    """A shown metric's column, and its interval's when it has a column of its own."""
+    if m.shown is None:
+        return []
+    ci = f"{m.name}_ci"
+    out = [BoardColumn(m.label, m.shown.cell, m.name,
+                       title=m.description if m.shown.tooltip else None, count=m.count,
+                       inline=ci if m.interval == "inline" else "", unit=m.pool.unit)]
+    if m.interval == "column":
+        out.append(BoardColumn("95% CI", "interval", ci, type="text", unit=m.pool.unit))
+    return out
+
+
+def board_columns() -> list[BoardColumn]:
+    """Every column after the run's name: the shown metrics in the registry's order, those the
+    terminal's table shows first (effective final match beside final match), then the
+    report's own."""
+    shown = [m for m in METRICS.values() if m.shown is not None]
+    out: list[BoardColumn] = []
+    for m in sorted(shown, key=lambda m: m.shown is None or m.shown.terminal is None):
+        out += metric_columns(m)
+        if m.name == "final_match":
+            out.append(EFFECTIVE)
+    return [*out, *OWN_LAST]
