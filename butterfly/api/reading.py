@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from butterfly.analysis.calibrate import calibrate as calibrate_runs
 from butterfly.analysis.flips import AuditItem, FlipGrid, flip_grid, load_columns
 from butterfly.analysis.flips import audit as audit_columns
 from butterfly.analysis.listing import RunLine, list_runs
@@ -113,6 +112,8 @@ def calibrate(run: RunRef | None = None, *, simulate: bool = False, q: float = 0
               reshuffles: int = 20, m: int = 60, reps: int = 200, seed: int = 0) -> Calibrated:
     """``butterfly calibrate``: false alarms, FDR, power and answers of every regression method,
     on a run's repeats or simulated (docs/statistics.md)."""
+    from butterfly.analysis.calibrate import calibrate as calibrate_runs  # scipy: when asked
+
     result, title = calibrate_runs(None if run is None else _path(run), simulate=simulate, q=q,
                                    reshuffles=reshuffles, m=m, reps=reps, seed=seed)
     return Calibrated(result, title)

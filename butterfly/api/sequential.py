@@ -7,16 +7,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from butterfly.analysis.results import SequentialResult
-from butterfly.analysis.sequential import (
-    SequentialDesign,
-    check_options,
-    make_design,
-    result,
-    round_counts,
-)
 from butterfly.api.running import default_out, options
 from butterfly.core.options import RunOptions
 from butterfly.core.vocab import ErrorClass
@@ -28,6 +21,9 @@ from butterfly.runs.scope import select
 from butterfly.runs.sequential import Plan, play_sequential, routers
 from butterfly.suite.load import load_suite, resolve_suite
 
+if TYPE_CHECKING:
+    from butterfly.analysis.sequential import SequentialDesign
+
 
 def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
                method: str = "ebh", cap: int = 50, q: float = 0.1, stop_fine: bool = False,
@@ -37,6 +33,8 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
     at ``opts`` (``temperature`` above 0; ``fields`` change some options) into two run
     directories (``runs/seq-MODEL__SUITE`` by default) until each scenario is decided or has
     ``cap`` pairs; ``quiet`` says nothing on stderr while it plays."""
+    from butterfly.analysis.sequential import check_options, make_design, result  # scipy
+
     o = options(opts or RunOptions(temperature=0.7), **fields)
     params = make_params(o)
     suite_path = resolve_suite(o.suite)
@@ -82,6 +80,8 @@ def _announce(model: str) -> OnWait:
 
 def _say_round(design: SequentialDesign) -> Callable[[int, int], None]:
     """Say on stderr how far the comparison got after each round."""
+    from butterfly.analysis.sequential import round_counts
+
     def say(r: int, active: int) -> None:
         print(round_line(r, active, *round_counts(design)), file=sys.stderr, flush=True)
     return say

@@ -8,8 +8,8 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from butterfly.analysis.calibrate import Study, StudyRow
 from butterfly.analysis.flips import AuditItem, FlipGrid
 from butterfly.analysis.listing import RunLine
 from butterfly.analysis.results import (
@@ -22,6 +22,9 @@ from butterfly.analysis.tidy import Level, Row, columns
 from butterfly.core.printable import printable
 from butterfly.core.vocab import ErrorClass
 from butterfly.runs.play import wait_note
+
+if TYPE_CHECKING:  # calibrate imports scipy: a type only
+    from butterfly.analysis.calibrate import Study, StudyRow
 
 
 def runs_text(lines: list[RunLine]) -> str:
@@ -133,8 +136,9 @@ def calibration_text(result: Calibration | Study, title: str) -> str:
     answers. ``result`` is a :class:`Calibration` or a study as ``study`` returns it."""
     if isinstance(result, Calibration):
         meta = next(iter(result.root.values())).study if result.root else {}
-        result = Study({name: _row(m) for name, m in result.root.items()}, meta)
-    rows, meta = result.rows, result.meta
+        rows = {name: _row(m) for name, m in result.root.items()}
+    else:
+        rows, meta = result.rows, result.meta
     head = (f"{title}: m = {meta.get('m')} scenarios, {meta.get('pairs')} pairs available per "
             f"scenario, {meta.get('reps')} replications, q = {meta.get('q')}, seed "
             f"{meta.get('seed')}")
