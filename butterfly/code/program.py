@@ -7,6 +7,7 @@ The program's behaviour, stated once, is docs/code-track.md's "one reading".
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 DELIMITERS = {"comma": ",", "tab": "\\t", "semicolon": ";", "pipe": "|"}
@@ -17,7 +18,7 @@ _HEAD = '''"""tool.py: convert a table of records from {input} to {output}.
 
 Usage: python tool.py INPUT OUTPUT
 
-Reads INPUT, drops or reports bad records, {steps}, and writes OUTPUT.
+{steps}
 """
 
 from __future__ import annotations
@@ -32,18 +33,25 @@ Record = dict[str, str | None]
 
 _MAIN = '''
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print("usage: tool.py INPUT OUTPUT", file=sys.stderr)
-        return 2
-    columns, records = read_records(argv[1])
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line: an input file and an output file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("input", help="the file to read")
+    parser.add_argument("output", help="the file to write")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Read, transform, write; the exit status is 0 unless a record stopped the run."""
+    args = parse_args(argv)
+    columns, records = read_records(args.input)
     records = transform(columns, records)
-    write_records(argv[2], columns, records)
+    write_records(args.output, columns, records)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())
 '''
 
 
@@ -53,10 +61,13 @@ def _reject(on_error: str) -> str:
         "skip": "    return  # bad records are dropped without a word",
         "warn": '    print(f"warning: skipped {message}", file=sys.stderr)',
     }[on_error]
+    doc = {"fail": "Stop at a record that cannot be read: a message, exit status 1.",
+           "skip": "Drop a record that cannot be read, silently.",
+           "warn": "Drop a record that cannot be read, with a warning on stderr."}[on_error]
     return f'''
 
 def reject(message: str) -> None:
-    """What happens to a record that cannot be read."""
+    """{doc}"""
 {body}
 '''
 
@@ -117,25 +128,53 @@ def read_records(path: str) -> tuple[list[str], list[Record]]:
 '''
 
 
-def _transform(spec: Mapping[str, str]) -> str:
-    lines = []
-    if spec["deduplicate"] == "on":
-        lines += ["    seen = set()", "    unique = []", "    for record in records:",
-                  "        key = tuple(record.get(c) for c in columns)",
-                  "        if key not in seen:", "            seen.add(key)",
-                  "            unique.append(record)", "    records = unique"]
-    if spec["sort_order"] != "none":
-        reverse = ", reverse=True" if spec["sort_order"] == "descending" else ""
-        lines += ["    if columns:",
-                  f'        records.sort(key=lambda r: r.get(columns[0]) or ""{reverse})']
-    if spec["max_rows"] != "none":
-        lines.append(f"    records = records[:{spec['max_rows']}]")
-    lines.append("    return records")
-    steps = "\n".join(lines)
+def _dedupe() -> str:
+    return '''
+
+def drop_duplicates(columns: list[str], records: list[Record]) -> list[Record]:
+    """Drop every record equal to an earlier one in all columns (the first is kept)."""
+    seen = set()
+    unique = []
+    for record in records:
+        key = tuple(record.get(c) for c in columns)
+        if key not in seen:
+            seen.add(key)
+            unique.append(record)
+    return unique
+'''
+
+
+def _sort(order: str) -> str:
+    reverse = ", reverse=True" if order == "descending" else ""
     return f'''
 
+def sort_records(columns: list[str], records: list[Record]) -> list[Record]:
+    """Sort by the first column, as text, {order} (a stable sort)."""
+    if not columns:
+        return records
+    return sorted(records, key=lambda r: r.get(columns[0]) or ""{reverse})
+'''
+
+
+def _transform(spec: Mapping[str, str]) -> str:
+    helpers, lines = "", []
+    if spec["deduplicate"] == "on":
+        helpers += _dedupe()
+        lines.append("    records = drop_duplicates(columns, records)")
+    if spec["sort_order"] != "none":
+        helpers += _sort(spec["sort_order"])
+        lines.append("    records = sort_records(columns, records)")
+    if spec["max_rows"] != "none":
+        lines += [f"    # keep the first {spec['max_rows']} records",
+                  f"    records = records[:{spec['max_rows']}]"]
+    lines.append("    return records")
+    steps = "\n".join(lines)
+    doc = textwrap.fill(f"The records between reading and writing: {_steps(spec)}.", width=88,
+                        subsequent_indent="    ")
+    return f'''{helpers}
+
 def transform(columns: list[str], records: list[Record]) -> list[Record]:
-    """The records between reading and writing."""
+    """{doc}"""
 {steps}
 '''
 
@@ -175,10 +214,11 @@ def _open(spec: Mapping[str, str]) -> str:
     opener = {"none": "open(path, \"w\"", "gzip": "gzip.open(path, \"wt\"",
               "bz2": "bz2.open(path, \"wt\""}[spec["compression"]]
     newline = "\\r\\n" if spec["line_endings"] == "crlf" else "\\n"
+    ending = spec["line_endings"].upper()
     return f'''
 
 def open_output(path: str) -> TextIO:
-    """The output file, as text; every line ends with "{newline}"."""
+    """The output file, as text; every line ends with {ending}."""
     return {opener}, encoding=ENCODING, newline="{newline}")
 '''
 
@@ -214,7 +254,7 @@ def _write(spec: Mapping[str, str]) -> str:
     return f'''
 
 def write_records(path: str, columns: list[str], records: list[Record]) -> None:
-    """Write the records as {fmt}."""
+    """Write the records as {fmt.upper()}."""
     with open_output(path) as out:
 {body}
 '''
@@ -230,12 +270,14 @@ def show_json(value: str | None) -> str | None:
     "markdown": '''
 
 def markdown_row(values: list[str]) -> str:
+    """One row of a Markdown table; a "|" inside a value is escaped."""
     escaped = [v.replace("|", "\\\\|") for v in values]
     return "| " + " | ".join(escaped) + " |\\n"
 ''',
     "html": '''
 
 def html_row(tag: str, values: list[str]) -> str:
+    """One row of an HTML table, its values escaped."""
     inner = "".join(f"<{tag}>{html.escape(v)}</{tag}>" for v in values)
     return f"  <tr>{inner}</tr>\\n"
 ''',
@@ -243,7 +285,8 @@ def html_row(tag: str, values: list[str]) -> str:
 
 
 def _imports(spec: Mapping[str, str]) -> str:
-    names = {"calendar" if spec["date_format"] == "unix" else "", "datetime", "re", "sys"}
+    names = {"calendar" if spec["date_format"] == "unix" else "", "argparse", "datetime", "re",
+             "sys"}
     if spec["input_format"] in ("csv", "tsv") or spec["output_format"] == "csv":
         names.add("csv")
     if spec["input_format"] in ("json", "jsonl") or spec["output_format"] in ("json", "jsonl"):
@@ -264,7 +307,7 @@ def _steps(spec: Mapping[str, str]) -> str:
         steps.append(f"sorts by the first column ({spec['sort_order']}, as text)")
     if spec["max_rows"] != "none":
         steps.append(f"keeps the first {spec['max_rows']} records")
-    return ", ".join(steps) or "keeps the records as they are"
+    return ", ".join(steps) or "keeps the records as they are, in their order"
 
 
 def render(spec: Mapping[str, str]) -> str:
@@ -272,8 +315,10 @@ def render(spec: Mapping[str, str]) -> str:
     reader = _read_table if spec["input_format"] in ("csv", "tsv") else _read_json
     fmt = spec["output_format"]
     helper = _HELPERS.get("json" if fmt == "jsonl" else fmt, "")
-    head = _HEAD.format(input=spec["input_format"].upper(), output=fmt.upper(),
-                        steps=_steps(spec), imports=_imports(spec), encoding=spec["encoding"])
+    what = textwrap.fill(f"Reads INPUT, handles unreadable records, {_steps(spec)}, and writes "
+                         "OUTPUT.", width=88)
+    head = _HEAD.format(input=spec["input_format"].upper(), output=fmt.upper(), steps=what,
+                        imports=_imports(spec), encoding=spec["encoding"])
     parts = [head, _reject(spec["on_error"]), reader(spec), _transform(spec),
              _format_date(spec), _cells(spec), helper, _open(spec), _write(spec), _MAIN]
     return "".join(parts)

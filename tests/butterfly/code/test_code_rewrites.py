@@ -42,9 +42,9 @@ def inlined(source: str) -> str:
 def comprehension(source: str) -> str:
     """The deduplicating loop as a comprehension over ``dict.fromkeys``."""
     start = source.index("    seen = set()")
-    end = source.index("    records = unique\n") + len("    records = unique\n")
+    end = source.index("    return unique\n") + len("    return unique\n")
     new = ("    keys = dict.fromkeys(tuple(r.get(c) for c in columns) for r in records)\n"
-           "    records = [dict(zip(columns, key)) for key in keys]\n")
+           "    return [dict(zip(columns, key)) for key in keys]\n")
     return source[:start] + new + source[end:]
 
 
