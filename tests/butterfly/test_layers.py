@@ -37,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "commands": {"api", "present", "commands"},
     "cli": {"core", "cli", "cli_args", "commands"},
     "cli_args": {"core"},
+    "code": {"core", "code"},
 }
 """Layer -> the layers (subpackages, or top-level modules) it may import, at any depth. Every
 layer may import ``oracle``; every layer but ``core`` the foundation modules."""

@@ -1,0 +1,36 @@
+"""The extraction law for random specs (contract section 7): extracting the reference renderer's
+program for a spec gives that spec on every observable setting (hypothesis, derandomised; the
+specs one setting away are tests/butterfly/code/test_code_one_away.py)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from butterfly.code.catalogue import (
+    DOMAINS,
+    KEYS,
+    apply_couplings,
+    canonical,
+    is_valid,
+    visible,
+)
+from butterfly.code.extract import extract
+from butterfly.code.program import render
+
+
+def test_the_canonical_program_extracts_to_the_canonical_spec() -> None:
+    spec = canonical()
+    assert extract(render(spec), spec) == visible(spec)
+
+
+specs = st.fixed_dictionaries({k: st.sampled_from(DOMAINS[k]) for k in KEYS}).map(
+    apply_couplings)
+
+
+@settings(derandomize=True, max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(specs)
+def test_random_specs_extract_to_themselves(spec: dict[str, str]) -> None:
+    assert is_valid(spec)
+    assert extract(render(spec), spec) == visible(spec)
