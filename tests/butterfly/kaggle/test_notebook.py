@@ -32,6 +32,9 @@ SUITE = ROOT / notebook.SUITE
 SCENARIOS = {s.id: s for s in load_suite(SUITE)}
 FEW = ("gen-drop-01", "gen-drop-03", "hw-indirect-same-format")
 """1, 2 and 3 turns; two generated scenarios and a handwritten one (6 calls)."""
+REAL = ("gen-drop-01", "hw-indirect-same-format")
+"""What the embedded model answers twice (notebook, then CLI): a 1-turn and a 3-turn scenario,
+4 calls each way (make test's time budget; the fake-server tests play FEW)."""
 
 
 def _cells() -> list[dict[str, Any]]:
@@ -396,11 +399,11 @@ def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) ->
     max_tokens = 300
     t0 = time.perf_counter()
     with EmbeddedServer(gguf, parallel=1) as srv:
-        _, nb_seconds = execute(cwd, _notebook_env(srv.api_base, srv.model_alias, FEW,
+        _, nb_seconds = execute(cwd, _notebook_env(srv.api_base, srv.model_alias, REAL,
                                                    max_tokens), timeout=900)
     t1 = time.perf_counter()
     with EmbeddedServer(gguf, parallel=1) as srv:
-        score, records = _cli_run(tmp_path, f"openai/{srv.model_alias}", srv.api_base, FEW,
+        score, records = _cli_run(tmp_path, f"openai/{srv.model_alias}", srv.api_base, REAL,
                                   max_tokens, timeout=900)
     cli_seconds = time.perf_counter() - t1
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
