@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--out-a", help="run directory of A (runs/seq-MODEL__SUITE when not given)")
     sq.add_argument("--out-b", help="run directory of B (runs/seq-MODEL__SUITE when not given)")
     add_option(sq, "seed", default=0, help="base seed; pair r uses seed + r")
-    add_option(sq, "temperature", default=0.7,
+    add_option(sq, "temperature", default=D.sequential_temperature,
                help="sampling temperature (above 0: pairs must differ)")
     for name in ("max_tokens", "concurrency", "timeout", "retries", "api_base"):
         add_option(sq, name)

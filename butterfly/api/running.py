@@ -77,10 +77,16 @@ def run_dir(opts: RunOptions) -> Path:
     return where or default_out(opts.model, resolve_suite(opts.suite), shard=opts.shard)
 
 
-def run_params(opts: RunOptions, router: str | Path | None = None) -> RunParams:
+def run_params(opts: RunOptions) -> RunParams:
     """A run's parameters (what its manifest records) from its options, checked once."""
-    config = None if router is None else router_config(router, opts.model)
-    return make_params(opts, None if config is None else router_ref(config))
+    return _checked(opts)[1]
+
+
+def _checked(opts: RunOptions) -> tuple[RouterConfig | None, RunParams]:
+    """The run's router group (``opts.router``'s deployments named ``opts.model``, checked
+    first) and its parameters."""
+    config = None if opts.router is None else router_config(opts.router, opts.model)
+    return config, make_params(opts, None if config is None else router_ref(config))
 
 
 def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: Any) -> Run:
@@ -92,8 +98,7 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
     (``incomplete``, or ``budget``: re-run with a larger ``max_cost``); docs/api.md."""
     o = options(opts, **fields)
     where = check_out(o.out)
-    config = None if o.router is None else router_config(o.router, o.model)  # checked first
-    params = make_params(o, None if config is None else router_ref(config))
+    config, params = _checked(o)
     if config is None:
         check_model(o.model)
     if o.max_cost is not None:
@@ -149,7 +154,7 @@ def repair(out: str | Path, flags: RunOptions | None = None) -> RepairResult:
     when its manifest is lost."""
     if flags is None:
         return repair_run(Path(out))
-    params = run_params(flags, flags.router)
+    params = run_params(flags)
     return repair_run(Path(out), Identity(flags.model, resolve_suite(flags.suite), params))
 
 

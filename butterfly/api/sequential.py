@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from butterfly.analysis.results import SequentialResult
 from butterfly.api.running import default_out, options
 from butterfly.core.options import RunOptions
-from butterfly.core.vocab import ErrorClass
+from butterfly.core.vocab import DEFAULTS, ErrorClass
 from butterfly.models.client import OnWait
 from butterfly.models.registry import check_cache, check_priced
 from butterfly.present.text import round_line, wait_line
@@ -35,7 +35,7 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
     ``cap`` pairs; ``quiet`` says nothing on stderr while it plays."""
     from butterfly.analysis.sequential import check_options, make_design, result  # scipy
 
-    o = options(opts or RunOptions(temperature=0.7), **fields)
+    o = options(opts or RunOptions(temperature=DEFAULTS.sequential_temperature), **fields)
     params = make_params(o)
     suite_path = resolve_suite(o.suite)
     a, b = _outs(model_a, model_b, suite_path, out_a, out_b)

@@ -76,6 +76,8 @@ class Defaults:
     """Self-consistency: answers sampled per turn when ``--samples`` is not given."""
     sc_base: SCBase = "zero-shot"
     via: Via = "auto"
+    sequential_temperature: float = 0.7
+    """``butterfly sequential``'s temperature: above 0, so that the pairs it draws differ."""
     model: str = "local/smollm2"
     suite: str = "butterfly-40"
     cache: str = "~/.cache/butterfly/answers.sqlite"
