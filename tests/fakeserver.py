@@ -26,6 +26,8 @@ Fault spec grammar (case-insensitive, surrounding whitespace ignored)::
     garbage             HTTP 200, valid completion JSON whose content is random junk text
     empty               HTTP 200, valid completion JSON whose content is ""
     drop                close the connection without sending any response
+    context             HTTP 400 as llama.cpp's server says a request is over the context
+                        window ("the request exceeds the available context size")
 
 A responder may return a dict instead of the text: it is the choice's ``message`` (``role``
 assistant added), so a test can send ``content`` as a list of parts or add
@@ -85,7 +87,7 @@ class FakeServerError(RuntimeError):
     """Raised on exit when the server hit internal errors (responder crash, bad fault spec)."""
 
 
-FaultKind = Literal["ok", "status", "hang", "nonjson", "garbage", "empty", "drop"]
+FaultKind = Literal["ok", "status", "hang", "nonjson", "garbage", "empty", "drop", "context"]
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,9 @@ _SIMPLE: dict[str, FaultKind] = {
     "garbage": "garbage",
     "empty": "empty",
     "drop": "drop",
+    "context": "context",
 }
+CONTEXT_MESSAGE = "the request exceeds the available context size, try increasing it"
 
 
 def _nonneg_float(text: str, spec: str) -> float:
@@ -602,6 +606,9 @@ class FakeServer:
         if fault.kind == "status":
             headers = [("Retry-After", fault.retry_after)] if fault.retry_after is not None else []
             handler._send_error_json(fault.status, headers=headers)
+            return
+        if fault.kind == "context":
+            handler._send_error_json(400, CONTEXT_MESSAGE)
             return
         if fault.kind == "nonjson":
             handler._send(200, b"<html>oops</html>", "text/html")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from butterfly.analysis.code_score import code_score
 from butterfly.analysis.flips import Column, flip_grid
 from butterfly.core.metrics import score_conversations
 from butterfly.core.results import FlipCounts, RunScore, SuiteLabel
@@ -69,7 +70,8 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        horizon=horizon, effective_final_match=effective,
                        abstention_by_reason=dict(sorted(reasons.items())),
                        usage=total_usage(run.records.values()), shard=shard,
-                       sweep_conversations=sweep)
+                       sweep_conversations=sweep,
+                       code=code_score(run, answers, done) if params.track == "code" else None)
 
 
 def shard_of(run: Run) -> tuple[str | None, int | None]:

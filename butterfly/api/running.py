@@ -35,7 +35,7 @@ from butterfly.runs.repair import repair as repair_run
 from butterfly.runs.scope import select
 from butterfly.runs.store import RunState, note_transport, open_run
 from butterfly.runs.sweep import parse_shard, router_ref
-from butterfly.suite.load import load_suite, resolve_suite
+from butterfly.suite.load import load_suite, resolve_suite, track_of
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -85,6 +85,8 @@ def run_params(opts: RunOptions) -> RunParams:
 def _checked(opts: RunOptions) -> tuple[RouterConfig | None, RunParams]:
     """The run's router group (``opts.router``'s deployments named ``opts.model``, checked
     first) and its parameters."""
+    if opts.track is None:
+        opts = opts.replace(track=track_of(resolve_suite(opts.suite)))
     config = None if opts.router is None else router_config(opts.router, opts.model)
     return config, make_params(opts, None if config is None else router_ref(config))
 
@@ -123,7 +125,7 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
                              retries=params.retries, timeout=params.timeout, api_base=api_base,
                              cache_path=cache, via=params.via, router=router,
                              max_answer_chars=params.max_answer_chars,
-                             max_retry_wait=params.max_retry_wait)
+                             max_retry_wait=params.max_retry_wait, track=params.track)
         try:
             state = open_run(out, model, suite_path, scenarios, params)
             note_transport(out, state, transport(model, api_base, params.via,

@@ -26,12 +26,14 @@ from butterfly.core.vocab import (
     PROTOCOLS,
     SC_BASES,
     STRATEGIES,
+    TRACKS,
     VIAS,
     Mode,
     ParseMode,
     Protocol,
     SCBase,
     Strategy,
+    Track,
     Via,
 )
 
@@ -69,6 +71,9 @@ class RunOptions:
     model: str = _opt(DEFAULTS.model, "local/smollm2, local/PATH.gguf, script/NAME, or any "
                       "litellm model (openai/..., anthropic/..., gemini/..., ollama_chat/...)")
     suite: str = _opt(DEFAULTS.suite, "suite file or name")
+    track: Track | None = _opt(None, "spec: the model keeps the spec as JSON; code: it keeps "
+                               "the program tool.py (docs/code-track.md) (default: the suite's "
+                               "track, from its manifest)", choices=TRACKS)
     limit: int | None = _opt(None, "only the first N scenarios (a resume keeps the recorded "
                              "scope)", metavar="N")
     per_category: int | None = _opt(None, "only the first N scenarios of each category (before "

@@ -15,6 +15,7 @@ from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.pooling import Interval as Interval
 from butterfly.core.pooling import Result
 from butterfly.core.pooling import Share as Share
+from butterfly.core.vocab import Track
 
 if TYPE_CHECKING:
     class Aggregate(Result):
@@ -190,6 +191,21 @@ class PromptLabel(Result):
     recorded: bool = Field(description="The manifest records the version; false: read from the "
                            "fingerprint.")
     sha256: str
+    track: Track = Field("spec", description="code: the code track's conversation "
+                         "(butterfly.code.conversation.CODE_PROMPT_VERSION).")
+
+
+class CodeScore(Result):
+    """The code track's own figures (contract section 7): how often the programs broke."""
+
+    turns_observed: int = Field(description="Turns of the complete conversations whose answer "
+                                "held a program, each observed in the sandbox.")
+    broken_per_turn: float | None = Field(description="Settings broken per observed turn "
+                                          "(the program crashed, hung, or showed no value of "
+                                          "the setting), mean; null with no observed turn.")
+    turns_broken: int = Field(description="Observed turns with at least one broken setting.")
+    sandbox: tuple[str, ...] = Field(description="The sandboxes the programs ran in "
+                                     "(bubblewrap, or the documented fallback).")
 
 
 class Usage(Result):
@@ -236,6 +252,8 @@ class RunScore(Totals, Aggregate, _Named):
     sweep_conversations: int | None = Field(
         None, description="A shard's: the conversations of the whole sweep (its own are "
         "n_total + not_played); null for a whole run.")
+    code: CodeScore | None = Field(None, description="The code track's figures; null for a "
+                                   "spec-track run.")
 
     @property
     def overall(self) -> Aggregate:

@@ -23,6 +23,8 @@ RunStatus = Literal["running", "complete", "incomplete", "interrupted", "failed"
 """``failed``: the provider refused the run's calls (the manifest's ``failure`` says why).
 ``budget``: stopped by ``--max-cost`` before a call could exceed it (re-run with a larger
 budget to complete it)."""
+Track = Literal["spec", "code"]
+"""What a model keeps up to date: the spec as JSON, or the program (contract section 7)."""
 Via = Literal["auto", "litellm"]
 """``--via``: auto takes the fast path where it applies (an OpenAI-compatible ``--api-base``,
 ``local/...``) and litellm elsewhere; litellm forces litellm."""
@@ -45,6 +47,7 @@ LAYOUTS: Final[tuple[Layout, ...]] = get_args(Layout)
 """E evidence first; Q question first; H hedged (E plus the UNSURE sentence)."""
 ERROR_CLASSES: Final[tuple[ErrorClass, ...]] = get_args(ErrorClass)
 VIAS: Final[tuple[Via, ...]] = get_args(Via)
+TRACKS: Final[tuple[Track, ...]] = get_args(Track)
 COMPARE_METHODS: Final[tuple[CompareMethod, ...]] = get_args(CompareMethod)
 """Regression methods of ``butterfly compare`` (docs/statistics.md)."""
 SEQUENTIAL_METHODS: Final[tuple[SequentialMethod, ...]] = get_args(SequentialMethod)

@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from butterfly.core.wire import (
     REDACTED,
@@ -29,8 +29,8 @@ from butterfly.core.wire import (
 )
 from butterfly.errors import UserError
 
-__all__ = ["REDACTED", "TEXT_PARTS", "FatalProviderError", "Provider", "ProviderError",
-           "Request", "Response", "answer_text", "redact", "refusal",
+__all__ = ["REDACTED", "TEXT_PARTS", "ContextOverflow", "FatalProviderError", "Provider",
+           "ProviderError", "Request", "Response", "answer_text", "redact", "refusal",
            "retry_after_of", "seconds_of", "token_count"]
 
 Role = Literal["system", "user", "assistant"]
@@ -49,10 +49,26 @@ class FatalProviderError(UserError):
     """The provider refused the request itself (bad key, unknown model, bad parameter)."""
 
 
+class ContextOverflow(FatalProviderError):
+    """The conversation no longer fits the model's context window: a refusal of this request
+    that every later turn of the conversation would get too. The code track records it as an
+    abstention (reason ``context``, contract section 7); elsewhere it fails the run."""
+
+
+CONTEXT_TEXT: Final = ("context length", "context_length", "maximum context", "context window",
+                       "exceeds the available context", "exceed_context_size",
+                       "prompt is too long", "too many tokens")
+"""How providers say a request is over the context window (OpenAI, vLLM, llama.cpp's server,
+Anthropic, litellm's ContextWindowExceededError)."""
+
+
 def refusal(msg: str, detail: str = "") -> FatalProviderError:
     """The provider's refusal ``msg`` as a fatal error, with the ``--no-schema`` hint when the
-    refusal (or its full ``detail``) is about structured output."""
+    refusal (or its full ``detail``) is about structured output; a :class:`ContextOverflow`
+    when it says the request is over the context window."""
     low = (msg + detail).lower()
+    if any(t in low for t in CONTEXT_TEXT):
+        return ContextOverflow(f"the provider refused the request: {msg}")
     hint = ""
     if "response_format" in low or "json_schema" in low or "schema" in low:
         hint = " (if the model does not support structured output, add --no-schema)"

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from butterfly.core.vocab import Transport, Via
+from butterfly.code.agents import CODE_AGENTS
+from butterfly.core.vocab import Track, Transport, Via
 from butterfly.core.wire import SERVER_PREFIXES
 from butterfly.errors import UserError
 from butterfly.models.cache import Cache, cache_file
@@ -53,13 +54,16 @@ class OpenRequest:
     via: Via = "auto"
     router: RouterConfig | None = None
     """``--router FILE``: the deployments of :attr:`model` (the router opener)."""
+    track: Track = "spec"
+    """What the scripted agents answer: a spec (JSON) or a program (the code track)."""
 
 
 Opener = Callable[[OpenRequest], Provider]
 
 
 def _scripted(req: OpenRequest) -> Provider:
-    return ScriptedProvider(req.model.removeprefix("script/"), {s.id: s for s in req.scenarios})
+    return ScriptedProvider(req.model.removeprefix("script/"), {s.id: s for s in req.scenarios},
+                            track=req.track)
 
 
 def _direct(api_base: str, api_key: str, concurrency: int, *, model: str | None = None,
@@ -118,7 +122,10 @@ def _routed(req: OpenRequest) -> Provider:
 
 
 def _check_scripted(model: str) -> None:
-    check_agent(model.removeprefix("script/"))
+    """A name some track knows (the track's own list is checked when the agent is opened)."""
+    name = model.removeprefix("script/")
+    if name not in CODE_AGENTS:
+        check_agent(name)
 
 
 def _check_embedded(model: str) -> None:
@@ -255,23 +262,24 @@ def opener_of(model: str, router: RouterConfig | None = None) -> Opener:
 
 def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                   concurrency: int = 1, api_base: str | None = None,
-                  via: Via = "auto", router: RouterConfig | None = None) -> Provider:
+                  via: Via = "auto", router: RouterConfig | None = None,
+                  track: Track = "spec") -> Provider:
     """The provider for ``model`` (behind ``router`` when given); servers it starts are
     stopped when ``stack`` closes."""
     return opener_of(model, router)(OpenRequest(stack, model, scenarios, concurrency,
-                                                api_base, via, router))
+                                                api_base, via, router, track))
 
 
 def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                 concurrency: int, retries: int, timeout: float, api_base: str | None = None,
                 cache_path: str | None = None, via: Via = "auto",
                 router: RouterConfig | None = None, max_answer_chars: int = ANSWER_CAP,
-                max_retry_wait: float = RETRY_WAIT_CAP) -> ModelClient:
+                max_retry_wait: float = RETRY_WAIT_CAP, track: Track = "spec") -> ModelClient:
     """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
     or the provider is not worth caching), retries, timeouts and concurrency. The cache keys
     a router's answers by its deployments (never as one server's)."""
     provider = open_provider(stack, model, scenarios, concurrency=concurrency,
-                             api_base=api_base, via=via, router=router)
+                             api_base=api_base, via=via, router=router, track=track)
     cache = None
     if cache_path is not None and provider.cacheable:
         server = router.identity() if router is not None else api_base

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Final
 
+from butterfly.code.agents import CODE_AGENTS, code_answers
 from butterfly.core.agents import (
     AGENTS,
     AgentError,
@@ -16,6 +17,7 @@ from butterfly.core.agents import (
     noisy_p,
     noisy_spec,
 )
+from butterfly.core.vocab import Track
 from butterfly.errors import UserError
 from butterfly.models.provider import Request, Response
 from oracle import Scenario, replay
@@ -27,8 +29,16 @@ HELD: Final = 1024
 conversations are played in suite order, so a run's memory does not grow with its suite."""
 
 
-def check_agent(name: str) -> None:
+def check_agent(name: str, track: Track = "spec") -> None:
     """Refuse an unknown agent name or a malformed ``:p=P`` (one clear line)."""
+    if track == "code":
+        if name not in CODE_AGENTS:
+            raise UserError(f"unknown scripted agent script/{name} for the code track (known: "
+                            f"{', '.join('script/' + a for a in CODE_AGENTS)})")
+        return
+    if name in CODE_AGENTS and name not in AGENTS:
+        raise UserError(f"script/{name} answers programs: it plays the code track "
+                        "(--track code, or a suite whose manifest says track code)")
     try:
         if name not in AGENTS and noisy_p(name) is None and drift_p(name) is None:
             raise AgentError(f"unknown scripted agent script/{name} (known: "
@@ -43,15 +53,17 @@ class ScriptedProvider:
 
     cacheable = False
 
-    def __init__(self, name: str, scenarios: Mapping[str, Scenario]) -> None:
-        check_agent(name)
+    def __init__(self, name: str, scenarios: Mapping[str, Scenario],
+                 track: Track = "spec") -> None:
+        check_agent(name, track)
         self.noisy = noisy_p(name)
         self.drift = drift_p(name)
         self.name = name
         self._scenarios = scenarios
         self._oracle = lru_cache(maxsize=HELD)(lambda sid: replay(scenarios[sid]))
         self._answers = lru_cache(maxsize=HELD)(
-            lambda sid: [json.dumps(s) for s in agent_specs(name, scenarios[sid])])
+            (lambda sid: code_answers(name, scenarios[sid])) if track == "code" else
+            (lambda sid: [json.dumps(s) for s in agent_specs(name, scenarios[sid])]))
 
     async def __call__(self, request: Request, timeout: float) -> Response:
         sid = str(request.meta["scenario"])

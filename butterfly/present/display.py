@@ -23,7 +23,14 @@ from rich.text import Text
 from butterfly.core import horizon_text
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
-from butterfly.core.results import Aggregate, HorizonResult, RunScore, SuiteLabel, Usage
+from butterfly.core.results import (
+    Aggregate,
+    CodeScore,
+    HorizonResult,
+    RunScore,
+    SuiteLabel,
+    Usage,
+)
 from butterfly.models.provider import redact
 from butterfly.runs.calls import CallView
 from butterfly.runs.play import Progress as RunProgress
@@ -181,7 +188,7 @@ def _main_table(result: RunScore, columns: Sequence[Column]) -> Table:
     extra = "" if convs == result.n_scenarios else f", {convs} conversations"
     title = (f"ButterflyBench: {printable(result.model)} ({result.n_scenarios} scenarios{extra} "
              f"of {printable(suite_name(result.suite))}, "
-             f"{version_name(result.prompt.version)})")
+             f"{version_name(result.prompt.version, result.prompt.track)})")
     rows: list[tuple[str, Aggregate]] = [(result.model, result)] + [
         (f"baseline: {name}", b) for name, b in result.baselines.items()
     ]
@@ -264,6 +271,14 @@ def content_line(run: Run) -> str:
     return text
 
 
+def code_line(code: CodeScore) -> str:
+    """The code track's line under the score table."""
+    per = "-" if code.broken_per_turn is None else f"{code.broken_per_turn:.3f}"
+    return (f"code track: {code.turns_observed} turns observed, {per} settings broken per turn "
+            f"({code.turns_broken} turns with a broken setting); sandbox: "
+            f"{', '.join(code.sandbox) or '-'}")
+
+
 def print_score(result: RunScore, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
@@ -276,6 +291,8 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
         console.print(t)
     console.print(f"effective final match (final match x coverage): "
                   f"{_pct(result.effective_final_match)}")
+    if result.code is not None:
+        console.print(code_line(result.code), markup=False)
     if result.abstention_by_reason:
         console.print("abstentions by reason: " + ", ".join(
             f"{k} {v}" for k, v in result.abstention_by_reason.items()))

@@ -189,7 +189,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
                        "temperature": params.temperature, "seed": params.seed},
             "suite": f"{suite_name(run_score.suite)} ({manifest.suite.path})",
             "suite_sha256": manifest.suite.sha256,
-            "prompt": version_name(run_score.prompt.version),
+            "prompt": version_name(run_score.prompt.version, run_score.prompt.track),
             "horizon": score["horizon"],
             "horizon_words": (None if run_score.horizon is None
                               else horizon_words(run_score.horizon)),

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from butterfly.core.parse import parse_answer
 from butterfly.core.turns import CallKey
 from butterfly.errors import UserError
 from butterfly.runs.digest import WAY_BACK
 from butterfly.runs.records import CallError, CallRecord, RunManifest, RunParams
+from butterfly.runs.tracks import parse_call
 from oracle import Scenario
 
 R = TypeVar("R", bound="Keyed")
@@ -89,6 +89,7 @@ class ParseCheck:
 
     def __init__(self, path: Path, params: RunParams) -> None:
         self.path = path
+        self.params = params
         self.mode = params.parse
         self.protocol = params.protocol
         self._seen: dict[tuple[str, bool], tuple[dict[str, str] | None, str | None]] = {}
@@ -96,7 +97,7 @@ class ParseCheck:
     def _parse(self, raw: str, truncated: bool) -> tuple[dict[str, str] | None, str | None]:
         got = self._seen.get((raw, truncated))
         if got is None:
-            p = parse_answer(raw, self.mode, truncated=truncated, protocol=self.protocol)
+            p = parse_call(raw, self.params, truncated)
             if len(self._seen) >= self.HELD:
                 self._seen.clear()
             got = self._seen[(raw, truncated)] = (p.spec, p.reason)
@@ -107,6 +108,8 @@ class ParseCheck:
             return
         if rec.raw_chars is not None:  # cut at the response-size cap: too_large, whatever is left
             want: tuple[dict[str, str] | None, str | None] = (None, "too_large")
+        elif self.params.track == "code" and rec.raw == "" and rec.abstention == "context":
+            want = (None, "context")  # over the context window: no answer to parse
         else:
             want = self._parse(rec.raw, rec.finish_reason == "length")
         if want != (rec.spec, rec.abstention):

@@ -293,6 +293,9 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         check_routed(o.api_base)
     if o.temperature < 0:
         raise UserError(f"--temperature must be 0 or more, got {o.temperature:g}")
+    track = o.track or "spec"
+    if track == "code":
+        _code_only(o)
     base = _sc_base(o.strategy, o.sc_base)
     chosen = _protocol(o.protocol, o.no_schema, o.strategy, base)
     if o.max_cost is not None and not o.max_cost > 0:
@@ -306,6 +309,8 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
     _limits(o.max_answer_chars, o.max_retry_wait)
     if o.via not in VIAS:
         raise UserError(f"--via takes one of {', '.join(VIAS)}, got {o.via!r}")
+    if track == "code":
+        chosen = "json"
     return RunParams(
         temperature=o.temperature, max_tokens=o.max_tokens, seed=o.seed,
         schema_output=chosen == "schema", strategy=o.strategy, samples=n_samples,
@@ -315,5 +320,22 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         api_base=redact_url(o.api_base), sc_base=base,
         model_args=check_model_args(o.model_args or {}), send_seed=not o.no_seed,
         max_cost=o.max_cost, via=o.via, router=router, shard=parse_shard(o.shard),
-        max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait,
+        max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait, track=track,
     )
+
+
+def _code_only(o: RunOptions) -> None:
+    """The code track plays chat mode, zero-shot, one answer per turn, layout E (contract
+    section 7: other modes may follow later); its answers are programs, so no JSON Schema."""
+    unsupported = [
+        flag for flag, bad in (
+            (f"--mode {o.mode}", o.mode != "chat"),
+            (f"--strategy {o.strategy}", o.strategy != "zero-shot"),
+            (f"--samples {o.samples}", o.samples not in (None, 1)),
+            (f"--layouts {o.layouts if isinstance(o.layouts, str) else ','.join(o.layouts)}",
+             tuple(parse_layouts(o.layouts)) != ("E",)),
+            (f"--protocol {o.protocol}", o.protocol is not None),
+        ) if bad]
+    if unsupported:
+        raise UserError(f"the code track plays chat mode, zero-shot, layout E, one sample, "
+                        f"answers as programs: {', '.join(unsupported)} is not supported")

@@ -18,19 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
 
-from butterfly.core.parse import parse_answer
-from butterfly.core.prompts import added_messages
 from butterfly.core.turns import CallKey, Turn, make_turn
 from butterfly.core.vocab import ErrorClass, RunStatus
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.provider import Request
+from butterfly.models.provider import ContextOverflow, Request
 from butterfly.runs.calls import CallView
 from butterfly.runs.digest import START
 from butterfly.runs.integrity import key_of
 from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
 from butterfly.runs.scope import conversations
 from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
+from butterfly.runs.tracks import parse_call, turn_messages
 from oracle import Scenario, spec_json_schema
 
 RESPONSE_FORMAT: Final = {
@@ -212,9 +211,9 @@ async def play_conversation(conv: Conversation, player: Player) -> Turn | None:
     params = player.params
     sent = Sent()
     turn: Turn | None = None
-    style = (conv.layout, params.mode, params.strategy, params.protocol, params.sc_base)
     for t in range(1, len(conv.scenario.turns) + 1):
-        added = added_messages(conv.scenario, t, None if turn is None else turn.shown, *style)
+        added = turn_messages(conv.scenario, t, None if turn is None else turn.shown,
+                              conv.layout, params)
         sent.extend(added, params.mode == "restate")
         have, todo = _recorded(player, conv, t)
         if todo:  # the samples of a turn share one prompt: hash and copy it once
@@ -271,16 +270,20 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
     """One call and its record (``error`` set when it failed after its retries)."""
     params = player.params
     request = _request(conv, t, sample, msgs, player.state.manifest.model, params)
-    outcome = await player.client.call(request)
+    try:
+        outcome = await player.client.call(request)
+    except ContextOverflow as e:
+        if params.track != "code":
+            raise
+        return _over_context(conv, t, messages_sha256, added, str(e))
     resp = outcome.response
     if resp is None:
         parsed_spec, reason, detail = None, None, ""
     elif resp.raw_chars is not None:  # cut at the response-size cap: too large, whatever it says
         parsed_spec, reason, detail = None, "too_large", cut_detail(resp.raw_chars, len(resp.text))
     else:
-        p = parse_answer(resp.text, params.parse, truncated=resp.finish_reason == "length",
-                         protocol=params.protocol)
-        parsed_spec, reason, detail = p.spec, p.reason, p.detail
+        parsed_spec, reason, detail = parse_call(resp.text, params,
+                                                 truncated=resp.finish_reason == "length")
     return CallRecord(
         chain_sha256=START,  # linked into the file's digest when it is appended (CallLog)
         scenario=conv.scenario.id,
@@ -311,6 +314,17 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
                                                             message=outcome.error.message),
         at=now(),
     )
+
+
+def _over_context(conv: Conversation, t: int, messages_sha256: str,
+                  added: tuple[Message, ...], why: str) -> CallRecord:
+    """A code-track turn whose conversation no longer fits the model's context window: an
+    abstention (reason ``context``), answered with nothing, and the conversation goes on."""
+    return CallRecord(
+        chain_sha256=START, scenario=conv.scenario.id, turn=t, layout=conv.layout,
+        repeat=conv.repeat, sample=0, messages_sha256=messages_sha256, messages_added=added,
+        raw="", finish_reason=None, spec=None, abstention="context",
+        abstention_detail=why, latency_s=0.0, attempts=1, at=now())
 
 
 def cut_detail(raw_chars: int, kept: int) -> str:

@@ -19,6 +19,7 @@ from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_t
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor
+from butterfly.runs.code_turns import code_turns
 from butterfly.runs.digest import Digest
 from butterfly.runs.integrity import check_counts, check_one_meaning, check_suite_copy
 from butterfly.runs.lock import writer_alive
@@ -135,6 +136,10 @@ class Run:
         """Each answered turn (``parse_mode`` or ``protocol`` re-parse the raw answers);
         computed once."""
         key = (parse_mode, protocol)
+        if self.params.track == "code":  # programs are observed, not parsed: one reading
+            key = (None, None)
+            if key not in self._turns:
+                self._turns[key] = code_turns(self.path, self.suite, self.records)
         if key not in self._turns:
             self._turns[key] = turns(self.records, self.params, parse_mode, protocol,
                                      self.compactor)

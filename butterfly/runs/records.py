@@ -29,6 +29,7 @@ from butterfly.core.vocab import (
     RunStatus,
     SCBase,
     Strategy,
+    Track,
     Transport,
     Via,
 )
@@ -122,6 +123,8 @@ class RunParams(BaseModel):
                      "litellm. Not part of the answer key: both send the same request.")
     router: RouterRef | None = Field(None, description="--router FILE: the replicas the "
                                      "calls were spread over (not part of the answer key).")
+    track: Track = Field("spec", description="--track: spec (the model keeps the spec as "
+                         "JSON) or code (it keeps the program tool.py; docs/code-track.md).")
     shard: Shard | None = Field(None, description="--shard I/N: the slice of the sweep's "
                                 "conversations this run plays; null for a whole run.")
 
@@ -139,6 +142,7 @@ class RunParams(BaseModel):
             "model_args": self.model_args,
             "send_seed": self.send_seed,
             "max_answer_chars": self.max_answer_chars,
+            **({"track": self.track} if self.track != "spec" else {}),
         }
 
     @model_validator(mode="after")

@@ -28,7 +28,7 @@ from typing import IO, Final
 from pydantic import ValidationError
 
 from butterfly import __version__
-from butterfly.core.prompts import PROMPT_VERSION, added_messages
+from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.errors import UserError
 from butterfly.runs.calls import Tally
@@ -45,9 +45,9 @@ from butterfly.runs.store import (
     git_commit,
     manifest_and_json,
     now,
-    prompt_sha256,
     write_manifest,
 )
+from butterfly.runs.tracks import params_prompt_sha256, turn_messages
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
@@ -110,7 +110,7 @@ def _rebuilt(out: Path, who: Identity) -> RunManifest:
     return RunManifest(
         butterfly_version=__version__, git_commit=git_commit(), model=who.model,
         suite=SuiteRef(path=str(who.suite_path), sha256=sha, n_scenarios=len(chosen)),
-        params=p, prompt_sha256=prompt_sha256(p.strategy, p.protocol, p.sc_base),
+        params=p, prompt_sha256=params_prompt_sha256(p),
         prompt_version=PROMPT_VERSION,  # its first prompts were checked to be this version's
         started_at=stamp, updated_at=stamp, status="interrupted", seal=UNSEALED)
 
@@ -152,8 +152,7 @@ class Scope:
 
     def _first(self, rec: CallRecord) -> list[dict[str, str]]:
         p = self.params
-        sent = added_messages(self.by_id[rec.scenario], 1, None, rec.layout, p.mode, p.strategy,
-                              p.protocol, p.sc_base)
+        sent = turn_messages(self.by_id[rec.scenario], 1, None, rec.layout, p)
         return [dict(m) for m in sent]
 
 

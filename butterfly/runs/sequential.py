@@ -180,7 +180,8 @@ def _clients(stack: contextlib.ExitStack[bool | None], plan: Plan,
                 stack, model, plan.scenarios, concurrency=p.concurrency, retries=p.retries,
                 timeout=p.timeout, api_base=plan.api_base, cache_path=plan.cache_path,
                 via=p.via, router=plan.configs.get(model),
-                max_answer_chars=p.max_answer_chars, max_retry_wait=p.max_retry_wait)
+                max_answer_chars=p.max_answer_chars, max_retry_wait=p.max_retry_wait,
+                track=p.track)
             if on_wait is not None:
                 clients[model].on_wait = on_wait(model)
     return clients

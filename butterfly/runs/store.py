@@ -25,9 +25,10 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from butterfly import __version__
-from butterfly.core.prompts import PROMPT_VERSION, prompt_fingerprint
+from butterfly.code.conversation import CODE_PROMPT_VERSION
+from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import CallKey
-from butterfly.core.vocab import Protocol, RunStatus, SCBase, Strategy, Transport
+from butterfly.core.vocab import RunStatus, Transport
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor, Tally, iter_records
 from butterfly.runs.calls import read_calls as read_calls  # re-exported: callers read it here
@@ -37,6 +38,7 @@ from butterfly.runs.integrity import key_of as key_of  # re-exported: callers re
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
 from butterfly.runs.sweep import check_resume
+from butterfly.runs.tracks import params_prompt_sha256
 from butterfly.runs.versions import prompt_label, version_name
 from butterfly.suite.load import ROOT
 from oracle import Scenario
@@ -48,12 +50,6 @@ SUITE_COPY: Final = "suite.jsonl"
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def prompt_sha256(strategy: Strategy = "zero-shot", protocol: Protocol = "schema",
-                  sc_base: SCBase = "zero-shot") -> str:
-    text = prompt_fingerprint(strategy, protocol, sc_base)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def git_commit() -> str | None:
@@ -164,17 +160,25 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
         )
     was, now_ = old.params.answer_key(), params.answer_key()
     if was != now_:
-        differ = "; ".join(f"{k} {json.dumps(was[k])} (this is {json.dumps(now_[k])})"
-                           for k in now_ if was.get(k) != now_[k])
+        keys = [*now_, *(k for k in was if k not in now_)]
+        differ = "; ".join(f"{k} {json.dumps(was.get(k, 'spec'))} (this is "
+                           f"{json.dumps(now_.get(k, 'spec'))})"
+                           for k in keys if was.get(k) != now_.get(k))
         raise UserError(f"--out {out} was run with other answer-changing parameters: {differ}; "
                         "resume with the same ones or choose another --out")
-    if old.prompt_sha256 != prompt_sha256(params.strategy, params.protocol, params.sc_base):
+    if old.prompt_sha256 != params_prompt_sha256(params):
         raise UserError(
             f"--out {out} was run with a different prompt "
-            f"({version_name(prompt_label(old).version)}, prompt_sha256 "
+            f"({version_name(prompt_label(old).version, old.params.track)}, prompt_sha256 "
             f"{old.prompt_sha256[:12]}): its answers cannot be continued with this version's "
-            f"prompt ({version_name(PROMPT_VERSION)}); choose another --out"
+            f"prompt ({_this_version(params)}); choose another --out"
         )
+
+
+def _this_version(params: RunParams) -> str:
+    if params.track == "code":
+        return version_name(CODE_PROMPT_VERSION, "code")
+    return version_name(PROMPT_VERSION)
 
 
 def _check_same_scope(out: Path, old: RunParams, params: RunParams) -> None:
@@ -254,8 +258,8 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         model=model,
         suite=SuiteRef(path=str(suite_path), sha256=suite_sha, n_scenarios=len(scenarios)),
         params=params,
-        prompt_sha256=prompt_sha256(params.strategy, params.protocol, params.sc_base),
-        prompt_version=PROMPT_VERSION,
+        prompt_sha256=params_prompt_sha256(params),
+        prompt_version=CODE_PROMPT_VERSION if params.track == "code" else PROMPT_VERSION,
         started_at=stamp,
         updated_at=stamp,
         status="running",

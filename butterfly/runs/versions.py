@@ -54,11 +54,17 @@ the last before v3; and the hash of the system message alone, which the first ru
 def prompt_label(manifest: RunManifest) -> PromptLabel:
     """The prompt version a run was asked with: recorded, or named by its fingerprint."""
     sha = manifest.prompt_sha256
+    if manifest.params.track == "code":
+        return PromptLabel(version=manifest.prompt_version, recorded=True, sha256=sha,
+                           track="code")
     if manifest.prompt_version is not None:
         return PromptLabel(version=manifest.prompt_version, recorded=True, sha256=sha)
     return PromptLabel(version=2 if sha in V2 else None, recorded=False, sha256=sha)
 
 
-def version_name(version: int | None) -> str:
-    """``prompt v2``; ``prompt before versions`` for an unknown fingerprint without one."""
-    return "prompt before versions" if version is None else f"prompt v{version}"
+def version_name(version: int | None, track: str = "spec") -> str:
+    """``prompt v2`` (``code prompt v1`` on the code track); ``prompt before versions`` for an
+    unknown fingerprint without one."""
+    if version is None:
+        return "prompt before versions"
+    return f"{'code ' if track == 'code' else ''}prompt v{version}"

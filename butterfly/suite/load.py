@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from butterfly.core.vocab import Track
 from butterfly.errors import UserError
 from butterfly.suite.chains import generate_chains
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
@@ -197,6 +198,13 @@ def load_manifest(suite_path: Path) -> SuiteManifest | None:
         return SuiteManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
     except ValidationError as e:
         raise SuiteError(f"{mpath}: {_where(e)}") from None
+
+
+def track_of(suite_path: Path) -> Track:
+    """The track a suite is played on: its manifest's (``spec`` when it has none)."""
+    manifest = load_manifest(suite_path)
+    track: Track = getattr(manifest, "track", "spec") if manifest is not None else "spec"
+    return track
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
 from butterfly.present.display import score_tables
 from butterfly.present.report import build, render_html
 from butterfly.runs.digest import chain_of
-from butterfly.runs.store import MANIFEST, prompt_sha256, read_manifest, write_manifest
+from butterfly.runs.store import MANIFEST, read_manifest, write_manifest
+from butterfly.runs.tracks import prompt_sha256
 from butterfly.runs.versions import V2, prompt_label
 
 V2_ZERO_SHOT = "3ae59cc988c96eda4442230eec37b6df72f4ad1acc634584000748271bc4b92d"
@@ -48,7 +49,7 @@ def test_a_new_run_records_its_prompt_version(v3_run: Path) -> None:
     assert manifest.prompt_version == PROMPT_VERSION == 3
     score = json.loads(run_cli("score", str(v3_run), "--json").stdout)
     assert score["prompt"] == {"version": 3, "recorded": True,
-                               "sha256": manifest.prompt_sha256}
+                               "sha256": manifest.prompt_sha256, "track": "spec"}
 
 
 def test_a_new_prompt_is_a_new_fingerprint() -> None:

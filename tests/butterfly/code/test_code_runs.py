@@ -1,0 +1,170 @@
+"""The code track end to end (contract section 7): scripted agents played, observed and scored
+through the same commands as the spec track; the observation cache; abstentions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, run_inproc
+from fakeserver import FakeServer
+
+from butterfly import api
+from butterfly.code import conversation
+from butterfly.code.agents import code_answers, collateral_change
+from butterfly.core.agents import agent_specs
+from butterfly.core.metrics import score_scenario
+from butterfly.runs import observe
+from butterfly.suite.load import load_suite
+from oracle import replay
+
+SUITE = ROOT / "tests/butterfly/code/code_suite.jsonl"
+SCENARIOS = load_suite(SUITE)
+
+
+def _run(tmp_path: Path, agent: str) -> Any:
+    return api.run(model=f"script/{agent}", suite=str(SUITE), track="code",
+                   out=tmp_path / agent, cache=None)
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("code-runs")
+    for a in ("oracle", "refactor", "collateral", "noop", "last-edit"):
+        _run(tmp, a)
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def scored(played: Path) -> dict[str, Any]:
+    return {p.name: api.score(p) for p in played.iterdir()}
+
+
+@pytest.fixture
+def oracle_run(played: Path, scored: dict[str, Any], tmp_path: Path) -> Path:
+    """A copy of the oracle's run, its programs observed once (by ``scored``)."""
+    return Path(shutil.copytree(played / "oracle", tmp_path / "oracle"))
+
+
+@pytest.mark.parametrize("agent", ["oracle", "refactor"])
+def test_the_oracle_and_its_refactoring_score_every_turn(scored: dict[str, Any],
+                                                         agent: str) -> None:
+    s = scored[agent]
+    assert (s.final_match, s.turn_match, s.change_radius) == (1.0, 1.0, 0.0)
+    assert s.code is not None and s.code.turns_observed == 12 and s.code.turns_broken == 0
+
+
+def test_collateral_shows_exactly_its_planted_change_radius(scored: dict[str, Any]) -> None:
+    assert scored["collateral"].change_radius == 1.0
+    assert scored["collateral"].final_match == 0.0
+    for s in SCENARIOS:
+        change = collateral_change(s)
+        assert change is not None and change[0] not in {"output_format", "quote_style"}
+
+
+@pytest.mark.parametrize("agent", ["noop", "last-edit"])
+def test_baselines_score_what_the_oracle_alone_says(scored: dict[str, Any], agent: str) -> None:
+    want = [score_scenario(s, agent_specs(agent, s)[1:]) for s in SCENARIOS]
+    got = scored[agent]
+    assert got.final_match == pytest.approx(sum(w.final_match for w in want) / len(want))
+    turns = [m for w in want for m in w.turn_match]
+    assert got.turn_match == pytest.approx(sum(turns) / len(turns))
+
+
+def test_a_rescore_and_a_resume_run_no_program_again(oracle_run: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = (oracle_run / observe.OBSERVATIONS).read_text().splitlines()
+    keys = {(r["program_sha256"], json.dumps(r["expect"])) for r in map(json.loads, lines)}
+    assert 0 < len(keys) == len(lines) < 12  # one per distinct (program, expected spec)
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("a program ran again")
+
+    monkeypatch.setattr(observe, "extract", refuse)
+    assert api.score(oracle_run).final_match == 1.0
+    assert _run(tmp_path, "oracle").manifest.n_calls == 12  # resumed: nothing to play
+    assert api.score(oracle_run).code is not None
+
+
+def test_a_torn_observation_is_cut_and_observed_again(oracle_run: Path) -> None:
+    path = oracle_run / observe.OBSERVATIONS
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])  # a kill mid-write
+    assert api.score(oracle_run).final_match == 1.0
+    assert all(line.endswith(b"}") for line in path.read_bytes().splitlines())
+
+
+def test_the_first_message_shows_the_initial_program_and_the_rules() -> None:
+    s = SCENARIOS[0]
+    first = conversation.added_messages(s, 1, None)
+    assert first[0]["content"] == conversation.SYSTEM
+    assert "```python\n" in first[1]["content"] and s.turns[0].text in first[1]["content"]
+    assert "Keep the code for such a setting" in conversation.SYSTEM
+    assert "removes a requirement" not in conversation.SYSTEM
+    later = conversation.added_messages(s, 2, "previous answer")
+    assert later[0] == {"role": "assistant", "content": "previous answer"}
+    assert conversation.PROGRAM_INTRO not in later[1]["content"]
+
+
+def _answer(body: dict[str, Any]) -> str:
+    """A model that abstains in every way: no program, a syntax error, then the program echoed
+    in its answer before the real one (the last block counts)."""
+    turns = sum(1 for m in body["messages"] if m["role"] == "user")
+    if turns == 1:
+        return "I would change the output format."
+    if turns == 2:
+        return "```python\ndef main(:\n```"
+    scenario = SCENARIOS[0]
+    program = code_answers("oracle", scenario)[turns]
+    return "Before:\n```python\nprint('old')\n```\nAfter:\n" + program
+
+
+def test_abstentions_of_a_served_model(tmp_path: Path) -> None:
+    with FakeServer(_answer) as srv:
+        r = run_inproc("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
+                       str(SUITE), "--limit", "1", "--track", "code", "--out", str(tmp_path / "r"),
+                       "--no-cache")
+    assert r.returncode == 0, r.stderr
+    score = api.score(tmp_path / "r")
+    assert score.abstention_by_reason == {"no_program": 1, "syntax": 1}
+    assert score.final_match == 1.0  # turns 3 to 5: the last block is the oracle's program
+
+
+def test_a_conversation_over_the_context_window_abstains_and_goes_on(tmp_path: Path) -> None:
+    def over(index: int, body: dict[str, Any]) -> Any:
+        users = sum(1 for m in body["messages"] if m["role"] == "user")
+        return "context" if users >= 4 else None
+
+    oracle = code_answers("oracle", SCENARIOS[0])
+    with FakeServer(lambda body: oracle[sum(1 for m in body["messages"]
+                                            if m["role"] == "user")], faults=over) as srv:
+        r = run_inproc("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
+                       str(SUITE), "--limit", "1", "--track", "code", "--out",
+                       str(tmp_path / "r"), "--no-cache")
+    assert r.returncode == 0, r.stderr
+    score = api.score(tmp_path / "r")
+    assert score.abstention_by_reason == {"context": 2} and score.incomplete == 0
+
+
+@pytest.mark.parametrize("flags", [("--mode", "restate"), ("--layouts", "E,Q"),
+                                   ("--strategy", "cot")])
+def test_the_code_track_refuses_what_it_does_not_play(tmp_path: Path,
+                                                      flags: tuple[str, str]) -> None:
+    r = run_inproc("run", "--model", "script/oracle", "--suite", str(SUITE), "--track", "code",
+                   "--out", str(tmp_path / "r"), *flags)
+    assert r.returncode == 1 and "the code track plays chat mode" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_code_agent_on_the_spec_track_is_one_clear_line(tmp_path: Path) -> None:
+    r = run_inproc("run", "--model", "script/refactor", "--suite", "butterfly-40",
+                   "--out", str(tmp_path / "r"))
+    assert r.returncode == 1 and "plays the code track" in r.stderr
+
+
+def test_every_scenario_of_the_fixture_is_a_code_scenario() -> None:
+    for s in SCENARIOS:
+        assert replay(s)  # valid
