@@ -2,14 +2,15 @@
 
 ``execute(work, args, streams, limits)`` runs ``python -I tool.py ARGS`` in a child process with
 ``work`` (the program's private directory) as the only writable place, and returns its status.
-Two kinds, ``sandbox_kind()`` says which one is in use (the run manifest records it):
+Two kinds, ``sandbox_kind()`` says which one is in use (for the run manifest to record):
 
 - ``bubblewrap``: Linux namespaces through ``bwrap``: no network (a network namespace of its own),
   its own pid, IPC, UTS and mount namespaces, a read-only view of ``/usr`` and of the
-  interpreter's prefix and nothing else of the machine, an empty environment. When the harness
-  is root, bwrap is run as root (only root can read an interpreter under ``/root``) and hands
-  the program to ``setpriv``, which drops to uid/gid 65534 with no capabilities and no new
-  privileges; otherwise bwrap makes an unprivileged user namespace. When the program ends (or
+  interpreter's prefix and nothing else of the machine (its own root and ``/dev`` read-only
+  too), an empty environment. When the harness is root, bwrap is run as root (only root can
+  read an interpreter under ``/root``) and hands the program to ``setpriv``, which drops to
+  uid/gid 65534 with no capabilities and no new privileges; otherwise bwrap makes an
+  unprivileged user namespace. When the program ends (or
   is killed) the pid namespace goes with it: nothing it started survives the call. The private
   directory appears at its own path (a traceback names the same file in both kinds).
 - ``fallback``: where bwrap is missing or cannot make namespaces, or ``BUTTERFLY_SANDBOX=fallback``
@@ -149,6 +150,7 @@ def _bwrap_argv(work: Path, args: list[str], info: int) -> list[str]:
             "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
             *_system_binds(), *_prefix_binds(), "--proc", "/proc", "--dev", "/dev",
             *_parents(work), "--bind", str(work), str(work), "--chdir", str(work),
+            "--remount-ro", "/dev", "--remount-ro", "/",
             *drop, str(_interpreter()), "-I", "tool.py", *args]
 
 
