@@ -22,7 +22,8 @@ Two kinds, ``sandbox_kind()`` says which one is in use (for the run manifest to 
   extension already loaded), and as root it cannot stop reads the hook does not see.
 
 Both apply the resource limits of ``Limits`` (CPU seconds, address space, file size, processes,
-no core files) to the child before it starts, and kill its process group at the end.
+no core files) to the child before it starts (through ``prlimit``), and kill its process group at
+the end.
 """
 
 from __future__ import annotations
@@ -85,7 +86,6 @@ class Limits:
 @dataclass(frozen=True, slots=True)
 class Streams:
     """The child's stdin, stdout and stderr: files of the harness, outside the private dir."""
-
     stdin: IO[bytes]
     stdout: IO[bytes]
     stderr: IO[bytes]
@@ -104,10 +104,6 @@ def _prefix() -> Path:
     return Path(os.path.realpath(sys.base_prefix))
 
 
-def _under(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
-
-
 def _system_binds() -> list[str]:
     out = ["--ro-bind", "/usr", "/usr"]
     for name in SYSTEM_LINKS:
@@ -124,7 +120,7 @@ def _prefix_binds() -> list[str]:
     directory made traversable (bwrap copies ``/root``'s mode 0700 otherwise)."""
     out: list[str] = []
     for path in (_prefix(), _interpreter().parent):
-        if _under(path, Path("/usr")) or (_under(path, _prefix()) and path != _prefix()):
+        if path.is_relative_to("/usr") or (path.is_relative_to(_prefix()) and path != _prefix()):
             continue
         out += [*_parents(path), "--ro-bind", str(path), str(path)]
     return out
@@ -176,9 +172,8 @@ def _guard():
     reads = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, "/usr")} | {root}
     devices = {"/dev/null", "/dev/zero", "/dev/urandom"}
     writing_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    mutating = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
-                "os.symlink", "os.link", "os.truncate", "os.utime", "os.setxattr",
-                "os.removexattr", "os.chflags", "os.lchflags", "shutil.chown"}
+    mutating = {"os." + e for e in ("remove", "rename", "rmdir", "mkdir", "chmod", "chown",
+                "symlink", "link", "truncate", "utime", "setxattr", "removexattr", "chflags")}
     refused = ("socket.", "ctypes.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn",
                "os.fork", "os.kill", "os.system", "os.startfile", "pty.", "signal.pthread_kill",
                "_posixsubprocess", "os.pidfd", "mmap.")
@@ -237,14 +232,26 @@ def _fallback_argv(args: list[str]) -> list[str]:
     return [str(_interpreter()), "-I", "-S", "-c", GUARD, "tool.py", *args]
 
 
-def _limit(limits: Limits) -> None:
-    """In the child, before exec: the resource limits (inherited by all it starts)."""
+def _rlimits(limits: Limits) -> list[tuple[int, str, tuple[int, int]]]:
     cpu = limits.cpu_seconds
-    for which, value in ((resource.RLIMIT_CPU, (cpu, cpu + 1)),
-                         (resource.RLIMIT_AS, (limits.memory_bytes,) * 2),
-                         (resource.RLIMIT_FSIZE, (limits.file_bytes,) * 2),
-                         (resource.RLIMIT_NPROC, (limits.processes,) * 2),
-                         (resource.RLIMIT_CORE, (0, 0))):
+    return [(resource.RLIMIT_CPU, "cpu", (cpu, cpu + 1)),
+            (resource.RLIMIT_AS, "as", (limits.memory_bytes,) * 2),
+            (resource.RLIMIT_FSIZE, "fsize", (limits.file_bytes,) * 2),
+            (resource.RLIMIT_NPROC, "nproc", (limits.processes,) * 2),
+            (resource.RLIMIT_CORE, "core", (0, 0))]
+
+
+def _prlimit(limits: Limits) -> list[str]:
+    """util-linux's ``prlimit`` setting the limits, then exec'ing the command (no ``preexec_fn``,
+    which is unsafe in a threaded harness); empty where it is missing (see ``_limit``)."""
+    found = shutil.which("prlimit")
+    return [found, *(f"--{name}={soft}:{hard}" for _, name, (soft, hard) in _rlimits(limits)),
+            "--"] if found else []
+
+
+def _limit(limits: Limits) -> None:
+    """In the child, before exec, where ``prlimit`` is missing: the same limits."""
+    for which, _, value in _rlimits(limits):
         resource.setrlimit(which, value)
 
 
@@ -259,11 +266,6 @@ def _normalise(kind: Kind, status: int) -> int:
     if kind == "bubblewrap" and 128 < status < 128 + signal.NSIG:
         return 128 - status
     return status
-
-
-def _kill(group: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signal.SIGKILL)
 
 
 def _sandbox_init(info: int) -> int | None:
@@ -300,11 +302,12 @@ def _start(kind: Kind, work: Path, args: list[str], streams: Streams, limits: Li
     argv = _bwrap_argv(work, args, *fds) if bwrap else _fallback_argv(args)
     env = {} if bwrap else {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     user = UID if _drops_user(kind) else None
-    return subprocess.Popen(argv, stdin=streams.stdin, stdout=streams.stdout,
+    wrap = _prlimit(limits)
+    return subprocess.Popen([*wrap, *argv], stdin=streams.stdin, stdout=streams.stdout,
                             stderr=streams.stderr, cwd=work, env=env, start_new_session=True,
                             user=user, group=user, extra_groups=[] if user else None,
                             pass_fds=fds if bwrap else (),
-                            preexec_fn=functools.partial(_limit, limits))
+                            preexec_fn=None if wrap else functools.partial(_limit, limits))
 
 
 def _wait(proc: subprocess.Popen[bytes], seconds: float) -> int | None:
@@ -340,7 +343,8 @@ def execute_as(kind: Kind, work: Path, args: list[str], streams: Streams,
         finally:
             os.close(info_w)
         status = _wait(proc, limits.wall_seconds)
-        _kill(proc.pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         if kind == "bubblewrap":
             _end_namespace(_sandbox_init(info))

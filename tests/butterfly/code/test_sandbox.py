@@ -90,6 +90,17 @@ def test_the_reference_program_still_extracts(kind: str) -> None:
     assert extract(render(spec), spec) == visible(spec)
 
 
+@pytest.mark.parametrize("prlimit", [True, False], ids=["prlimit", "preexec_fn"])
+def test_the_limits_are_set(kind: str, prlimit: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not prlimit:
+        monkeypatch.setattr(sandbox, "_prlimit", lambda limits: [])
+    src = ("import resource as r\n"
+           "print([r.getrlimit(x)[0] for x in (r.RLIMIT_CPU, r.RLIMIT_AS, r.RLIMIT_FSIZE,\n"
+           "                                   r.RLIMIT_NPROC, r.RLIMIT_CORE)])\n")
+    outcome = run_program(src, [], timeout=SHORT)
+    assert outcome.stdout == f"{[3, 1 << 30, CAP + 1, 32, 0]}\n".encode()
+
+
 def test_no_network_even_to_loopback(kind: str) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
