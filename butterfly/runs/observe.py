@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from butterfly.code.catalogue import KEYS
 from butterfly.code.extract import extract
+from butterfly.code.sandbox import sandbox_kind
 
 OBSERVATIONS: Final = "observations.jsonl"
 WORKERS: Final = 2
@@ -124,10 +125,6 @@ def _observe(program: str, expect: dict[str, str]) -> Observation:
     start = time.perf_counter()
     observed = extract(program, expect)
     return Observation(program_sha256=program_sha256(program), expect=expect,
-                       observed=observed, sandbox=_sandbox(),
+                       observed=observed, sandbox=sandbox_kind(),
                        seconds=round(time.perf_counter() - start, 3),
                        at=datetime.now(UTC).isoformat(timespec="seconds"))
-
-
-def _sandbox() -> str:
-    return "subprocess"  # MERGE: the sandbox helper's sandbox_kind()

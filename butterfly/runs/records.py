@@ -221,6 +221,9 @@ class RunManifest(BaseModel):
         (), description="How the calls were sent, each way once in order of first use: direct "
         "(the fast path: chat completions over one pooled aiohttp session), litellm, or "
         "scripted. A run resumed through the other path lists both.")
+    sandbox: str | None = Field(None, description="The code track's sandbox on the machine "
+                                "that made the run (bubblewrap, or the documented fallback); "
+                                "each observation records its own. Null on the spec track.")
     merged_from: tuple[MergedShard, ...] = Field(
         (), description="butterfly merge: the shard directories this run was joined from.")
     repaired: tuple[Repair, ...] = Field(

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from butterfly import __version__
 from butterfly.code.conversation import CODE_PROMPT_VERSION
+from butterfly.code.sandbox import sandbox_kind
 from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import RunStatus, Transport
@@ -263,6 +264,7 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         started_at=stamp,
         updated_at=stamp,
         status="running",
+        sandbox=sandbox_kind() if params.track == "code" else None,
         seal=UNSEALED,
     )
     return RunState(write_manifest(out, manifest, Chain()), CallIndex(out / CALLS))
