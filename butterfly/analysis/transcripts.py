@@ -4,16 +4,20 @@ untrusted text). :mod:`butterfly.present.show` renders them."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
+from butterfly.code.conversation import code_spec, program_of
+from butterfly.code.program import render as render_program
 from butterfly.core.printable import printable
 from butterfly.core.transcript import Transcript, conversation_of
 from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView
 from butterfly.runs.reader import load_run
+from oracle import Scenario
 
 
 class ShowInfo(TypedDict):
@@ -57,6 +61,9 @@ def load(run: Path, scenario: str | None, layout: str | None,
                     strategy=params.strategy, samples=params.samples)
     convs = [with_reasoning(conversation_of(s, answered, lay, repeat), loaded.records)
              for s in chosen]
+    if params.track == "code":
+        by_id = {s.id: s for s in chosen}
+        convs = [with_program_diffs(c, by_id[c["id"]]) for c in convs]
     return safe(info), [safe(c) for c in convs]
 
 
@@ -68,6 +75,21 @@ def with_reasoning(conv: Transcript, records: Mapping[CallKey, CallView]) -> Tra
         if row["status"] != "missing" and view is not None:
             row["reasoning"] = view.reasoning_content
             row["reasoning_tokens"] = view.tokens.reasoning
+    return conv
+
+
+def with_program_diffs(conv: Transcript, scenario: Scenario) -> Transcript:
+    """A code conversation with each answered turn's program diff (``program_diff``: unified
+    diff lines against the program before it: the initial one, or the latest the model gave)."""
+    before = render_program(code_spec(scenario.initial))
+    for row in conv["turns"]:
+        program = None if not row["raw"] else program_of(row["raw"]).program
+        if program is None:
+            continue
+        row["program_diff"] = list(difflib.unified_diff(
+            before.splitlines(), program.splitlines(), "before", f"turn {row['turn']}",
+            lineterm="", n=1))
+        before = program
     return conv
 
 

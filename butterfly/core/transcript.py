@@ -45,6 +45,8 @@ class TranscriptTurn(TypedDict):
     reasoning: NotRequired[str | None]
     """The reasoning the provider returned beside the answer (``butterfly show``)."""
     reasoning_tokens: NotRequired[int | None]
+    program_diff: NotRequired[list[str]]
+    """The code track: the program's unified diff against the one before it (``show``)."""
 
 
 class Transcript(TypedDict):

@@ -203,6 +203,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
             "effective_final_match": score["effective_final_match"],
             "abstention_by_reason": score["abstention_by_reason"],
             "usage": score["usage"],
+            "code": score["code"],
         })
     if len({e["prompt"] for e in entries}) > 1:  # runs asked with other prompts say which
         for e in entries:

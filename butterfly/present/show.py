@@ -64,13 +64,7 @@ def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[
         out.append(Text("  user:  ", style="bold").append(Text(row["user"])))
         if row["status"] == "missing":
             continue
-        raw, hidden = _clip(row["raw"] or "", lines)
-        body = Text("  model: ", style="bold")
-        body.append(Text(raw.replace("\n", "\n         ")))
-        out.append(body)
-        if hidden:
-            out.append(Text(f"         ... {hidden} more lines (--full shows them)",
-                            style="dim"))
+        out += _answer(row, lines)
         out += _reasoning(row, lines)
         if row["samples"]:
             out.append(Text(f"  {len(row['samples'])} samples voted; the spec below is the "
@@ -86,7 +80,8 @@ def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[
         for k in row["wrong"]:
             sign, style, why = (("~", COLLATERAL, "changed, not asked") if k in row["collateral"]
                                 else ("!", WRONG, "edit not made" if k in row["missed"]
-                                      else "wrong"))
+                                      else "broken: no value of the setting" if spec[k] ==
+                                      "broken" else "wrong"))
             item = Text(f"  {sign} {k} = ", style=style)
             item.append(Text(repr(spec[k]), style=style))
             item.append(Text(f"  oracle {row['oracle'][k]!r}  ({why})"))
@@ -95,6 +90,31 @@ def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[
             if k not in row["wrong"]:  # moved off an earlier mistake without being asked
                 out.append(Text(f"  ~ {k} = {spec[k]!r}  changed, not asked "
                                 "(now equal to the oracle)", style=COLLATERAL))
+    return out
+
+
+def _answer(row: TranscriptTurn, lines: int | None) -> list[Text]:
+    """The model's raw answer (clipped), or on the code track its program's diff: the whole
+    answer only with ``--full``."""
+    diff = row.get("program_diff")
+    out: list[Text] = []
+    if diff is None or lines is None:
+        raw, hidden = _clip(row["raw"] or "", lines)
+        out.append(Text("  model: ", style="bold").append(Text(raw.replace("\n", "\n         "))))
+        if hidden:
+            out.append(Text(f"         ... {hidden} more lines (--full shows them)",
+                            style="dim"))
+    if diff is None:
+        return out
+    if not diff:
+        return [*out, Text("  program: unchanged", style="dim")]
+    shown, hidden = _clip("\n".join(diff), None if lines is None else 2 * lines)
+    out.append(Text("  program diff:", style="bold"))
+    for d in shown.splitlines():
+        style = "green" if d.startswith("+") else "red" if d.startswith("-") else "dim"
+        out.append(Text(f"    {d}", style=style))
+    if hidden:
+        out.append(Text(f"    ... {hidden} more lines (--full shows them)", style="dim"))
     return out
 
 

@@ -168,3 +168,23 @@ def test_a_code_agent_on_the_spec_track_is_one_clear_line(tmp_path: Path) -> Non
 def test_every_scenario_of_the_fixture_is_a_code_scenario() -> None:
     for s in SCENARIOS:
         assert replay(s)  # valid
+
+
+def test_show_gives_each_turns_program_diff_beside_the_observed_spec(played: Path,
+                                                                   scored: dict[str, Any]) -> None:
+    r = run_inproc("show", str(played / "collateral"), "--scenario", "code-undo-last")
+    assert r.returncode == 0, r.stderr
+    change = collateral_change(SCENARIOS[0])
+    assert change is not None
+    assert "program diff:" in r.stdout and "+++ turn 1" in r.stdout
+    assert f"~ {change[0]} = '{change[1]}'" in r.stdout  # the planted change, as collateral
+    assert "program: unchanged" in r.stdout  # the distractor's turn
+
+
+def test_the_report_has_the_code_tracks_section(played: Path, scored: dict[str, Any],
+                                                tmp_path: Path) -> None:
+    html = tmp_path / "r.html"
+    r = run_inproc("report", str(played / "oracle"), str(played / "noop"), "--html", str(html))
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    assert '<section id="code-track">' in page and "bubblewrap" in page
