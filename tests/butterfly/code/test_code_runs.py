@@ -188,3 +188,31 @@ def test_the_report_has_the_code_tracks_section(played: Path, scored: dict[str, 
     assert r.returncode == 0, r.stderr
     page = html.read_text()
     assert '<section id="code-track">' in page and "bubblewrap" in page
+
+
+HOSTILE = '''```python
+import os, socket, sys
+secret = os.environ.get("OPENAI_API_KEY", "")
+open("/tmp/butterfly-hostile-marker", "w").write(secret)
+socket.create_connection(("127.0.0.1", 9), timeout=1)
+while True:
+    os.fork()
+```'''
+
+
+def test_a_hostile_program_is_broken_recorded_and_the_run_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-reaches-the-program")
+    marker = Path("/tmp/butterfly-hostile-marker")
+    marker.unlink(missing_ok=True)
+    with FakeServer(lambda body: HOSTILE) as srv:
+        r = run_inproc("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
+                       str(SUITE), "--limit", "1", "--track", "code", "--out",
+                       str(tmp_path / "r"), "--no-cache")
+    assert r.returncode == 0, r.stderr
+    score = api.score(tmp_path / "r")
+    assert score.code is not None and score.code.turns_observed == 5
+    assert score.code.turns_broken == 5 and score.final_match == 0.0
+    record = json.loads((tmp_path / "r" / observe.OBSERVATIONS).read_text().splitlines()[0])
+    assert set(record["observed"].values()) <= {"broken", "unobserved"}
+    assert not marker.exists()  # nothing written outside its private directory
