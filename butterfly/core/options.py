@@ -89,7 +89,9 @@ class RunOptions:
                       "turn is asked afresh with the initial spec and every edit so far",
                       choices=MODES)
     temperature: float = _opt(DEFAULTS.temperature, "sampling temperature (finite, 0 or more)")
-    max_tokens: int = _opt(DEFAULTS.max_tokens, "most tokens per answer")
+    max_tokens: int | None = _opt(None, f"most tokens per answer (default: "
+                                  f"{DEFAULTS.max_tokens}; {DEFAULTS.code_max_tokens} on the "
+                                  "code track, whose answer is a whole program)")
     concurrency: int = _opt(DEFAULTS.concurrency, "conversations played at once")
     timeout: float = _opt(DEFAULTS.timeout, "seconds per call")
     retries: int = _opt(DEFAULTS.retries, "retries per call after a failure")

@@ -59,6 +59,8 @@ class Defaults:
 
     temperature: float = 0.0
     max_tokens: int = 1024
+    code_max_tokens: int = 4096
+    """The code track's: its answer is a whole program (about 1,000 to 1,300 tokens)."""
     seed: int = 0
     concurrency: int = 1
     timeout: float = 120.0

@@ -302,7 +302,7 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         raise UserError("--max-cost must be a positive number of US dollars")
     n_samples = _samples(o.strategy, o.samples, o.temperature)
     _at_least(concurrency=(o.concurrency, 1), retries=(o.retries, 0),
-              max_tokens=(o.max_tokens, 1), limit=(o.limit, 1),
+              max_tokens=(1 if o.max_tokens is None else o.max_tokens, 1), limit=(o.limit, 1),
               per_category=(o.per_category, 1), repeats=(o.repeats, 1))
     if o.timeout <= 0:
         raise UserError("--timeout must be positive")
@@ -312,7 +312,9 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
     if track == "code":
         chosen = "json"
     return RunParams(
-        temperature=o.temperature, max_tokens=o.max_tokens, seed=o.seed,
+        temperature=o.temperature, seed=o.seed,
+        max_tokens=o.max_tokens if o.max_tokens is not None else
+        DEFAULTS.code_max_tokens if track == "code" else DEFAULTS.max_tokens,
         schema_output=chosen == "schema", strategy=o.strategy, samples=n_samples,
         protocol=chosen, parse=o.parse, limit=o.limit, per_category=o.per_category,
         layouts=parse_layouts(o.layouts), repeats=o.repeats, mode=o.mode,

@@ -216,3 +216,12 @@ def test_a_hostile_program_is_broken_recorded_and_the_run_goes_on(
     record = json.loads((tmp_path / "r" / observe.OBSERVATIONS).read_text().splitlines()[0])
     assert set(record["observed"].values()) <= {"broken", "unobserved"}
     assert not marker.exists()  # nothing written outside its private directory
+
+
+def test_a_code_run_answers_with_room_for_a_whole_program() -> None:
+    from butterfly.core.vocab import DEFAULTS
+
+    assert api.run_params(api.options(suite=str(SUITE), track="code")).max_tokens == 4096
+    assert api.run_params(api.options(suite=str(SUITE))).max_tokens == DEFAULTS.max_tokens
+    assert api.run_params(api.options(suite=str(SUITE), track="code",
+                                      max_tokens=1500)).max_tokens == 1500
