@@ -31,6 +31,8 @@ Transport = Literal["direct", "litellm", "scripted"]
 aiohttp session), litellm, or scripted (no model at all)."""
 CompareMethod = Literal["diff", "fixed", "bh", "ebh", "gs"]
 SequentialMethod = Literal["ebh", "gs"]
+Track = Literal["spec", "code"]
+"""spec: the model keeps the spec (JSON); code: it keeps a program (docs/code-track.md)."""
 
 STRATEGIES: Final[tuple[Strategy, ...]] = get_args(Strategy)
 """Prompting strategies after PromptAudit (seed 001), one template each (docs/strategies.md)."""
@@ -48,6 +50,7 @@ VIAS: Final[tuple[Via, ...]] = get_args(Via)
 COMPARE_METHODS: Final[tuple[CompareMethod, ...]] = get_args(CompareMethod)
 """Regression methods of ``butterfly compare`` (docs/statistics.md)."""
 SEQUENTIAL_METHODS: Final[tuple[SequentialMethod, ...]] = get_args(SequentialMethod)
+TRACKS: Final[tuple[Track, ...]] = get_args(Track)
 
 
 @dataclass(frozen=True)
