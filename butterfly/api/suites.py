@@ -17,8 +17,14 @@ from butterfly.suite.builder import GenerationError
 from butterfly.suite.chains import generate_chains, parse_mix
 from butterfly.suite.code import generate_code_chains, generate_code_mixed
 from butterfly.suite.generate import generate_mixed, paraphrase_variants
-from butterfly.suite.load import BUILTINS, build_builtin, check_code, load_suite, resolve_suite
-from butterfly.suite.load import track_of
+from butterfly.suite.load import (
+    BUILTINS,
+    build_builtin,
+    check_code,
+    load_suite,
+    resolve_suite,
+    track_of,
+)
 from oracle import MAX_TURNS, Scenario, SuiteManifest, replay
 from oracle.readings import Tally, audit
 
