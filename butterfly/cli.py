@@ -30,6 +30,7 @@ from butterfly.core.vocab import (
     PARSE_MODES,
     PROTOCOLS,
     SEQUENTIAL_METHODS,
+    TRACKS,
 )
 from butterfly.core.vocab import DEFAULTS as D
 from butterfly.errors import EXIT_CODES, BudgetStopped, RunFailed, UserError
@@ -78,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="write a suite: a frozen one, or a new seeded mix")
     g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40, "
-                   "butterfly-long, butterfly-hard)")
+                   "butterfly-long, butterfly-hard, butterfly-code)")
+    g.add_argument("--track", choices=TRACKS, default="spec", help="with --count or --lengths: "
+                   "code draws over the code catalogue (no drop turns; docs/code-track.md)")
     g.add_argument("--count", type=int, help="number of scenarios of a new mixed suite")
     g.add_argument("--seed", type=int, help="seed of a new mixed suite (0 when not given)")
     g.add_argument("--paraphrase-variants", type=int, metavar="K",
@@ -99,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("files", nargs="+", metavar="SUITE", help="suite files or frozen suites' names")
     v.add_argument("--readings", action="store_true", help="audit instead: what each second "
                    "reading would change (docs/readings.md)")
+    v.add_argument("--track", choices=TRACKS, help="also hold every suite to this track's rules "
+                   "(default: its manifest's track; code: code-catalogue values, no drop turns)")
     v.set_defaults(func=commands.cmd_validate)
 
     o = sub.add_parser("oracle", help="print the oracle's spec after every turn")

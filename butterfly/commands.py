@@ -46,7 +46,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
     made = api.generate(suite=a.suite, count=a.count, seed=a.seed, lengths=a.lengths,
                         per_length=a.per_length, ops=a.ops,
-                        paraphrase_variants=a.paraphrase_variants)
+                        paraphrase_variants=a.paraphrase_variants, track=a.track)
     _write(a.out, suite_jsonl(made.scenarios))
     if made.manifest is not None and a.manifest:
         _write(a.manifest, made.manifest.model_dump_json(indent=2) + "\n")
@@ -63,7 +63,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
         for r in api.audit_readings(a.files):
             print(readings_table(str(r.path), r.scenarios, r.tallies))
         return 0
-    for c in api.validate(a.files):
+    for c in api.validate(a.files, track=a.track):
         print(f"{c.path}: {c.scenarios} scenarios, {c.turns} turns: valid")
     return 0
 

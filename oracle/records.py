@@ -212,6 +212,10 @@ class SuiteManifest(BaseModel):
     schema_version: Literal[1] = SCHEMA_VERSION
     name: str
     version: int = Field(ge=1, description="The suite's own version (docs/suite-changelog.md).")
+    track: Literal["spec", "code"] = Field(
+        default="spec", description="What the model keeps: the spec (JSON) or a program "
+        "(docs/code-track.md); a code suite holds code-catalogue values only, no drop turns."
+    )
     file: str
     generator_version: str
     seed: int

@@ -11,11 +11,20 @@ from typing import NamedTuple
 
 from butterfly.core.parse import main_parse
 from butterfly.core.prompts import few_shot_clash
+from butterfly.core.vocab import TRACKS, Track
 from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
 from butterfly.suite.chains import generate_chains, parse_mix
+from butterfly.suite.code import generate_code_chains, generate_code_mixed
 from butterfly.suite.generate import generate_mixed, paraphrase_variants
-from butterfly.suite.load import build_builtin, load_suite, resolve_suite
+from butterfly.suite.load import (
+    BUILTINS,
+    build_builtin,
+    check_code,
+    load_suite,
+    resolve_suite,
+    track_of,
+)
 from oracle import MAX_TURNS, Scenario, SuiteManifest, replay
 from oracle.readings import Tally, audit
 
@@ -30,10 +39,13 @@ class Generated:
 
 def generate(*, suite: str | None = None, count: int | None = None, seed: int | None = None,
              lengths: str | list[int] | None = None, per_length: int | None = None,
-             ops: str | None = None, paraphrase_variants: int | None = None) -> Generated:
+             ops: str | None = None, paraphrase_variants: int | None = None,
+             track: Track = "spec") -> Generated:
     """``butterfly generate``: a frozen suite rebuilt byte for byte (``suite``), a seeded mix of
     ``count`` scenarios, or chains of exactly ``lengths`` turns (``per_length`` each, op
-    weights ``ops``); ``paraphrase_variants`` poses each scenario K times re-worded."""
+    weights ``ops``); ``paraphrase_variants`` poses each scenario K times re-worded. ``track``
+    "code" draws over the code catalogue (docs/code-track.md, "The suite")."""
+    _track_given(track, suite, paraphrase_variants)
     if suite is not None:
         if any(x is not None for x in (count, seed, lengths, ops, per_length)):
             raise UserError("generate: --suite rebuilds a frozen suite; it takes no "
@@ -42,31 +54,44 @@ def generate(*, suite: str | None = None, count: int | None = None, seed: int | 
         return Generated(scenarios, manifest)
     s = 0 if seed is None else seed
     try:
-        drawn = (_chains(lengths, per_length, ops, count, s) if lengths is not None
-                 else _mixed(count, ops, per_length, s))
+        drawn = (_chains(lengths, per_length, ops, count, s, track) if lengths is not None
+                 else _mixed(count, ops, per_length, s, track))
         return Generated(_variants(drawn, paraphrase_variants))
     except GenerationError as e:
         raise UserError(f"generate: {e}") from None
 
 
+def _track_given(track: str, suite: str | None, variants: int | None) -> None:
+    """Refuse (one line) a track that is none, or that does not go with the other arguments."""
+    if track not in TRACKS:
+        raise UserError(f"generate: --track takes {' or '.join(TRACKS)}, not {track!r}")
+    if track == "code" and suite is not None and suite in BUILTINS \
+            and BUILTINS[suite].track != "code":
+        raise UserError(f"generate: {suite} is a suite of the spec track, not the code track")
+    if track == "code" and variants is not None:
+        raise UserError("generate: --paraphrase-variants is not built for the code track yet")
+
+
 def _chains(lengths: str | list[int], per_length: int | None, ops: str | None,
-            count: int | None, seed: int) -> list[Scenario]:
+            count: int | None, seed: int, track: Track = "spec") -> list[Scenario]:
     if count is not None:
         raise UserError("generate: --lengths builds chains by length; give --per-length K "
                         "instead of --count")
     mix = None if ops is None else parse_mix(ops)
     per = 12 if per_length is None else per_length
+    if track == "code":
+        return generate_code_chains(_lengths(lengths), per, seed, prefix=f"s{seed}", mix=mix)
     return generate_chains(_lengths(lengths), per, seed, prefix=f"s{seed}", mix=mix)
 
 
 def _mixed(count: int | None, ops: str | None, per_length: int | None,
-           seed: int) -> list[Scenario]:
+           seed: int, track: Track = "spec") -> list[Scenario]:
     if count is None:
         raise UserError("generate: give --suite NAME, --count N or --lengths L,.. "
                         "(with --seed S)")
     if ops is not None or per_length is not None:
         raise UserError("generate: --ops and --per-length go with --lengths")
-    return generate_mixed(count, seed)
+    return generate_code_mixed(count, seed) if track == "code" else generate_mixed(count, seed)
 
 
 def _variants(scenarios: list[Scenario], k: int | None) -> list[Scenario]:
@@ -97,12 +122,16 @@ class SuiteCheck(NamedTuple):
     turns: int
 
 
-def validate(files: list[str]) -> list[SuiteCheck]:
+def validate(files: list[str], track: Track | None = None) -> list[SuiteCheck]:
     """``butterfly validate``: each suite (a file or a frozen suite's name) checked; the first
-    violation is one clear line. A turn worded like the few-shot example is refused too."""
+    violation is one clear line. A turn worded like the few-shot example is refused too. A
+    suite of the code track (its manifest's ``track``, or ``track="code"``) is also held to the
+    code track's rules (``butterfly.suite.code_rules``)."""
     checks = []
     for path in (resolve_suite(f) for f in files):
         scenarios = load_suite(path)
+        if track == "code" and track_of(path) != "code":  # else load_suite checked them
+            check_code(path, scenarios)
         for s in scenarios:
             _few_shot_free(path, s)
         checks.append(SuiteCheck(path, len(scenarios), sum(len(s.turns) for s in scenarios)))

@@ -23,8 +23,6 @@ RunStatus = Literal["running", "complete", "incomplete", "interrupted", "failed"
 """``failed``: the provider refused the run's calls (the manifest's ``failure`` says why).
 ``budget``: stopped by ``--max-cost`` before a call could exceed it (re-run with a larger
 budget to complete it)."""
-Track = Literal["spec", "code"]
-"""What a model keeps up to date: the spec as JSON, or the program (contract section 7)."""
 Via = Literal["auto", "litellm"]
 """``--via``: auto takes the fast path where it applies (an OpenAI-compatible ``--api-base``,
 ``local/...``) and litellm elsewhere; litellm forces litellm."""
@@ -33,6 +31,8 @@ Transport = Literal["direct", "litellm", "scripted"]
 aiohttp session), litellm, or scripted (no model at all)."""
 CompareMethod = Literal["diff", "fixed", "bh", "ebh", "gs"]
 SequentialMethod = Literal["ebh", "gs"]
+Track = Literal["spec", "code"]
+"""spec: the model keeps the spec (JSON); code: it keeps a program (docs/code-track.md)."""
 
 STRATEGIES: Final[tuple[Strategy, ...]] = get_args(Strategy)
 """Prompting strategies after PromptAudit (seed 001), one template each (docs/strategies.md)."""

@@ -75,7 +75,20 @@ def scenario_seed(suite_seed: int, category: str, index: int) -> int:
 
 
 class Builder:
-    """A scenario under construction; every turn is accepted only if the oracle agrees."""
+    """A scenario under construction; every turn is accepted only if the oracle agrees.
+
+    The class attributes say what it draws from: the spec track's whole catalogue here; the
+    code track's :class:`butterfly.suite.code.CodeBuilder` narrows them (a recipe's settings
+    outside ``keys`` are skipped, so the same recipes serve both tracks)."""
+
+    keys: tuple[str, ...] = KEYS
+    """The settings a turn may target or name."""
+    drops: bool = True
+    """Whether a turn may drop a setting (make it unspecified)."""
+
+    def domain(self, key: str) -> tuple[str, ...]:
+        """The values a turn may give ``key``."""
+        return BY_KEY[key].domain
 
     def __init__(self, rng: random.Random, initial: dict[str, str]) -> None:
         self.rng = rng
@@ -136,11 +149,12 @@ class Builder:
         return FAMILIES[family][i].format(**fields), f"{family}.{i}"
 
     def set(self, settings: Sequence[str] = KEYS, value: str | None = None) -> bool:
-        order = list(settings)
+        order = [k for k in settings if k in self.keys]
         self.rng.shuffle(order)
         for key in order:
             s = BY_KEY[key]
-            values = [v for v in s.domain if v != self.spec[key]] if value is None else [value]
+            values = ([v for v in self.domain(key) if v != self.spec[key]] if value is None
+                      else [value])
             self.rng.shuffle(values)
             for v in values:
                 if self.stops_applying(key, v):
@@ -152,7 +166,9 @@ class Builder:
         return False
 
     def drop(self, settings: Sequence[str] = KEYS) -> bool:
-        order = list(settings)
+        if not self.drops:
+            return False
+        order = [k for k in settings if k in self.keys]
         self.rng.shuffle(order)
         for key in order:
             if self.stops_applying(key, UNSPECIFIED):
@@ -199,13 +215,13 @@ class Builder:
         return any(self.undo_ref_of(key) for key in dict.fromkeys(self.changed()))
 
     def distractor(self) -> bool:
-        keys = list(KEYS)
+        keys = list(self.keys)
         self.rng.shuffle(keys)
         for key in keys[:6]:
             s = BY_KEY[key]
             i = self.rng.randrange(DRAWN["distractor"])
             if i in DISTRACTOR_MENTIONS_VALUE:
-                values = [v for v in s.domain if v != self.spec[key]]
+                values = [v for v in self.domain(key) if v != self.spec[key]]
                 phrase = s.phrase(self.rng.choice(values))
             else:
                 phrase = ""
@@ -218,10 +234,11 @@ class Builder:
         """A set by indirect reference ("double the timeout"), its value resolved here."""
         spec = self.spec
         options: list[tuple[str, str, str]] = []
-        out_domain = BY_KEY["output_format"].domain
+        out_domain = self.domain("output_format")
         if spec["input_format"] in out_domain and spec["output_format"] != spec["input_format"]:
             options.append(("indirect.same_format", "output_format", spec["input_format"]))
         doubled = {"30": "60", "60": "120"}.get(spec["timeout_seconds"])
+        doubled = doubled if "timeout_seconds" in self.keys else None
         if doubled:
             options.append(("indirect.double_timeout", "timeout_seconds", doubled))
         tenfold = {"1000": "10000", "10000": "100000"}.get(spec["max_rows"])
@@ -268,13 +285,14 @@ checks that every op has one)."""
 
 
 def build(recipe: Callable[[Builder], None], seed: int, tries: int, category: str,
-          scenario_id: str, keep: Callable[[Scenario], bool] = lambda s: True
-          ) -> Scenario | None:
+          scenario_id: str, keep: Callable[[Scenario], bool] = lambda s: True,
+          make: Callable[[random.Random], Builder] | None = None) -> Scenario | None:
     """The first candidate of ``recipe`` (one random stream from ``seed``, ``tries`` candidates
-    at most) that does not give up and that ``keep`` accepts; None if there is none."""
+    at most) that does not give up and that ``keep`` accepts; None if there is none. ``make``
+    starts a candidate (default: a :class:`Builder` from the canonical initial spec)."""
     rng = random.Random(seed)
     for _ in range(tries):
-        b = Builder(rng, canonical_initial())
+        b = Builder(rng, canonical_initial()) if make is None else make(rng)
         try:
             recipe(b)
         except Retry:

@@ -3,7 +3,8 @@ mixed by weight, undo and references reaching far back, couplings switched on an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from butterfly.core.vocab import CHAIN_MIX
@@ -105,20 +106,26 @@ def _switched_on(specs: list[dict[str, str]], and_off: bool) -> bool:
     return False
 
 
+Make = Callable[[random.Random], Builder]
+"""Starts a candidate (``builder.build``'s ``make``; the code track's builder)."""
+
+
 def generate_chain(length: int, seed: int, scenario_id: str,
-                   mix: dict[str, int] | None = None) -> Scenario:
+                   mix: dict[str, int] | None = None, make: Make | None = None) -> Scenario:
     """One valid chain of exactly ``length`` turns from ``seed`` (category long_chain)."""
     if not 1 <= length <= MAX_TURNS:
         raise GenerationError(f"a chain has 1 to {MAX_TURNS} turns, not {length}")
     weights = dict(DEFAULT_MIX if mix is None else mix)
-    s = build(lambda b: _chain(b, length, weights), seed, 50, "long_chain", scenario_id)
+    s = build(lambda b: _chain(b, length, weights), seed, 50, "long_chain", scenario_id,
+              make=make)
     if s is not None:
         return s
     raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
 
 
 def generate_chains(lengths: Sequence[int], per_length: int, seed: int, prefix: str = "long",
-                    mix: dict[str, int] | None = None) -> list[Scenario]:
+                    mix: dict[str, int] | None = None, make: Make | None = None
+                    ) -> list[Scenario]:
     """``per_length`` chains of each length; ids ``{prefix}-{length:03d}-{nn}``."""
     if per_length < 1:
         raise GenerationError("a suite needs at least one chain per length")
@@ -126,7 +133,8 @@ def generate_chains(lengths: Sequence[int], per_length: int, seed: int, prefix: 
     for length in lengths:
         for i in range(1, per_length + 1):
             sseed = scenario_seed(seed, f"chain-{length}", i)
-            out.append(generate_chain(length, sseed, f"{prefix}-{length:03d}-{i:02d}", mix))
+            out.append(generate_chain(length, sseed, f"{prefix}-{length:03d}-{i:02d}", mix,
+                                      make))
     return out
 
 

@@ -165,6 +165,8 @@ _RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
     "indirect_ref": _indirect_ref,
 }
 assert tuple(_RECIPES) == CATEGORIES
+RECIPES: Final = _RECIPES
+"""The recipe of each category (the code track's generator reuses them on its builder)."""
 
 
 def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:

@@ -19,6 +19,8 @@ from pydantic import ValidationError
 from butterfly.core.vocab import Track
 from butterfly.errors import UserError
 from butterfly.suite.chains import generate_chains
+from butterfly.suite.code import CODE_COUNTS, CODE_MAX_TURNS, generate_code
+from butterfly.suite.code_rules import code_violation
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
 from butterfly.suite.hard import generate_hard
 from oracle import CATEGORIES, OPS, Scenario, SuiteManifest, check, turn_limit
@@ -174,7 +176,25 @@ def load_suite(path: Path | str, played: bool = False, readings: bool = True) ->
         if len(s.turns) > limit:
             raise SuiteError(f"{path}:{n}: scenario {s.id}: {len(s.turns)} turns, but the suite's "
                              f"turn limit is {limit}")
+    if manifest is not None and manifest.track == "code":
+        check_code(path, scenarios)
     return scenarios
+
+
+def check_code(path: Path, scenarios: list[Scenario]) -> None:
+    """Raise :class:`SuiteError` (one line) at the first scenario that breaks a rule of the code
+    track (``butterfly.suite.code_rules``)."""
+    for n, s in enumerate(scenarios, 1):
+        reason = code_violation(s)
+        if reason is not None:
+            raise SuiteError(f"{path}:{n}: scenario {s.id}: {reason} (a code-track suite)")
+
+
+def track_of(suite: Path | str) -> Track:
+    """The track of a suite (a file or a frozen suite's name): its manifest's, "spec" when it
+    has none."""
+    manifest = load_manifest(resolve_suite(str(suite)))
+    return "spec" if manifest is None else manifest.track
 
 
 def dumps_suite(scenarios: list[Scenario]) -> str:
@@ -200,13 +220,6 @@ def load_manifest(suite_path: Path) -> SuiteManifest | None:
         raise SuiteError(f"{mpath}: {_where(e)}") from None
 
 
-def track_of(suite_path: Path) -> Track:
-    """The track a suite is played on: its manifest's (``spec`` when it has none)."""
-    manifest = load_manifest(suite_path)
-    track: Track = getattr(manifest, "track", "spec") if manifest is not None else "spec"
-    return track
-
-
 @dataclass(frozen=True, slots=True)
 class Builtin:
     """A frozen suite the generator rebuilds byte for byte."""
@@ -214,12 +227,14 @@ class Builtin:
     seed: int
     version: int
     """The suite's own version; docs/suite-changelog.md lists what changed and why."""
+    track: Track = "spec"
 
 
 BUILTINS: Final = {
     "butterfly-40": Builtin(seed=40, version=3),
     "butterfly-long": Builtin(seed=4080, version=2),
     "butterfly-hard": Builtin(seed=1315, version=2),
+    "butterfly-code": Builtin(seed=1414, version=1, track="code"),
 }
 BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
@@ -268,12 +283,14 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         ordered = [
             s for c in CATEGORIES for s in (*handwritten, *generated) if s.category == c
         ]
+    elif name == "butterfly-code":
+        ordered = generate_code(CODE_COUNTS, seed)
     elif name == "butterfly-long":
         ordered = generate_chains(LONG_LENGTHS, LONG_PER_LENGTH, seed)
         lengths = {str(n): LONG_PER_LENGTH for n in LONG_LENGTHS}
     else:
         ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
-    limit = turn_limit(name)
+    limit = CODE_MAX_TURNS if BUILTINS[name].track == "code" else turn_limit(name)
     too_long = next((s for s in ordered if len(s.turns) > limit), None)
     if too_long is not None:  # pragma: no cover - the builders respect the limit
         raise SuiteError(f"{name}: {too_long.id} has {len(too_long.turns)} turns (limit {limit})")
@@ -281,6 +298,7 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     manifest = SuiteManifest(
         name=name,
         version=version,
+        track=BUILTINS[name].track,
         file=f"scenarios/{name}.jsonl",
         generator_version=GENERATOR_VERSION,
         seed=seed,

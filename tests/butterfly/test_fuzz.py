@@ -231,7 +231,7 @@ FLAGS = {
     "sequential": ["--cap", "--q", "--limit", "--per-category", "--temperature", "--timeout",
                    "--concurrency", "--retries", "--method", "--max-tokens"],
     "generate": ["--count", "--seed", "--paraphrase-variants", "--lengths", "--per-length",
-                 "--ops", "--suite"],
+                 "--ops", "--suite", "--track"],
     "calibrate": ["--q", "--reshuffles", "--m", "--reps", "--seed"],
     "show": ["--scenario", "--layout", "--repeat", "--lines"],
     "compare": ["--method", "--q", "--k", "--cap", "--layout", "--seed"],

@@ -30,7 +30,8 @@ def assert_one_reading(scenarios: list[oracle.Scenario]) -> None:
             assert not hits, (s.id, hits)
 
 
-@pytest.mark.parametrize("name", ["butterfly-40", "butterfly-hard", "butterfly-long"])
+@pytest.mark.parametrize("name", ["butterfly-40", "butterfly-hard", "butterfly-long",
+                                  "butterfly-code"])
 def test_frozen_suites_have_one_reading(name: str) -> None:
     assert_one_reading(load_suite(SCENARIOS / f"{name}.jsonl"))
 

@@ -14,7 +14,7 @@ import oracle
 from oracle.catalogue import SPEC_VALUES, apply_couplings, inapplicable
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-SUITES = ("butterfly-40", "butterfly-long", "butterfly-hard")
+SUITES = ("butterfly-40", "butterfly-long", "butterfly-hard", "butterfly-code")
 
 
 def _load(name: str) -> list[oracle.Scenario]:
