@@ -43,16 +43,21 @@ BEHAVIOUR: Final[tuple[str, ...]] = (
     "stderr. Nothing else is ever written to stderr, and the exit status is 0 otherwise.",
     "The records, in this order: unreadable records handled, then duplicates dropped (a record "
     "equal to an earlier one in every column; the first is kept), then sorted by the first "
-    "column compared as text (a stable sort; descending is its reverse), then the first "
-    "max_rows records kept. The row limit counts readable records after the other three steps.",
+    "column compared as text, a missing value as the empty string (Python's stable sort; "
+    "descending is reverse=True, so records with equal first columns keep their order), then "
+    "the first max_rows records kept. The row limit counts readable records after the other three steps.",
     "Output: every value that is an ISO date (YYYY-MM-DD) is printed in the date format (us: "
-    "MM/DD/YYYY, eu: DD/MM/YYYY, unix: seconds since 1970-01-01 at UTC midnight of that day). A "
+    "MM/DD/YYYY, eu: DD/MM/YYYY, unix: the whole number of seconds from 1970-01-01 to UTC "
+    "midnight of that day, as 1711324800 for 2024-03-25). A "
     "missing value is printed as the null marker in CSV, Markdown and HTML (empty: nothing), and "
     "is JSON null in JSON and JSON Lines. CSV output is always comma-separated with a header row "
     "(the delimiter and the header row describe the input); the quoting style applies to CSV "
-    "output only (none: a comma inside a field is escaped with a backslash). JSON and JSON Lines "
-    "write non-ASCII characters as themselves. HTML output is a table with a header row; "
-    "Markdown a table with a header row and a separator row. Every line ends with the line "
+    "output only (minimal: quotes only around a field that needs them; all: around every "
+    "field, an empty one too; none: no quotes, and a comma, quote or backslash inside a field "
+    "is escaped with a backslash, as the csv module's QUOTE_NONE with escapechar does). JSON and JSON Lines "
+    "write non-ASCII characters as themselves. HTML output is a table with a header row, "
+    "each value escaped (html.escape); Markdown a table with a header row and a separator "
+    "row, a | inside a value escaped as \\|. Every line ends with the line "
     "ending, the last one too. The output is encoded with the encoding (UTF-16 output starts "
     "with a byte-order mark), and compression wraps the whole file (gzip or bz2).",
 )
@@ -61,14 +66,17 @@ BEHAVIOUR: Final[tuple[str, ...]] = (
 KEEP_THE_CODE: Final = (
     "Some settings do not show while others hold: the delimiter and the header row while the "
     "input is JSON or JSON Lines, the quoting style while the output is not CSV, the null marker "
-    "while the output is JSON or JSON Lines. Keep the code for such a setting, unchanged, while "
-    "it does not apply: it applies again when the other setting comes back, and its value is "
-    "then the one in effect."
+    "while the output is JSON or JSON Lines. Such a setting keeps its value while it does not "
+    "apply, and it applies again when the other setting comes back. So keep its code in the "
+    "program, unchanged, even while nothing calls it: the CSV reading code (with its delimiter "
+    "and header row) while the input is JSON, the CSV writing code (with its quoting) while the "
+    "output is another format, the code that prints the null marker while the output is JSON."
 )
 """The keep-the-code rule: a reader must not take "no longer applies" as leave to delete."""
 
 ANSWER_FORMAT: Final = (
-    "Reply with the complete program after this message in one fenced ```python block. Change "
+    "Reply with the complete program after this message in one fenced ```python block (a "
+    "sentence before it is fine: the program is the last python block of your reply). Change "
     "only what the message asks for (and what a coupling rule forces); when it asks for no "
     "change, reply with the program unchanged."
 )
@@ -99,7 +107,8 @@ def system_message() -> str:
         "",
         KEEP_THE_CODE,
         "",
-        CHANGES.replace("sets a value or removes a requirement", "sets a value"),
+        CHANGES.replace("sets a value or removes a requirement", "sets a value").replace(
+            "its effect on the spec", "its effect on the settings"),
         "",
         ANSWER_FORMAT,
     ]
