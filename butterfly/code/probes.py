@@ -221,7 +221,7 @@ def read(data: bytes) -> Reading | None:
         compression, raw = decompress(data)
         encoding, text = decode(raw)
         fmt, header, rows = _table(text)
-    except (OSError, EOFError, ValueError, UnicodeDecodeError):
+    except (OSError, EOFError, ValueError, UnicodeDecodeError, csv.Error):
         return None
     return Reading(compression, encoding, line_endings(text), fmt, text, header, rows)
 
