@@ -131,9 +131,12 @@ def report_observation(specs: list[dict[str, str]]) -> bool:
     config = probes.key({k: canonical()[k] for k in INPUT_SIDE})
     probes.limit_input.cache_clear()
     c0 = cpu()
-    probes.limit_input(config, probes.BIG)
+    big = {ARGS[0]: probes.limit_input(config, probes.BIG)}
     print(f"  cold build of one row-limit input ({probes.BIG:,} records, cached afterwards): "
           f"{cpu() - c0:.3f} s CPU")
+    alone = timed(functools.partial(run_program, render(canonical()), ARGS, b"", 30.0, big), 3)
+    print(f"  the canonical program's row-limit run alone: {alone[0]:.3f} s CPU, "
+          f"{alone[1]:.3f} s wall (median of 3)")
     return not failed
 
 

@@ -2,13 +2,14 @@
 
 Four kinds of run, each observing several settings at once: the small probe (the input side,
 the output's format, encoding, compression, line endings, dates, missing values, quoting, and the
-records' order and duplicates), the encoding probe (Latin-1 input, only when UTF-8 is expected),
-the error probe (one unreadable record: the error policy) and the row-limit probe (more records
-than the largest limit, or one more than the expected limit). The expected spec chooses the
-probe inputs to try first and says which settings are observable; values come from behaviour
-only: the source is never read and no output is compared with the reference program's bytes.
-Probe inputs are built once per configuration (``probes.small_input``, ``probes.limit_input``);
-the runs after the small probe are independent and run side by side (``PARALLEL``).
+records' order and duplicates), the encoding probe (Latin-1 input, when the configuration read
+is UTF-8), the error probe (one unreadable record: the error policy) and the row-limit probe
+(more records than the largest limit, or one more than the expected limit). The expected spec
+chooses the probe inputs to try first and says which settings are observable; values come from
+behaviour only: the source is never read and no output is compared with the reference
+program's bytes. Probe inputs are built once per configuration (``probes.small_input``,
+``probes.limit_input``); the runs after the small probe are independent and run side by side
+(``PARALLEL``).
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def read_encoding(config: Mapping[str, str], reading: probes.Reading,
                   latin: probes.Reading | None) -> str:
     """Input and output encoding. Latin-1 decodes any bytes, so a Latin-1 program passes UTF-8
     through unchanged: ``latin``, a run with Latin-1 input, tells the two apart (a UTF-8 program
-    cannot read it). When Latin-1 is expected the small probe was that run already."""
+    cannot read it). When the configuration read is Latin-1, the small probe was that run."""
     if config["encoding"] == "utf-16":
         return "utf-16" if reading.encoding == "utf-16" else BROKEN
     if config["encoding"] == "latin-1":
@@ -200,6 +201,8 @@ def observe_limit(source: str, config: Mapping[str, str], expect: Mapping[str, s
 
 def _later(source: str, config: Mapping[str, str], expect: Mapping[str, str], timeout: float
            ) -> tuple[Future[str], Future[Outcome], Future[probes.Reading | None] | None]:
+    """The runs after the small probe, which do not depend on each other: the row limit, the
+    error probe and (UTF-8 read) the encoding probe, ``PARALLEL`` at a time; all done on return."""
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
         limit = pool.submit(observe_limit, source, config, expect, timeout)
         errors = pool.submit(_small, source, config, timeout, 2)

@@ -1,6 +1,7 @@
 """Probe inputs and readings of output bytes (pure: no program runs here).
 
-A probe input is built for an input configuration (format, delimiter, header row, encoding).
+A probe input is built for an input configuration (format, delimiter, header row, encoding),
+once: ``small_input`` and ``limit_input`` are cached per configuration (pure functions).
 A reading turns an output file's bytes into values: its compression from the magic bytes, its
 encoding from a byte-order mark or the bytes of a non-ASCII name, its line endings, its format
 by shape, and its records as rows of values, whatever the layout around them (an HTML table in a
@@ -42,7 +43,7 @@ BIG: Final = 100_001
 
 LIMIT_COLUMNS: Final = ("id",)
 """The row-limit probe's one column (the header's names are the columns, so a narrow record is
-as readable as a wide one, and costs the program a third as much)."""
+as readable as a wide one, and costs the program about half as much)."""
 
 Config = tuple[tuple[str, str], ...]
 """An input configuration as a hashable key (sorted items), for the cached inputs below."""
