@@ -1,17 +1,22 @@
 """The extractor: any program -> the spec its behaviour shows (contract section 7).
 
-Three kinds of run, each observing several settings at once: the small probe (the input side,
+Four kinds of run, each observing several settings at once: the small probe (the input side,
 the output's format, encoding, compression, line endings, dates, missing values, quoting, and the
-records' order and duplicates), the error probe (one unreadable record: the error policy) and the
-row-limit probe (more records than the largest limit). The expected spec chooses the probe
-inputs to try first and says which settings are observable; values come from behaviour only:
-the source is never read and no output is compared with the reference program's bytes.
+records' order and duplicates), the encoding probe (Latin-1 input, when the configuration read
+is UTF-8), the error probe (one unreadable record: the error policy) and the row-limit probe
+(more records than the largest limit, or one more than the expected limit). The expected spec
+chooses the probe inputs to try first and says which settings are observable; values come from
+behaviour only: the source is never read and no output is compared with the reference
+program's bytes. Probe inputs are built once per configuration (``probes.small_input``,
+``probes.limit_input``); the runs after the small probe are independent and run side by side
+(``PARALLEL``).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Final
 
 from butterfly.code import probes
 from butterfly.code.catalogue import BROKEN, DOMAINS, INPUT_SIDE, KEYS, UNOBSERVED, observable
@@ -21,19 +26,19 @@ ARGS = ["input.dat", "output.dat"]
 NAMES = {r[0]: r[1] for r in probes.SMALL}
 NOTES = {r[0]: r[3] for r in probes.SMALL if r[3] is not None}
 NULLS = {"": "empty", "NA": "NA", "null": "null"}
-LIMITS = {1000: "1000", 10000: "10000", 100000: "100000", probes.BIG: "none"}
+LIMITS = {1000: "1000", 10000: "10000", 100000: "100000"}
+PARALLEL: Final = 2
+"""Runs of one program at a time after the small probe (the development machine's 2 cores)."""
 
 
-def _run(source: str, config: Mapping[str, str], rows: list[probes.Row], timeout: float,
-         bad_at: int | None = None) -> Outcome:
-    data = probes.make_input(config, rows, bad_at)
+def _run(source: str, data: bytes, timeout: float) -> Outcome:
     return run_program(source, ARGS, b"", timeout, {ARGS[0]: data})
 
 
-@functools.lru_cache(maxsize=8)
-def _big_input(config: tuple[tuple[str, str], ...]) -> bytes:
-    """The row-limit probe's input (built once per input configuration)."""
-    return probes.make_input(dict(config), probes.big_rows())
+def _small(source: str, config: Mapping[str, str], timeout: float,
+           bad_at: int | None = None) -> Outcome:
+    """A run on the small probe in ``config`` (with ``bad_at``: the error probe)."""
+    return _run(source, probes.small_input(probes.key(config), bad_at), timeout)
 
 
 def _reading(outcome: Outcome) -> probes.Reading | None:
@@ -84,9 +89,8 @@ def candidates(expect: Mapping[str, str]) -> Iterator[dict[str, str]]:
 def find_input(source: str, expect: Mapping[str, str], timeout: float
                ) -> tuple[dict[str, str], Outcome, probes.Reading] | None:
     """The first input configuration the program reads correctly, with its small-probe run."""
-    rows: list[probes.Row] = [list(r) for r in probes.SMALL]
     for config in candidates(expect):
-        outcome = _run(source, config, rows, timeout)
+        outcome = _small(source, config, timeout)
         reading = _reading(outcome)
         if reading is not None and _records_match(reading):
             return config, outcome, reading
@@ -133,18 +137,23 @@ def read_small(config: Mapping[str, str], reading: probes.Reading) -> dict[str, 
     return found
 
 
-def read_encoding(source: str, config: Mapping[str, str], reading: probes.Reading,
-                  timeout: float) -> str:
+def read_encoding(config: Mapping[str, str], reading: probes.Reading,
+                  latin: probes.Reading | None) -> str:
     """Input and output encoding. Latin-1 decodes any bytes, so a Latin-1 program passes UTF-8
-    through unchanged: one more run, with Latin-1 input, tells the two apart (a UTF-8 program
-    cannot read it)."""
+    through unchanged: ``latin``, a run with Latin-1 input, tells the two apart (a UTF-8 program
+    cannot read it). When the configuration read is Latin-1, the small probe was that run."""
     if config["encoding"] == "utf-16":
         return "utf-16" if reading.encoding == "utf-16" else BROKEN
-    rows: list[probes.Row] = [list(r) for r in probes.SMALL]
-    latin = _reading(_run(source, {**config, "encoding": "latin-1"}, rows, timeout))
+    if config["encoding"] == "latin-1":
+        latin = reading
     if latin is not None and _records_match(latin):
         return "latin-1" if latin.encoding in ("latin-1", None) else BROKEN
     return "utf-8" if reading.encoding in ("utf-8", None) else BROKEN
+
+
+def latin_probe(source: str, config: Mapping[str, str], timeout: float) -> probes.Reading | None:
+    """The encoding probe: the small probe in Latin-1."""
+    return _reading(_small(source, {**config, "encoding": "latin-1"}, timeout))
 
 
 def read_errors(outcome: Outcome, quiet: bytes) -> str:
@@ -161,12 +170,45 @@ def read_errors(outcome: Outcome, quiet: bytes) -> str:
     return "warn" if louder else "skip"
 
 
-def read_limit(outcome: Outcome) -> str:
-    """The row limit from a run over ``probes.BIG`` distinct records."""
+def limit_sizes(expect: Mapping[str, str]) -> list[int]:
+    """Record counts of the row-limit probe, smallest first: one more than the expected limit
+    (it shows that limit, or any smaller one), then ``probes.BIG`` (it shows every limit)."""
+    expected = expect["max_rows"]
+    return [int(expected) + 1, probes.BIG] if expected in ("1000", "10000") else [probes.BIG]
+
+
+def read_limit(outcome: Outcome, size: int) -> str | None:
+    """The row limit from a run over ``size`` distinct records; None when all of them came out
+    of fewer than ``probes.BIG`` (the limit, if any, is larger: a bigger probe tells)."""
     if not outcome.ok or ARGS[1] not in outcome.files:
         return BROKEN
     count = probes.count_records(outcome.files[ARGS[1]])
-    return BROKEN if count is None else LIMITS.get(count, BROKEN)
+    if count == size:
+        return "none" if size == probes.BIG else None
+    return LIMITS.get(count, BROKEN) if count is not None and count < size else BROKEN
+
+
+def observe_limit(source: str, config: Mapping[str, str], expect: Mapping[str, str],
+                  timeout: float) -> str:
+    """The row limit, from the smallest probe that shows it."""
+    for size in limit_sizes(expect):
+        value = read_limit(_run(source, probes.limit_input(probes.key(config), size), timeout),
+                           size)
+        if value is not None:
+            return value
+    return BROKEN
+
+
+def _later(source: str, config: Mapping[str, str], expect: Mapping[str, str], timeout: float
+           ) -> tuple[Future[str], Future[Outcome], Future[probes.Reading | None] | None]:
+    """The runs after the small probe, which do not depend on each other: the row limit, the
+    error probe and (UTF-8 read) the encoding probe, ``PARALLEL`` at a time; all done on return."""
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        limit = pool.submit(observe_limit, source, config, expect, timeout)
+        errors = pool.submit(_small, source, config, timeout, 2)
+        latin = (pool.submit(latin_probe, source, config, timeout)
+                 if config["encoding"] == "utf-8" else None)
+    return limit, errors, latin
 
 
 def extract(source: str, expect: Mapping[str, str], timeout: float = 10.0) -> dict[str, str]:
@@ -178,9 +220,8 @@ def extract(source: str, expect: Mapping[str, str], timeout: float = 10.0) -> di
         return {k: UNOBSERVED if k in hidden else BROKEN for k in KEYS}
     config, small, reading = found
     values = read_small(config, reading)
-    small_rows: list[probes.Row] = [list(r) for r in probes.SMALL]
-    values["encoding"] = read_encoding(source, config, reading, timeout)
-    values["on_error"] = read_errors(_run(source, config, small_rows, timeout, 2), small.stderr)
-    big = {ARGS[0]: _big_input(tuple(sorted(config.items())))}
-    values["max_rows"] = read_limit(run_program(source, ARGS, b"", timeout, big))
+    limit, errors, latin = _later(source, config, expect, timeout)
+    values["encoding"] = read_encoding(config, reading, latin.result() if latin else None)
+    values["on_error"] = read_errors(errors.result(), small.stderr)
+    values["max_rows"] = limit.result()
     return {k: UNOBSERVED if k in hidden else values[k] for k in KEYS}

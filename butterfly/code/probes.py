@@ -1,6 +1,7 @@
 """Probe inputs and readings of output bytes (pure: no program runs here).
 
-A probe input is built for an input configuration (format, delimiter, header row, encoding).
+A probe input is built for an input configuration (format, delimiter, header row, encoding),
+once: ``small_input`` and ``limit_input`` are cached per configuration (pure functions).
 A reading turns an output file's bytes into values: its compression from the magic bytes, its
 encoding from a byte-order mark or the bytes of a non-ASCII name, its line endings, its format
 by shape, and its records as rows of values, whatever the layout around them (an HTML table in a
@@ -13,6 +14,7 @@ import bz2
 import calendar
 import csv
 import datetime
+import functools
 import gzip
 import io
 import json
@@ -39,6 +41,13 @@ a non-ASCII name, and dates whose day exceeds 12 (so US and EU orders differ).""
 BIG: Final = 100_001
 """Records in the row-limit probe: one more than the largest limit."""
 
+LIMIT_COLUMNS: Final = ("id",)
+"""The row-limit probe's one column (the header's names are the columns, so a narrow record is
+as readable as a wide one, and costs the program about half as much)."""
+
+Config = tuple[tuple[str, str], ...]
+"""An input configuration as a hashable key (sorted items), for the cached inputs below."""
+
 DATES: Final[Mapping[str, str]] = {
     "iso-8601": DAY.isoformat(), "us": DAY.strftime("%m/%d/%Y"),
     "eu": DAY.strftime("%d/%m/%Y"), "unix": str(calendar.timegm(DAY.timetuple())),
@@ -47,25 +56,46 @@ DELIMITERS: Final[Mapping[str, str]] = {"comma": ",", "tab": "\t", "semicolon": 
 CODECS: Final[Mapping[str, str]] = {"utf-8": "utf-8", "latin-1": "latin-1", "utf-16": "utf-16"}
 
 
-def big_rows() -> list[Row]:
-    """Distinct records for the row-limit probe (no dates, nothing missing)."""
-    return [[f"r{i:06d}", "n", "d", "x"] for i in range(BIG)]
+def key(config: Mapping[str, str]) -> Config:
+    """``config`` as a cache key."""
+    return tuple(sorted(config.items()))
 
 
-def make_input(config: Mapping[str, str], rows: list[Row], bad_at: int | None = None) -> bytes:
-    """``rows`` written as ``config`` says; with ``bad_at``, an unreadable record there."""
+def limit_rows(count: int) -> list[Row]:
+    """``count`` distinct one-column records for the row-limit probe (short text ids)."""
+    return [[f"r{i}"] for i in range(count)]
+
+
+@functools.lru_cache(maxsize=128)
+def small_input(config: Config, bad_at: int | None = None) -> bytes:
+    """The small probe's input (``SMALL``) for ``config``, built once; with ``bad_at``, the
+    error probe's (an unreadable record inserted there)."""
+    return make_input(dict(config), [list(r) for r in SMALL], bad_at)
+
+
+@functools.lru_cache(maxsize=64)
+def limit_input(config: Config, count: int = BIG) -> bytes:
+    """The row-limit probe's input: ``count`` one-column records, built once per configuration
+    and size."""
+    return make_input(dict(config), limit_rows(count), columns=LIMIT_COLUMNS)
+
+
+def make_input(config: Mapping[str, str], rows: list[Row], bad_at: int | None = None,
+               columns: tuple[str, ...] = COLUMNS) -> bytes:
+    """``rows`` (of ``columns``) written as ``config`` says; with ``bad_at``, an unreadable
+    record there."""
     fmt = config["input_format"]
     out = io.StringIO(newline="")
     if fmt in ("csv", "tsv"):
         delim = "\t" if fmt == "tsv" else DELIMITERS[config["delimiter"]]
         writer = csv.writer(out, delimiter=delim, lineterminator="\n")
-        lines: list[Row] = [list(COLUMNS)] if config["header_row"] == "yes" else []
+        lines: list[Row] = [list(columns)] if config["header_row"] == "yes" else []
         lines += [["" if v is None else v for v in r] for r in rows]
         if bad_at is not None:
             lines.insert(bad_at + len(lines) - len(rows), ["only", "two"])
         writer.writerows(lines)
     else:
-        items: list[object] = [dict(zip(COLUMNS, r, strict=True)) for r in rows]
+        items: list[object] = [dict(zip(columns, r, strict=True)) for r in rows]
         if bad_at is not None:
             items.insert(bad_at, 42)
         if fmt == "json":
@@ -192,7 +222,7 @@ def read(data: bytes) -> Reading | None:
         compression, raw = decompress(data)
         encoding, text = decode(raw)
         fmt, header, rows = _table(text)
-    except (OSError, EOFError, ValueError, UnicodeDecodeError):
+    except (OSError, EOFError, ValueError, UnicodeDecodeError, csv.Error):
         return None
     return Reading(compression, encoding, line_endings(text), fmt, text, header, rows)
 
@@ -206,18 +236,23 @@ def by_column(reading: Reading, names: tuple[str, ...]) -> list[Row]:
 
 
 def count_records(data: bytes) -> int | None:
-    """How many records an output file holds, read cheaply (the row-limit probe's output is
-    large): table rows below the header, JSON objects, or JSON lines."""
+    """How many records an output file holds, counted without parsing them (the row-limit
+    probe's output is large, and its ids hold no newline, brace, bar or quote): table rows below
+    the header, JSON objects, JSON lines or CSV lines."""
     try:
         text = decode(decompress(data)[1])[1].strip()
-        if "<table" in text.lower():
-            return text.lower().count("<tr") - 1
-        if text.startswith("["):
-            return len(json.loads(text))
-        if text.startswith("{"):
-            return sum(1 for line in text.splitlines() if line.strip())
-        if text.startswith("|"):
-            return len(_markdown(text)) - 1
-        return sum(1 for r in csv.reader(io.StringIO(text), escapechar="\\") if r) - 1
     except (OSError, EOFError, ValueError, UnicodeDecodeError):
         return None
+    if "<table" in text.lower():
+        return text.lower().count("<tr") - 1
+    if text.startswith("["):
+        return text.count("{") if text.endswith("]") else None
+    lines = text.splitlines()
+    blank = lines.count("")
+    if text.startswith("{"):
+        return len(lines) - blank
+    if text.startswith("|"):
+        rows = [r for r in lines if r.lstrip().startswith("|")]
+        rules = sum(1 for r in rows if "-" in r and not _markdown(r))
+        return len(rows) - rules - 1
+    return len(lines) - blank - 1
