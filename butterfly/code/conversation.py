@@ -58,8 +58,9 @@ BEHAVIOUR: Final[tuple[str, ...]] = (
     "write non-ASCII characters as themselves. HTML output is a table with a header row, "
     "each value escaped (html.escape); Markdown a table with a header row and a separator "
     "row, a | inside a value escaped as \\|. Every line ends with the line "
-    "ending, the last one too. The output is encoded with the encoding (UTF-16 output starts "
-    "with a byte-order mark), and compression wraps the whole file (gzip or bz2).",
+    "ending, the last one too. The output is encoded with the encoding (UTF-16 as Python's "
+    "utf-16 codec writes it: little-endian, after a byte-order mark where Python writes one), "
+    "and compression wraps the whole file (gzip or bz2).",
 )
 """What ``tool.py`` does, stated once (docs/code-track.md, "One reading of the program")."""
 

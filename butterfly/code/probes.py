@@ -129,10 +129,21 @@ def decompress(data: bytes) -> tuple[str, bytes]:
     return "none", data
 
 
+def _utf16le(data: bytes) -> bool:
+    """UTF-16 without a byte-order mark (Python writes none through ``bz2.open``): little-endian
+    text whose every second byte is zero, as the probes' mostly-ASCII records are."""
+    return len(data) >= 4 and len(data) % 2 == 0 and not any(data[1::2][:4096])
+
+
 def decode(data: bytes) -> tuple[str | None, str]:
     """(encoding, text); the encoding is None when the bytes cannot tell (ASCII only)."""
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "utf-16", data.decode("utf-16")
+    if _utf16le(data):
+        try:
+            return "utf-16", data.decode("utf-16-le")
+        except UnicodeDecodeError:
+            pass
     if data.isascii():
         return None, data.decode("ascii")
     try:
@@ -142,7 +153,11 @@ def decode(data: bytes) -> tuple[str | None, str]:
 
 
 def line_endings(text: str) -> str | None:
+    """lf or crlf when every line ends so; None (no value) for a mix or a stray CR (as
+    ``\r\r\n``, from a CRLF line terminator inside a CRLF-translating file)."""
     crlf = text.count("\r\n")
+    if text.count("\r") != crlf:
+        return None
     lf = text.count("\n") - crlf
     if crlf and not lf:
         return "crlf"

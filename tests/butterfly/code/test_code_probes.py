@@ -67,3 +67,20 @@ def test_a_wrong_row_limit_is_caught_whatever_limit_is_expected(expected: str,
                                                                 actual: str) -> None:
     program = render({**canonical(), "max_rows": actual})
     assert extract(program, {**canonical(), "max_rows": expected})["max_rows"] == actual
+
+
+def test_a_stray_carriage_return_is_no_line_ending() -> None:
+    from butterfly.code.probes import line_endings
+
+    assert line_endings("a\r\nb\r\n") == "crlf" and line_endings("a\nb\n") == "lf"
+    assert line_endings("a\r\r\nb\r\r\n") is None  # both terminators translated: broken
+    assert line_endings("a\r\nb\n") is None
+
+
+def test_utf16_through_bz2_has_no_mark_and_reads_as_utf16() -> None:
+    from butterfly.code.catalogue import apply_couplings, canonical, visible
+    from butterfly.code.extract import extract
+    from butterfly.code.program import render
+
+    spec = apply_couplings({**canonical(), "encoding": "utf-16", "compression": "bz2"})
+    assert extract(render(spec), spec) == visible(spec)
