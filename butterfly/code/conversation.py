@@ -45,7 +45,8 @@ BEHAVIOUR: Final[tuple[str, ...]] = (
     "equal to an earlier one in every column; the first is kept), then sorted by the first "
     "column compared as text, a missing value as the empty string (Python's stable sort; "
     "descending is reverse=True, so records with equal first columns keep their order), then "
-    "the first max_rows records kept. The row limit counts readable records after the other three steps.",
+    "the first max_rows records kept. The row limit counts readable records after the other "
+    "three steps.",
     "Output: every value that is an ISO date (YYYY-MM-DD) is printed in the date format (us: "
     "MM/DD/YYYY, eu: DD/MM/YYYY, unix: the whole number of seconds from 1970-01-01 to UTC "
     "midnight of that day, as 1711324800 for 2024-03-25). A "
@@ -54,7 +55,8 @@ BEHAVIOUR: Final[tuple[str, ...]] = (
     "(the delimiter and the header row describe the input); the quoting style applies to CSV "
     "output only (minimal: quotes only around a field that needs them; all: around every "
     "field, an empty one too; none: no quotes, and a comma, quote or backslash inside a field "
-    "is escaped with a backslash, as the csv module's QUOTE_NONE with escapechar does). JSON and JSON Lines "
+    "is escaped with a backslash, as the csv module's QUOTE_NONE with escapechar does). JSON "
+    "and JSON Lines "
     "write non-ASCII characters as themselves. HTML output is a table with a header row, "
     "each value escaped (html.escape); Markdown a table with a header row and a separator "
     "row, a | inside a value escaped as \\|. Every line ends with the line "
