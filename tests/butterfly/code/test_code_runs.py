@@ -225,3 +225,11 @@ def test_a_code_run_answers_with_room_for_a_whole_program() -> None:
     assert api.run_params(api.options(suite=str(SUITE))).max_tokens == DEFAULTS.max_tokens
     assert api.run_params(api.options(suite=str(SUITE), track="code",
                                       max_tokens=1500)).max_tokens == 1500
+
+
+def test_shards_of_a_code_run_merge_and_score(tmp_path: Path) -> None:
+    shards = [api.run(model="script/oracle", suite=str(SUITE), track="code", shard=f"{i}/2",
+                      out=tmp_path / f"s{i}", cache=None).path for i in (1, 2)]
+    merged = api.merge(shards, tmp_path / "merged")
+    assert merged.params.track == "code" and merged.sandbox is not None
+    assert api.score(tmp_path / "merged").final_match == 1.0
