@@ -84,3 +84,13 @@ def test_utf16_through_bz2_has_no_mark_and_reads_as_utf16() -> None:
 
     spec = apply_couplings({**canonical(), "encoding": "utf-16", "compression": "bz2"})
     assert extract(render(spec), spec) == visible(spec)
+
+
+def test_a_program_two_input_edits_behind_is_read_not_broken() -> None:
+    from butterfly.code.catalogue import canonical, visible
+    from butterfly.code.extract import extract
+    from butterfly.code.program import render
+
+    spec = {**canonical(), "output_format": "csv"}
+    expect = {**spec, "encoding": "latin-1", "header_row": "no"}
+    assert extract(render(spec), expect) == visible(spec)  # wrong on those two settings only
