@@ -63,7 +63,9 @@ def test_code_cells_are_the_package_sources_verbatim() -> None:
         if first.startswith(("%%butterfly_module ", "%%butterfly_data ")):
             bodies[first.split(" ", 1)[1]] = body
         assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-    assert list(bodies) == [*notebook.MODULES, notebook.SUITE, notebook.LONG]
+    assert list(bodies) == [*notebook.MODULES,
+                            *(x.path for x in notebook.frozen_suites(ROOT))]
+    assert [*bodies][len(notebook.MODULES):][:2] == [notebook.SUITE, notebook.LONG]
     for rel, body in bodies.items():
         assert body == (ROOT / rel).read_text(encoding="utf-8"), rel
 
