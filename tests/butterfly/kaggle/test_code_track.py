@@ -28,26 +28,22 @@ from butterfly.kaggle import code_track as ct
 from butterfly.kaggle import runner as bb
 from butterfly.runs.reader import load_run
 from butterfly.suite.load import load_suite
-from oracle import replay
+from oracle import Scenario, replay
 
 SUITE = ROOT / "tests/butterfly/code/code_suite.jsonl"
 SCENARIOS = {s.id: s for s in load_suite(SUITE)}
 MAX_TOKENS = 4000
 
 
-def _failing(program: str) -> str:
-    return f"```python\nraise SystemExit(3)\n{program.split(chr(10), 1)[1].rstrip('`').rstrip()}\n```"
-
-
 def answer(sid: str, turn: int) -> str:
     """The scripted answer to ``turn`` of scenario ``sid`` (see the module's docstring)."""
     s = SCENARIOS[sid]
     if sid == "code-undo-last":
-        oracle = program_block(render(code_spec(replay(s)[turn])))
-        return {1: f"Done.\n\n{oracle}", 2: _failing(program_block(render(code_spec(
-                    replay(s)[turn])))),
+        program = render(code_spec(replay(s)[turn]))
+        failing = program_block(f"raise SystemExit(3)\n{program}")  # every setting broken
+        return {1: f"Done.\n\n{program_block(program)}", 2: failing,
                 3: "I would rather not write code today.", 4: "```python\ndef main(:\n```",
-                5: oracle}[turn]
+                5: program_block(program)}[turn]
     agent = "collateral" if sid == "code-coupling" else "noop"
     return code_answers(agent, s)[turn]
 
@@ -96,6 +92,24 @@ def nb_figures(verdicts: list[Any]) -> dict[str, Any]:
     return {v["id"]: {k: v[k] for k in keys} for v in verdicts}
 
 
+def _play(s: Scenario, cli_by_turn: dict[tuple[str, int], Any]) -> list[bb.Answer]:
+    """Play ``s`` with the runner's loop against the script, checking every request's messages
+    against the CLI's."""
+    chat: list[dict[str, str]] = [{"role": "system", "content": ct.system_text()}]
+
+    def reply() -> bb.Answer:
+        assert chat == cli_by_turn[_key({"messages": chat})]  # the CLI's messages
+        text = respond({"messages": chat})
+        chat.append({"role": "assistant", "content": text})
+        return bb.Answer(text, 100)
+
+    answers = ct.play_code(s, lambda text: chat.append({"role": "user", "content": text}),
+                           reply, retries=lambda call: call())
+    for t in range(1, len(s.turns) + 1):
+        assert ct.messages_for(s, t, [a.text for a in answers]) == cli_by_turn[(s.id, t)]
+    return answers
+
+
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any],
                                                              list[Any]]:
@@ -112,22 +126,9 @@ def test_the_runner_plays_and_scores_the_code_track_as_the_cli(
     monkeypatch.setenv("BUTTERFLY_SANDBOX", "auto")
     assert "sandbox: fallback (forced" in ct.use_fallback_sandbox()
     observe = ct.observe_cached()
-    verdicts = []
     cli_by_turn = {_key(b): b["messages"] for b in bodies}
-    for s in SCENARIOS.values():
-        chat: list[dict[str, str]] = [{"role": "system", "content": ct.system_text()}]
-
-        def reply() -> bb.Answer:
-            assert chat == cli_by_turn[_key({"messages": chat})]  # the CLI's messages
-            text = respond({"messages": chat})
-            chat.append({"role": "assistant", "content": text})
-            return bb.Answer(text, 100)
-
-        answers = ct.play_code(s, lambda text: chat.append({"role": "user", "content": text}),
-                               reply, retries=lambda call: call())
-        for t in range(1, len(s.turns) + 1):
-            assert ct.messages_for(s, t, [a.text for a in answers]) == cli_by_turn[(s.id, t)]
-        verdicts.append(ct.code_verdict(s, answers, MAX_TOKENS, observe))
+    verdicts = [ct.code_verdict(s, _play(s, cli_by_turn), MAX_TOKENS, observe)
+                for s in SCENARIOS.values()]
     assert nb_figures(verdicts) == per
     figures = ct.code_figures(verdicts)
     assert figures.model_dump() == {**code, "sandbox": ("fallback",)}
