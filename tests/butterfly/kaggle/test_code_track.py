@@ -11,7 +11,9 @@ modules, the fallback sandbox forced).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from butterfly.code.conversation import code_spec, program_block
 from butterfly.code.judge import broken
 from butterfly.code.program import render
 from butterfly.kaggle import code_track as ct
+from butterfly.kaggle import notebook
 from butterfly.kaggle import runner as bb
 from butterfly.runs.reader import load_run
 from butterfly.suite.load import load_suite
@@ -164,3 +167,48 @@ def test_the_notebook_plays_the_code_track_as_the_cli(
     assert "sandbox: fallback (forced: Kaggle has no bubblewrap)" in shown
     assert (f"code track: {code['turns_observed']} turns observed, "
             f"{code['broken_per_turn']:.3f} settings broken per turn") in shown
+
+
+def _tree_with_a_code_suite(tmp_path: Path) -> Path:
+    """A copy of the sources the build reads, with the tiny suite frozen as butterfly-code
+    (its manifest says ``"track": "code"``, as the frozen suite's will)."""
+    root = tmp_path / "tree"
+    for d in ("butterfly", "oracle"):
+        shutil.copytree(ROOT / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "scenarios", root / "scenarios",
+                    ignore=shutil.ignore_patterns("retired"))
+    text = SUITE.read_text(encoding="utf-8")
+    (root / "scenarios/butterfly-code.jsonl").write_text(text, encoding="utf-8")
+    manifest = {"name": "butterfly-code", "track": "code",
+                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    (root / "scenarios/butterfly-code.manifest.json").write_text(json.dumps(manifest))
+    return root
+
+
+def test_the_build_carries_butterfly_code_once_it_is_frozen(tmp_path: Path) -> None:
+    """A tree without butterfly-code builds a notebook without it; a tree that has it gets it
+    with its track, and ``SUITE_NAME = "butterfly-code"`` plays the code track by name."""
+    if not (ROOT / "scenarios/butterfly-code.jsonl").is_file():  # until the suite lands
+        assert "butterfly-code" not in {x.name for x in notebook.frozen_suites(ROOT)}
+    root = _tree_with_a_code_suite(tmp_path)
+    suites = notebook.frozen_suites(root)
+    assert [(x.name, x.track) for x in suites] == [
+        ("butterfly-40", "spec"), ("butterfly-long", "spec"), ("butterfly-code", "code")]
+    built = notebook.build(root)
+    assert "%%butterfly_data scenarios/butterfly-code.jsonl" in built
+    assert '\\"butterfly-code\\": {\\"sha256\\": ' in built
+    path = tmp_path / "with-code.ipynb"
+    path.write_text(built, encoding="utf-8")
+    _need_kbench()
+    cwd = tmp_path / "working"
+    cwd.mkdir()
+    with FakeServer(respond) as srv:
+        nb, _ = execute(cwd, {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base,
+                              "BUTTERFLY_OPENAI_MODEL": "fake", "BUTTERFLY_N_JOBS": "1",
+                              "BUTTERFLY_SUITE": "butterfly-code",
+                              "BUTTERFLY_SCENARIOS": "code-coupling"}, path=path)
+    shown = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "butterfly-code (code track): 1 conversations, 3 calls" in shown
+    verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
+    assert verdicts["suite"] == "butterfly-code" and verdicts["track"] == "code"
+    assert verdicts["scenarios"][0]["change_radius"] == 1  # the collateral agent's programs

@@ -212,12 +212,14 @@ def _need_kbench() -> None:
     pytest.importorskip("nbclient", reason="pip install -e '.[kaggle]'")
 
 
-def execute(cwd: Path, env: dict[str, str], timeout: float = 600) -> tuple[Any, float]:
-    """Execute the committed notebook in a fresh kernel with ``env``; cwd holds its files."""
+def execute(cwd: Path, env: dict[str, str], timeout: float = 600,
+            path: Path = NOTEBOOK) -> tuple[Any, float]:
+    """Execute the committed notebook (or the one at ``path``) in a fresh kernel with ``env``;
+    cwd holds its files."""
     import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(str(NOTEBOOK), as_version=4)
+    nb = nbformat.read(str(path), as_version=4)
     nbformat.validate(nb)
     saved = dict(os.environ)
     os.environ.update({"KAGGLE_BENCHMARK_MAX_DESCRIPTION_LENGTH": "254",
