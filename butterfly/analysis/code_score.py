@@ -1,14 +1,14 @@
 """The code track's own figures of a run (contract section 7): settings broken per turn, and the
 sandbox its programs ran in. The spec track's metrics read the observed specs unchanged
-(``runs/code_turns.py``)."""
+(``runs/code_turns.py``, ``code/judge.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from butterfly.code.judge import broken, figures
 from butterfly.core.results import CodeScore
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
-from butterfly.runs.code_turns import broken
 from butterfly.runs.observe import Observer
 from butterfly.runs.reader import Run
 
@@ -23,7 +23,4 @@ def code_score(run: Run, complete: Iterable[ConversationKey],
             turn = done[TurnKey(key.scenario, t, key.layout, key.repeat)]
             if turn.spec is not None:
                 counts.append(broken(turn.spec))
-    sandboxes = sorted({o.sandbox for o in Observer(run.path).known.values()})
-    return CodeScore(turns_observed=len(counts),
-                     broken_per_turn=round(sum(counts) / len(counts), 6) if counts else None,
-                     turns_broken=sum(1 for c in counts if c), sandbox=tuple(sandboxes))
+    return figures(counts, (o.sandbox for o in Observer(run.path).known.values()))

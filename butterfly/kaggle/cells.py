@@ -2,9 +2,10 @@
 
 Never imported: :func:`butterfly.kaggle.notebook.build` reads this file as text and makes each
 part after a ``# %% NAME`` line one code cell, in this order, with the build's values put in for
-the ``@NAME@`` placeholders (the suites' sha256, the task's name and description). The cells run
-in the notebook's kernel one after another, so a cell uses the names of the cells before it
-(``DATA``, ``bb``, ``llm``, ...). The text above the first cell is not in the notebook.
+the ``@NAME@`` placeholders (the suites' sha256 and tracks, the task's name and description).
+The cells run in the notebook's kernel one after another, so a cell uses the names of the
+cells before it (``DATA``, ``bb``, ``llm``, ...). The text above the first cell is not in the
+notebook.
 """
 
 # ruff: noqa: E402
@@ -68,23 +69,41 @@ def butterfly_data(line: str, cell: str) -> None:
 # Configuration. On Kaggle nothing here needs changing; the BUTTERFLY_* variables exist for
 # the offline end-to-end test (a local OpenAI-compatible server, a few scenarios).
 import hashlib
+import json
 
+from butterfly.kaggle import code_track as ct
 from butterfly.kaggle import runner as bb
 
-SUITE_NAME = os.environ.get("BUTTERFLY_SUITE", "butterfly-40")  # or "butterfly-long"
+# "butterfly-40" (the default), "butterfly-long" (a slice) or "butterfly-code" (the code track:
+# the suite's manifest says which track it plays; TRACK below follows from it).
+SUITE_NAME = os.environ.get("BUTTERFLY_SUITE", "butterfly-40")
 LONG_PER_LENGTH = int(os.environ.get("BUTTERFLY_LONG_PER_LENGTH", "2"))
-SHA256 = {"butterfly-40": "@SUITE_SHA256@", "butterfly-long": "@LONG_SHA256@"}
-SUITE = DATA[f"scenarios/{SUITE_NAME}.jsonl"]
-if hashlib.sha256(SUITE.encode("utf-8")).hexdigest() != SHA256[SUITE_NAME]:
-    raise RuntimeError("the suite cell differs from the frozen suite: rebuild the notebook")
+# The frozen suites in this notebook: the sha256 and the track of each.
+SUITES: dict[str, dict[str, str]] = json.loads('@SUITES@')
+if os.environ.get("BUTTERFLY_SUITE_FILE"):  # offline tests only: a suite file from disk
+    with open(os.environ["BUTTERFLY_SUITE_FILE"], encoding="utf-8") as _f:
+        SUITE = _f.read()
+    TRACK = os.environ.get("BUTTERFLY_TRACK", "spec")
+else:
+    if SUITE_NAME not in SUITES:
+        raise RuntimeError(f"{SUITE_NAME} is not in this notebook (it has {', '.join(SUITES)})")
+    SUITE = DATA[f"scenarios/{SUITE_NAME}.jsonl"]
+    if hashlib.sha256(SUITE.encode("utf-8")).hexdigest() != SUITES[SUITE_NAME]["sha256"]:
+        raise RuntimeError("the suite cell differs from the frozen suite: rebuild the notebook")
+    TRACK = SUITES[SUITE_NAME]["track"]
+if TRACK not in ct.TRACKS:
+    raise RuntimeError(f"track {TRACK!r}: the notebook plays {' or '.join(ct.TRACKS)}")
 SCENARIOS = bb.load_scenarios(SUITE)
 BY_ID = {s.id: s for s in SCENARIOS}
 RUN_IDS = [i.strip() for i in os.environ.get("BUTTERFLY_SCENARIOS", "").split(",") if i.strip()]
 if not RUN_IDS and SUITE_NAME == "butterfly-long":
     RUN_IDS = [s.id for s in bb.long_slice(SCENARIOS, LONG_PER_LENGTH)]
 RUN_IDS = RUN_IDS or [s.id for s in SCENARIOS]
-print(f"{SUITE_NAME}: {len(RUN_IDS)} conversations, "
+print(f"{SUITE_NAME} ({TRACK} track): {len(RUN_IDS)} conversations, "
       f"{sum(len(BY_ID[i].turns) for i in RUN_IDS)} calls")
+if TRACK == "code":  # model-written programs run in a child process, never in this kernel
+    print(ct.use_fallback_sandbox())
+    OBSERVE = ct.observe_cached()
 MAX_TOKENS = int(os.environ.get("BUTTERFLY_MAX_TOKENS", bb.MAX_TOKENS))
 N_JOBS = int(os.environ.get("BUTTERFLY_N_JOBS", "4"))  # scenarios played at once
 SEED_ARGS = bb.seed_args(os.environ)  # none with BUTTERFLY_NO_SEED=1 (`butterfly run --no-seed`)
@@ -124,7 +143,8 @@ VERDICTS: dict[str, bb.Verdict] = {}
 def butterflybench_scenario(llm: Any, scenario_id: str) -> bool:
     """One ButterflyBench conversation: passes when the final spec equals the oracle's."""
     scenario = BY_ID[scenario_id]
-    kbench.system.send(bb.system_text(scenario))
+    code = TRACK == "code"
+    kbench.system.send(ct.system_text() if code else bb.system_text(scenario))
     # As llm.prompt() does: temperature only for a model that takes it.
     request = {**SEED_ARGS, "reasoning": None,
                "temperature": bb.TEMPERATURE if llm.support_temperature else None}
@@ -135,8 +155,12 @@ def butterflybench_scenario(llm: Any, scenario_id: str) -> bool:
         message = llm.respond(schema=str, **request, **EXTRA_API_PARAMS)
         return bb.Answer(message.content, message.usage.output_tokens)
 
-    answers = bb.play(scenario, kbench.user.send, respond)  # retries transient errors
-    VERDICTS[scenario_id] = bb.verdict(scenario, answers, MAX_TOKENS)
+    if code:  # the program's behaviour is observed in the sandbox, then scored
+        answers = ct.play_code(scenario, kbench.user.send, respond)
+        VERDICTS[scenario_id] = ct.code_verdict(scenario, answers, MAX_TOKENS, OBSERVE)
+    else:
+        answers = bb.play(scenario, kbench.user.send, respond)  # retries transient errors
+        VERDICTS[scenario_id] = bb.verdict(scenario, answers, MAX_TOKENS)
     return VERDICTS[scenario_id]["final_match"]
 
 
@@ -160,7 +184,9 @@ def butterflybench(llm: Any) -> tuple[float, float]:
         f.write(bb.dumps({"model": MODEL_NAME, "max_tokens": MAX_TOKENS,
                           "api_params": EXTRA_API_PARAMS,
                           "temperature": bb.TEMPERATURE, "seed": SEED_ARGS.get("seed"),
-                          "protocol": bb.PROTOCOL, "parse": bb.PARSE, **head,
+                          "suite": SUITE_NAME, "track": TRACK,
+                          "protocol": None if TRACK == "code" else bb.PROTOCOL,
+                          "parse": None if TRACK == "code" else bb.PARSE, **head,
                           "scenarios": rows}))
     return head["final_match"], head["ci"]
 
@@ -170,5 +196,7 @@ run = butterflybench.run(llm=llm)
 if run.status != "success":
     raise RuntimeError(f"ButterflyBench did not complete: {run.error_message}")
 print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS]))  # value, CI, horizon
+if TRACK == "code":  # settings broken per turn, the sandbox: as `butterfly score` prints them
+    print(ct.code_text([VERDICTS[i] for i in RUN_IDS]))  # type: ignore[misc]  # CodeVerdicts
 pd.DataFrame([{k: v[k] for k in ("id", "category", "final_match", "first_divergent_turn",
                                  "abstentions")} for v in (VERDICTS[i] for i in RUN_IDS)])

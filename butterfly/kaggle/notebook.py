@@ -18,6 +18,7 @@ import ast
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,9 +32,11 @@ CELLS: Final = "butterfly/kaggle/cells.py"
 """The notebook's own code (the set-up, the configuration, the model, the tasks, the run): a
 module that ruff and mypy check, cut into cells by :func:`code_cells`."""
 SUITE: Final = "scenarios/butterfly-40.jsonl"
-SUITE_MANIFEST: Final = "scenarios/butterfly-40.manifest.json"
 LONG: Final = "scenarios/butterfly-long.jsonl"
-LONG_MANIFEST: Final = "scenarios/butterfly-long.manifest.json"
+SUITE_NAMES: Final = ("butterfly-40", "butterfly-long", "butterfly-code")
+"""The frozen suites the notebook carries, in this order; ``butterfly-40`` is required, the
+others when their file is in the tree (``butterfly-code`` is the code track's, its manifest's
+``track`` is ``code``)."""
 
 MODULES: Final = (
     "oracle/catalogue.py",
@@ -65,10 +68,24 @@ MODULES: Final = (
     "butterfly/core/horizon_text.py",
     "butterfly/core/metrics.py",
     "butterfly/core/prompts.py",
+    "butterfly/errors.py",
+    "butterfly/code/__init__.py",
+    "butterfly/code/catalogue.py",
+    "butterfly/code/program.py",
+    "butterfly/code/conversation.py",
+    "butterfly/code/probes.py",
+    "butterfly/code/sandbox.py",
+    "butterfly/code/runner.py",
+    "butterfly/code/extract.py",
+    "butterfly/code/judge.py",
     "butterfly/kaggle/__init__.py",
     "butterfly/kaggle/runner.py",
+    "butterfly/kaggle/code_track.py",
 )
-"""The inlined modules, in the order they run: each may import only those before it."""
+"""The inlined modules, in the order they run: each may import only those before it. The code
+track's modules (``butterfly/code/``: the catalogue, the renderer, the conversation, the probes,
+the sandbox and its runner, the extractor, the judge; ``butterfly/errors.py`` for the sandbox's
+error) are inlined so that the notebook observes and scores programs with the CLI's code."""
 
 PACKAGES: Final = ("oracle", "butterfly")
 TASK_NAME: Final = "ButterflyBench"
@@ -177,18 +194,23 @@ CODE_NOTE: Final = """\
 
 Each cell below is one module of ButterflyBench, verbatim: the oracle (catalogue, records,
 replay), the pure core of the harness (`butterfly/core/`: vocabulary, statistics, parser,
-turns, scripted baselines, the horizon, results, scorer, prompts), and
-`butterfly/kaggle/runner.py` (the conversation loop, the retries and the verdicts).
+turns, scripted baselines, the horizon, results, scorer, prompts), the code track
+(`butterfly/code/`: its catalogue, the reference program, the conversation, the probes, the
+sandbox, the extractor and the judge), `butterfly/kaggle/runner.py` (the conversation loop, the
+retries and the verdicts) and `butterfly/kaggle/code_track.py` (the code track's verdicts).
 """
 
 DATA_NOTE: Final = """\
 ## The frozen suites
 
 `butterfly-40` (the default: 6 handwritten and 34 generated scenarios, seed 40) and
-`butterfly-long` (12 chains at each of 5, 10, 20, 40 and 80 turns, seed 4080), each checked
-against its manifest's sha256. Set `SUITE_NAME = "butterfly-long"` in the configuration cell to
-run a slice of the long suite instead: the first `LONG_PER_LENGTH` chains of each length
-(2 by default: 10 conversations, 310 calls; docs/kaggle.md sizes it to the daily quota).
+`butterfly-long` (12 chains at each of 5, 10, 20, 40 and 80 turns, seed 4080), and, once it is
+frozen, `butterfly-code` (the code track), each checked against its manifest's sha256. Set
+`SUITE_NAME = "butterfly-long"` in the configuration cell to run a slice of the long suite
+instead: the first `LONG_PER_LENGTH` chains of each length (2 by default: 10 conversations, 310
+calls; docs/kaggle.md sizes it to the daily quota). Set `SUITE_NAME = "butterfly-code"` to play
+the code track: the model keeps a Python program up to date, and each answer's program is run
+(in a child process, the fallback sandbox: Kaggle has no bubblewrap) to read its behaviour.
 """
 
 CHOOSE: Final = "%choose butterflybench\n"
@@ -200,6 +222,35 @@ DESCRIPTION: Final = (
 )
 
 
+@dataclass(frozen=True)
+class Frozen:
+    """A frozen suite the notebook carries: its name, file, text, sha256 and track."""
+
+    name: str
+    path: str
+    text: str
+    sha256: str
+    track: str
+
+
+def frozen_suites(root: Path) -> list[Frozen]:
+    """The suites of :data:`SUITE_NAMES` present under ``root`` (``butterfly-40`` must be),
+    each checked against its manifest's sha256."""
+    out = []
+    for name in SUITE_NAMES:
+        path = f"scenarios/{name}.jsonl"
+        if name != "butterfly-40" and not (root / path).is_file():
+            continue
+        text = _read(path, root)
+        manifest = json.loads(_read(f"scenarios/{name}.manifest.json", root))
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if sha != manifest.get("sha256"):
+            raise NotebookBuildError(f"{path}: sha256 {sha[:12]} differs from its manifest's "
+                                     f"({str(manifest.get('sha256'))[:12]})")
+        out.append(Frozen(name, path, text, sha, str(manifest.get("track", "spec"))))
+    return out
+
+
 def build(root: Path = ROOT) -> str:
     """The notebook's JSON text, from the sources under ``root``."""
     if len(DESCRIPTION) >= DESCRIPTION_LIMIT:
@@ -207,18 +258,11 @@ def build(root: Path = ROOT) -> str:
                                  f"Kaggle takes fewer than {DESCRIPTION_LIMIT}")
     sources = {path: _read(path, root) for path in MODULES}
     check_imports(sources)
-    suite = _read(SUITE, root)
-    manifest = json.loads(_read(SUITE_MANIFEST, root))
-    sha = hashlib.sha256(suite.encode("utf-8")).hexdigest()
-    if sha != manifest.get("sha256"):
-        raise NotebookBuildError(f"{SUITE}: sha256 {sha[:12]} differs from its manifest's "
-                                 f"({str(manifest.get('sha256'))[:12]})")
-    long = _read(LONG, root)
-    long_sha = hashlib.sha256(long.encode("utf-8")).hexdigest()
-    if long_sha != json.loads(_read(LONG_MANIFEST, root)).get("sha256"):
-        raise NotebookBuildError(f"{LONG}: sha256 {long_sha[:12]} differs from its manifest's")
+    suites = frozen_suites(root)
+    suite = suites[0].text
     n = sum(1 for line in suite.splitlines() if line.strip())
-    code = code_cells(_read(CELLS, root), {"SUITE_SHA256": sha, "LONG_SHA256": long_sha,
+    table = {x.name: {"sha256": x.sha256, "track": x.track} for x in suites}
+    code = code_cells(_read(CELLS, root), {"SUITES": json.dumps(table),
                                             "TASK": TASK_NAME, "DESCRIPTION": DESCRIPTION})
     texts: list[tuple[str, str]] = [
         ("markdown", INTRO.format(task=TASK_NAME, n=n, version=__version__)),
@@ -226,8 +270,7 @@ def build(root: Path = ROOT) -> str:
         ("markdown", CODE_NOTE),
         *(("code", f"%%butterfly_module {path}\n{sources[path]}") for path in MODULES),
         ("markdown", DATA_NOTE),
-        ("code", f"%%butterfly_data {SUITE}\n{suite}"),
-        ("code", f"%%butterfly_data {LONG}\n{long}"),
+        *(("code", f"%%butterfly_data {x.path}\n{x.text}") for x in suites),
         ("markdown", "## The run\n"),
         ("code", code["config"]),
         ("code", code["model"]),

@@ -191,14 +191,17 @@ def play(
     respond: Callable[[], Answer],
     *,
     retries: Callable[[Callable[[], Answer]], Answer] = call_with_retries,
+    text_of: Callable[[Scenario, int], str] | None = None,
 ) -> list[Answer]:
     """One conversation (the system message is already in the chat): for each turn, ``say``
-    the user's message once, then ``respond``
+    the user's message once (``text_of(scenario, turn)``, :func:`user_text` by default; the
+    code track passes its own), then ``respond``
     (retried on transient errors: a retry re-sends the same history, never the user's
     message twice). The model's answers stay in the chat, whatever they are."""
+    text_of = text_of or user_text
     answers: list[Answer] = []
     for t in range(1, len(scenario.turns) + 1):
-        say(user_text(scenario, t))
+        say(text_of(scenario, t))
         answers.append(retries(respond))
     return answers
 

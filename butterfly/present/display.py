@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from butterfly.code.judge import figures_line
 from butterfly.core import horizon_text
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
@@ -272,11 +273,8 @@ def content_line(run: Run) -> str:
 
 
 def code_line(code: CodeScore) -> str:
-    """The code track's line under the score table."""
-    per = "-" if code.broken_per_turn is None else f"{code.broken_per_turn:.3f}"
-    return (f"code track: {code.turns_observed} turns observed, {per} settings broken per turn "
-            f"({code.turns_broken} turns with a broken setting); sandbox: "
-            f"{', '.join(code.sandbox) or '-'}")
+    """The code track's line under the score table (worded once, for the notebook too)."""
+    return figures_line(code)
 
 
 def print_score(result: RunScore, console: Console | None = None) -> None:

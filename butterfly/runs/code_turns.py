@@ -1,11 +1,9 @@
 """The turns of a code-track run: each answer's program observed and judged against the oracle.
 
-A turn's spec, as the spec track's metrics read it, is the oracle's spec on that turn with each
-observed code setting's value put in: a setting the turn's spec makes unobservable keeps the
-oracle's value (it is not judged on that turn, contract section 7), ``broken`` stays ``broken``
-(a value no spec holds: a mismatch), and the six settings outside the code catalogue are the
-oracle's (inert in a code scenario). An answer without a program (or whose program does not
-compile) is an abstention with its reason, as its call record says.
+A turn's spec, as the spec track's metrics read it, is :func:`butterfly.code.judge.judged` of
+its observation (shared with the Kaggle notebook, so both give the same figures). An answer
+without a program (or whose program does not compile) is an abstention with its reason, as its
+call record says.
 """
 
 from __future__ import annotations
@@ -14,8 +12,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from butterfly.code.catalogue import BROKEN, KEYS, UNOBSERVED
 from butterfly.code.conversation import code_spec, program_of
+from butterfly.code.judge import judged
 from butterfly.core.turns import CallKey, Turn, TurnKey
 from butterfly.runs.calls import CallView
 from butterfly.runs.observe import Observer
@@ -23,20 +21,6 @@ from butterfly.runs.records import CallRecord
 from oracle import Scenario, replay
 
 Record = CallView | CallRecord
-
-
-def judged(observed: Mapping[str, str], oracle: Mapping[str, str]) -> dict[str, str]:
-    """The observed code spec as the metrics read it (see the module's docstring)."""
-    out = dict(oracle)
-    for k in KEYS:
-        if observed[k] != UNOBSERVED:
-            out[k] = observed[k]
-    return out
-
-
-def broken(spec: Mapping[str, str] | None) -> int:
-    """How many settings of a judged spec are broken (0 for an abstention)."""
-    return 0 if spec is None else sum(1 for k in KEYS if spec.get(k) == BROKEN)
 
 
 def _program(rec: Record) -> str | None:

@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "runs": {"core", "code", "suite", "models", "runs"},
     "analysis": {"core", "code", "suite", "models", "runs", "analysis"},
     "present": {"core", "code", "suite", "models", "runs", "analysis", "present"},
-    "kaggle": {"core", "suite", "kaggle"},
+    "kaggle": {"core", "code", "suite", "kaggle"},
     "api": {"core", "code", "suite", "models", "runs", "analysis", "present", "kaggle", "api"},
     "commands": {"api", "present", "commands"},
     "cli": {"core", "cli", "cli_args", "commands"},
@@ -48,8 +48,20 @@ ALSO: dict[str, set[str]] = {"commands": {"butterfly.core.vocab"},
 vocabularies (and nothing else of ``core``); the package's root hands out the API's names
 on first use (``butterfly.run``: a deferred import in ``__getattr__``, never at import)."""
 
-NOTEBOOK_INLINED = {"butterfly.kaggle.runner": {"core", "kaggle"}}
-"""The Kaggle-side runner is inlined into the notebook: ``core`` and ``oracle`` only."""
+NOTEBOOK_INLINED = {
+    "butterfly.kaggle.runner": {"core", "kaggle"},
+    "butterfly.kaggle.code_track": {"core", "code", "kaggle"},
+    **{f"butterfly.code.{m}": {"core", "code"}
+       for m in ("catalogue", "program", "conversation", "probes", "runner", "extract", "judge")},
+    "butterfly.code.sandbox": {"core", "code", "errors"},
+}
+"""Modules the notebook inlines (``butterfly.kaggle.notebook.MODULES``), whatever their layer
+allows: the Kaggle-side runner, ``core`` and ``oracle`` only; the code track's Kaggle side, the
+code modules it needs too (the notebook observes and judges programs with the CLI's own code,
+so both give the same figures); those code modules, ``core``, ``code`` and ``oracle`` only (no
+``code.agents`` or ``code.rewrite``, which the notebook does not carry); the sandbox, also
+``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the notebook inlines that
+module too)."""
 
 MAX_LINES = 400
 MAX_TOP_LEVEL = 8
@@ -272,3 +284,14 @@ def test_every_package_is_installed() -> None:
              for d in ("butterfly", "oracle") for p in (ROOT / d).rglob("__init__.py")}
     assert listed == found, f"pyproject.toml packages: add {sorted(found - listed)}, " \
                             f"drop {sorted(listed - found)}"
+
+
+def test_the_notebook_rule_names_every_inlined_module_above_core() -> None:
+    """``NOTEBOOK_INLINED`` holds exactly the inlined modules of the code and kaggle layers
+    (their packages' ``__init__`` aside), so none of them escapes the notebook's rule."""
+    from butterfly.kaggle.notebook import MODULES, module_name
+
+    inlined = {module_name(p) for p in MODULES}
+    above_core = {m for m in inlined if layer(m) in ("code", "kaggle")
+                  and m not in ("butterfly.code", "butterfly.kaggle")}
+    assert above_core == set(NOTEBOOK_INLINED)

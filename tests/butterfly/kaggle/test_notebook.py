@@ -63,7 +63,9 @@ def test_code_cells_are_the_package_sources_verbatim() -> None:
         if first.startswith(("%%butterfly_module ", "%%butterfly_data ")):
             bodies[first.split(" ", 1)[1]] = body
         assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
-    assert list(bodies) == [*notebook.MODULES, notebook.SUITE, notebook.LONG]
+    assert list(bodies) == [*notebook.MODULES,
+                            *(x.path for x in notebook.frozen_suites(ROOT))]
+    assert [*bodies][len(notebook.MODULES):][:2] == [notebook.SUITE, notebook.LONG]
     for rel, body in bodies.items():
         assert body == (ROOT / rel).read_text(encoding="utf-8"), rel
 
@@ -210,12 +212,14 @@ def _need_kbench() -> None:
     pytest.importorskip("nbclient", reason="pip install -e '.[kaggle]'")
 
 
-def execute(cwd: Path, env: dict[str, str], timeout: float = 600) -> tuple[Any, float]:
-    """Execute the committed notebook in a fresh kernel with ``env``; cwd holds its files."""
+def execute(cwd: Path, env: dict[str, str], timeout: float = 600,
+            path: Path = NOTEBOOK) -> tuple[Any, float]:
+    """Execute the committed notebook (or the one at ``path``) in a fresh kernel with ``env``;
+    cwd holds its files."""
     import nbformat
     from nbclient import NotebookClient
 
-    nb = nbformat.read(str(NOTEBOOK), as_version=4)
+    nb = nbformat.read(str(path), as_version=4)
     nbformat.validate(nb)
     saved = dict(os.environ)
     os.environ.update({"KAGGLE_BENCHMARK_MAX_DESCRIPTION_LENGTH": "254",
