@@ -70,6 +70,7 @@ MODULES: Final = (
     "butterfly/core/prompts.py",
     "butterfly/errors.py",
     "butterfly/code/__init__.py",
+    "butterfly/core/code_catalogue.py",
     "butterfly/code/catalogue.py",
     "butterfly/code/program.py",
     "butterfly/code/conversation.py",
