@@ -107,10 +107,20 @@ def _base(key: str) -> dict[str, str]:
 @pytest.mark.parametrize("key", KEYS)
 def test_each_probe_catches_a_program_with_its_setting_wrong(key: str) -> None:
     base = _base(key)
-    wrong = next(v for v in DOMAINS[key] if v != base[key])
+    wrong = next(v for v in DOMAINS[key] if v != base[key] and (key, v) != ("input_format", "tsv"))
     program = render(apply_couplings({**base, key: wrong}))
     got = extract(program, base)[key]
     assert got != base[key] and got in (wrong, BROKEN)
+
+
+def test_a_tsv_reader_is_read_as_the_nearest_configuration_it_reads() -> None:
+    """TSV honours quotes as CSV does, so a TSV reader reads exactly what a CSV reader with tabs
+    reads: asked for CSV with commas, it is wrong on the delimiter (the nearest explanation),
+    and asked for TSV it is right."""
+    tsv = apply_couplings({**canonical(), "input_format": "tsv"})
+    got = extract(render(tsv), canonical())
+    assert (got["input_format"], got["delimiter"]) == ("csv", "tab")
+    assert extract(render(tsv), tsv) == visible(tsv)
 
 
 WRONG_BY_HAND = [

@@ -102,7 +102,7 @@ def test_the_first_message_shows_the_initial_program_and_the_rules() -> None:
     first = conversation.added_messages(s, 1, None)
     assert first[0]["content"] == conversation.SYSTEM
     assert "```python\n" in first[1]["content"] and s.turns[0].text in first[1]["content"]
-    assert "Keep the code for such a setting" in conversation.SYSTEM
+    assert "keep its code in the program, unchanged, even while" in conversation.SYSTEM
     assert "removes a requirement" not in conversation.SYSTEM
     later = conversation.added_messages(s, 2, "previous answer")
     assert later[0] == {"role": "assistant", "content": "previous answer"}
