@@ -23,6 +23,11 @@ from butterfly.code import probes
 from butterfly.code.catalogue import BROKEN, DOMAINS, INPUT_SIDE, KEYS, UNOBSERVED, observable
 from butterfly.code.runner import Outcome, run_program
 
+EXTRACTOR_VERSION: Final = 2
+"""Bumped whenever a change can observe a program differently: cached observations of another
+version are observed again (``runs/observe.py``). 2: every input configuration tried, nearest
+first; a stray CR is no line ending; UTF-16 without a byte-order mark read as UTF-16."""
+
 ARGS = ["input.dat", "output.dat"]
 NAMES = {r[0]: r[1] for r in probes.SMALL}
 NOTES = {r[0]: r[3] for r in probes.SMALL if r[3] is not None}

@@ -23,7 +23,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from butterfly.code.catalogue import KEYS
-from butterfly.code.extract import extract
+from butterfly.code.extract import EXTRACTOR_VERSION, extract
 from butterfly.code.sandbox import sandbox_kind
 
 OBSERVATIONS: Final = "observations.jsonl"
@@ -37,6 +37,8 @@ class Observation(BaseModel):
     schema_version: Literal[1] = 1
     kind: Literal["butterfly-observation"] = "butterfly-observation"
     program_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    extractor: int = Field(description="The extractor's version (code.extract."
+                           "EXTRACTOR_VERSION): an observation of another is made again.")
     expect: dict[str, str] = Field(description="The oracle's code spec on the turn: it chooses "
                                    "the probe inputs tried first and the settings observable.")
     observed: dict[str, str] = Field(description="Each code setting: a value, broken or "
@@ -72,7 +74,8 @@ def _read(path: Path) -> tuple[dict[Key, Observation], int | None]:
             obs = Observation.model_validate_json(line)
         except (ValueError, ValidationError):
             return out, offset
-        out.setdefault(_key(obs.program_sha256, obs.expect), obs)
+        if obs.extractor == EXTRACTOR_VERSION:  # another version's: observed again
+            out.setdefault(_key(obs.program_sha256, obs.expect), obs)
         offset += len(line)
     return out, None
 
@@ -124,7 +127,8 @@ class Observer:
 def _observe(program: str, expect: dict[str, str]) -> Observation:
     start = time.perf_counter()
     observed = extract(program, expect)
-    return Observation(program_sha256=program_sha256(program), expect=expect,
+    return Observation(program_sha256=program_sha256(program), extractor=EXTRACTOR_VERSION,
+                       expect=expect,
                        observed=observed, sandbox=sandbox_kind(),
                        seconds=round(time.perf_counter() - start, 3),
                        at=datetime.now(UTC).isoformat(timespec="seconds"))

@@ -233,3 +233,14 @@ def test_shards_of_a_code_run_merge_and_score(tmp_path: Path) -> None:
     merged = api.merge(shards, tmp_path / "merged")
     assert merged.params.track == "code" and merged.sandbox is not None
     assert api.score(tmp_path / "merged").final_match == 1.0
+
+
+def test_an_observation_of_another_extractor_is_made_again(oracle_run: Path) -> None:
+    path = oracle_run / observe.OBSERVATIONS
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "extractor": r["extractor"] - 1}) + "\n"
+                            for r in records))
+    assert api.score(oracle_run).final_match == 1.0
+    fresh = [json.loads(x) for x in path.read_text().splitlines()][len(records):]
+    assert len(fresh) == len(records) and {r["extractor"] for r in fresh} == {
+        records[0]["extractor"]}
