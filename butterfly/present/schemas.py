@@ -14,6 +14,7 @@ from typing import Any
 from butterfly.analysis.results import Calibration, CompareResult, SequentialResult
 from butterfly.core.results import RunScore
 from butterfly.files import write_text_atomic
+from butterfly.runs.observe import Observation
 from butterfly.runs.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
 
@@ -48,6 +49,12 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         CallRecord.model_json_schema(),
         "ButterflyBench call record",
         "One line of calls.jsonl: what was sent, the raw answer, the parse, timing and errors.",
+    ),
+    "observation.schema.json": lambda: _titled(
+        Observation.model_json_schema(),
+        "ButterflyBench observation",
+        "One line of observations.jsonl (code track): a program observed in the sandbox against "
+        "the turn's expected spec, cached by program hash.",
     ),
     "spec.schema.json": lambda: _titled(
         spec_json_schema(),
