@@ -17,12 +17,15 @@ LOCK_VENV := .venv-lock
 ORDER_SEED ?= 21
 LLAMA_TESTS := tests/butterfly/models/test_embedded.py tests/butterfly/runs/test_real_model.py \
   tests/butterfly/kaggle/test_notebook.py
-# The order check samples the tests where state can outlive a test (litellm's globals, the
-# provider seam, run directories, servers): the models and runs layers, the API and the
-# isolation tests; the rest is left out so that make test stays near 10 minutes
-# (docs/install.md).
-ORDER_TESTS := tests/butterfly/models tests/butterfly/runs tests/butterfly/test_api.py \
-  tests/test_isolation.py tests/test_fakeserver.py
+# The order check samples the tests where state can outlive a test in its process (litellm's
+# globals, the provider seam, the client, servers): the models layer, the runs tests that play
+# through the seam in-process, the API and the isolation tests. The runs tests of run
+# directories on disk (digest, integrity, repair, shards, preflight, prompt versions) and the
+# rest are left out so that make test stays near 10 minutes (docs/install.md).
+ORDER_TESTS := tests/butterfly/models tests/butterfly/runs/test_runner.py \
+  tests/butterfly/runs/test_failures.py tests/butterfly/runs/test_misbehaving_runs.py \
+  tests/butterfly/runs/test_model_args_cost.py tests/butterfly/runs/test_owned_args.py \
+  tests/butterfly/test_api.py tests/test_isolation.py tests/test_fakeserver.py
 
 .PHONY: venv demo test browser sandbox lock
 
