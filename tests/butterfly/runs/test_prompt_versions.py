@@ -64,6 +64,10 @@ def test_committed_runs_are_prompt_v2_and_score_as_before() -> None:
     assert len(runs) >= 10
     for path in runs:
         manifest = read_manifest(path)
+        if manifest.params.track == "code":  # the code track's conversation, recorded
+            assert prompt_label(manifest) == PromptLabel(
+                version=1, recorded=True, sha256=manifest.prompt_sha256, track="code"), path
+            continue
         assert manifest.prompt_version is None, path  # made before versions were recorded
         assert prompt_label(manifest) == PromptLabel(version=2, recorded=False,
                                                      sha256=manifest.prompt_sha256), path
