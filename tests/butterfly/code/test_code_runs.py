@@ -21,6 +21,8 @@ from butterfly.runs import observe
 from butterfly.suite.load import load_suite
 from oracle import replay
 
+pytestmark = pytest.mark.xdist_group("code-runs")  # one worker plays the module's runs once
+
 SUITE = ROOT / "tests/butterfly/code/code_suite.jsonl"
 SCENARIOS = load_suite(SUITE)
 

@@ -32,9 +32,10 @@ SUITE = ROOT / notebook.SUITE
 SCENARIOS = {s.id: s for s in load_suite(SUITE)}
 FEW = ("gen-drop-01", "gen-drop-03", "hw-indirect-same-format")
 """1, 2 and 3 turns; two generated scenarios and a handwritten one (6 calls)."""
-REAL = ("gen-drop-01", "hw-indirect-same-format")
-"""What the embedded model answers twice (notebook, then CLI): a 1-turn and a 3-turn scenario,
-4 calls each way (make test's time budget; the fake-server tests play FEW)."""
+REAL = ("gen-drop-03",)
+"""What the embedded model answers twice (notebook, then CLI): a 2-turn scenario, so the second
+call carries the first answer in its history; 2 calls each way (make test's time budget: 4
+calls each way took 153 s of it; the fake-server tests play FEW)."""
 
 
 def _cells() -> list[dict[str, Any]]:
