@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly.analysis.flips import Column, audit, classify, flip_grid
 from butterfly.core.turns import Turn, TurnKey

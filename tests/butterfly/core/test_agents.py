@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly.core.agents import AGENTS, agent_specs
 from butterfly.suite.load import load_suite

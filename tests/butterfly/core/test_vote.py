@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, rewrite_manifest, run_cli
+from conftest import ROOT, rewrite_manifest
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 from fakeserver import FakeServer
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly.core.transcript import conversation_of
 from butterfly.runs.reader import load_run, turns

@@ -10,7 +10,8 @@ import string
 from collections import Counter
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly.suite.builder import scenario_seed
 from butterfly.suite.generate import (
