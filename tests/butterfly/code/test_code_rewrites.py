@@ -3,31 +3,13 @@ program that gets a setting wrong is caught by that setting's probe (contract se
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from butterfly.code.catalogue import BROKEN, DOMAINS, KEYS, apply_couplings, canonical, visible
 from butterfly.code.extract import extract
 from butterfly.code.program import render
-
-
-def edit(source: str, old: str, new: str) -> str:
-    assert old in source, old
-    return source.replace(old, new)
-
-
-def reordered(source: str) -> str:
-    """The functions in reverse order, reprinted by ``ast.unparse`` (other layout, no comments)."""
-    tree = ast.parse(source)
-    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    rest = [n for n in tree.body if not isinstance(n, ast.FunctionDef)]
-    tree.body = rest[:-1] + defs[::-1] + rest[-1:]
-    return ast.unparse(tree)
-
-
-def renamed(source: str) -> str:
-    return edit(edit(source, "transform(", "process_rows("), "records", "rows_in")
+from butterfly.code.rewrite import by_hand as csv_by_hand
+from butterfly.code.rewrite import edit, full_page, indented, renamed, reordered
 
 
 def inlined(source: str) -> str:
@@ -48,35 +30,9 @@ def comprehension(source: str) -> str:
     return source[:start] + new + source[end:]
 
 
-def full_page(source: str) -> str:
-    source = edit(source, 'out.write("<table>\\n")',
-                  'out.write("<!DOCTYPE html>\\n<html><head><title>Records</title></head>'
-                  '<body>\\n<table class=\\"records\\">\\n<tbody>\\n")')
-    end = 'out.write("</tbody></table></body></html>\\n")'
-    return edit(source, 'out.write("</table>\\n")', end)
-
-
-def indented(source: str) -> str:
-    return edit(source, "json.dumps(rows, ensure_ascii=False)",
-                "json.dumps(rows, ensure_ascii=False, indent=4, sort_keys=True)")
-
-
-HAND_CSV = '''        def line(values: list[str]) -> str:
-            quoted = ['"' + v.replace('"', '""') + '"' if any(ch in v for ch in ',"\\r\\n') else v
-                      for v in values]
-            return ",".join(quoted) + "\\n"
-
-        out.write(line(columns))
-        for record in records:
-            out.write(line(cells(columns, record)))
-'''
-
-
 def by_hand(source: str) -> str:
     """CSV written by hand instead of through the csv module (minimal quoting)."""
-    start = source.index("        writer = csv.writer(")
-    end = source.index("\n\n", start)
-    return source[:start] + HAND_CSV.rstrip("\n") + source[end:]
+    return csv_by_hand(source, "minimal")
 
 
 REWRITES = [
