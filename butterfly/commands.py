@@ -49,7 +49,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
                         paraphrase_variants=a.paraphrase_variants, track=a.track)
     _write(a.out, suite_jsonl(made.scenarios))
     if made.manifest is not None and a.manifest:
-        _write(a.manifest, made.manifest.model_dump_json(indent=2) + "\n")
+        _write(a.manifest, made.manifest.to_json())
     if a.out not in (None, "-"):
         print(f"wrote {len(made.scenarios)} scenarios to {a.out}", file=sys.stderr)
     return 0

@@ -18,6 +18,7 @@ from oracle.catalogue import (
 )
 from oracle.ops import CHANGE_OPS, OPS, UNDO_OPS, Op
 from oracle.records import (
+    ASKED_MAX_TURNS,
     CATEGORIES,
     MAX_TURNS,
     SCHEMA_VERSION,
@@ -32,6 +33,7 @@ from oracle.records import (
 from oracle.replay import ORACLE, InvalidScenario, Rules, Violation, check, replay, targeted
 
 __all__ = [
+    "ASKED_MAX_TURNS",
     "BY_KEY",
     "CATEGORIES",
     "CHANGE_OPS",

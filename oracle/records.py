@@ -24,6 +24,9 @@ from oracle.catalogue import DOMAINS, KEYS, SETTINGS, SPEC_VALUES
 SCHEMA_VERSION: Final = 1
 MAX_TURNS: Final = 200
 """The most turns a scenario record may have (contract v2: 1 to 200 in any suite of the ladder)."""
+ASKED_MAX_TURNS: Final = 10_000
+"""The most turns of a scenario in a suite asked at chosen turns (contract v3, sections 2 and 4):
+a suite whose manifest names default ask points (``ask_at``), such as butterfly-horizon."""
 TURN_LIMITS: Final = {"butterfly-40": 10}
 """Suites with a stricter turn limit than :data:`MAX_TURNS`: the default suite keeps 1 to 10."""
 
@@ -223,10 +226,22 @@ class SuiteManifest(BaseModel):
         description="The handwritten scenarios file merged into the suite (null: none)."
     )
     n_scenarios: int
-    max_turns: int = Field(ge=1, le=MAX_TURNS, description="The suite's turn limit (enforced "
-                           "when the suite is loaded with this manifest beside it).")
+    max_turns: int = Field(ge=1, le=ASKED_MAX_TURNS, description="The suite's turn limit "
+                           "(enforced when the suite is loaded with this manifest beside it): at "
+                           "most 200, or 10,000 for a suite with default ask points.")
     counts: dict[str, int] = Field(description="Scenarios per category.")
     lengths: dict[str, int] | None = Field(
         default=None, description="Scenarios per number of turns, for suites built by length."
     )
+    ask_at: list[int] | None = Field(
+        default=None, description="The suite's default ask points (contract v3, section 4): "
+        "the turns a run in restate mode asks at when it names none; the last turn of every "
+        "chain is always asked. Null: every turn is asked."
+    )
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+    def to_json(self) -> str:
+        """The manifest file's text: ``ask_at`` written only when the suite names ask points,
+        so the manifests frozen before it existed stay byte for byte."""
+        skip = {"ask_at"} if self.ask_at is None else None
+        return self.model_dump_json(indent=2, exclude=skip) + "\n"
