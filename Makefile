@@ -20,11 +20,12 @@ LLAMA_TESTS := tests/butterfly/models/test_embedded.py tests/butterfly/runs/test
 # The order check samples the tests where state can outlive a test in its process (litellm's
 # globals, the provider seam, the client, servers): the models layer, the runs tests that play
 # through the seam in-process, the API and the isolation tests. The runs tests of run
-# directories on disk (digest, integrity, repair, shards, preflight, prompt versions) and the
-# rest are left out so that make test stays near 10 minutes (docs/install.md).
-ORDER_TESTS := tests/butterfly/models tests/butterfly/runs/test_runner.py \
-  tests/butterfly/runs/test_failures.py tests/butterfly/runs/test_misbehaving_runs.py \
-  tests/butterfly/runs/test_model_args_cost.py tests/butterfly/runs/test_owned_args.py \
+# directories on disk (digest, integrity, repair, shards, preflight, prompt versions), the
+# runner's tests (most start `butterfly` in a new interpreter), the owned-argument checks (pure
+# functions) and the rest are left out so that make test stays under 10 minutes
+# (docs/install.md).
+ORDER_TESTS := tests/butterfly/models tests/butterfly/runs/test_failures.py \
+  tests/butterfly/runs/test_misbehaving_runs.py tests/butterfly/runs/test_model_args_cost.py \
   tests/butterfly/test_api.py tests/test_isolation.py tests/test_fakeserver.py
 
 .PHONY: venv demo test browser sandbox lock

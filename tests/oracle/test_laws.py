@@ -11,6 +11,7 @@ import strategies as gen
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import drop_turn, make, set_turn, simple_turn, undo_ref_turn
+from sweep import examples
 
 import oracle
 from oracle.catalogue import COUPLINGS, KEYS, SPEC_VALUES, apply_couplings, canonical_initial
@@ -21,7 +22,7 @@ CI = settings(
     database=None,
     deadline=None,
     print_blob=False,
-    max_examples=150,
+    max_examples=examples(150),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -62,7 +63,7 @@ def with_(**changes: str) -> dict[str, str]:
 # ============================================================================ laws
 
 
-@settings(CI, max_examples=200)
+@settings(CI, max_examples=examples(200))
 @given(gen.valid_scenarios(max_turns=8), st.data())
 def test_undo_then_redo_restores_the_spec(scenario: oracle.Scenario, data: st.DataObject) -> None:
     """After any prefix, an undo (of any kind) immediately redone gives back the same spec."""
@@ -88,7 +89,7 @@ def test_undo_then_redo_restores_the_spec(scenario: oracle.Scenario, data: st.Da
     assert out[k + 2] == specs[k]
 
 
-@settings(CI, max_examples=200)
+@settings(CI, max_examples=examples(200))
 @given(gen.valid_scenarios(max_turns=9), st.data())
 def test_a_distractor_changes_nothing(scenario: oracle.Scenario, data: st.DataObject) -> None:
     turns = turns_of(scenario)
@@ -99,7 +100,7 @@ def test_a_distractor_changes_nothing(scenario: oracle.Scenario, data: st.DataOb
     assert oracle.replay(longer) == [*specs[: i + 1], specs[i], *specs[i + 1 :]]
 
 
-@settings(CI, max_examples=200)
+@settings(CI, max_examples=examples(200))
 @given(gen.scenarios(), st.data())
 def test_a_distractor_moves_a_violation_by_one_turn(
     scenario: oracle.Scenario, data: st.DataObject
@@ -116,7 +117,7 @@ def test_a_distractor_moves_a_violation_by_one_turn(
         assert after == (turn + (turn > i), what)
 
 
-@settings(CI, max_examples=200)
+@settings(CI, max_examples=examples(200))
 @given(gen.valid_scenarios(), st.data())
 def test_undo_last_until_nothing_is_active_returns_the_initial_spec(
     scenario: oracle.Scenario, data: st.DataObject
@@ -135,8 +136,10 @@ def test_undo_last_until_nothing_is_active_returns_the_initial_spec(
     undone = make(*turns[:k], *[UNDO_LAST] * active, initial=scenario.initial)
     v = violation(undone)
     if v is not None:
-        # undo_last after a redo of an earlier change is ambiguous by design; skip those
-        assert v[1] == "undo_last_ambiguous", v
+        # undo_last after a redo of an earlier change is ambiguous by design, and an undo may
+        # make a setting inapplicable again (input csv undone back to an initial json input
+        # leaves the delimiter without a use: the applicability guard, v2); skip those
+        assert v[1] in ("undo_last_ambiguous", "inapplicable"), v
         assume(False)
     assert final(undone) == scenario.initial
     # and one more undo_last has nothing left to undo
@@ -145,7 +148,7 @@ def test_undo_last_until_nothing_is_active_returns_the_initial_spec(
         assert violation(extra) == (k + active + 1, "nothing_to_undo")
 
 
-@settings(CI, max_examples=300)
+@settings(CI, max_examples=examples(300))
 @given(st.one_of(gen.valid_scenarios(), gen.scenarios()))
 def test_every_output_spec_is_coupled_and_in_the_catalogue(scenario: oracle.Scenario) -> None:
     outputs = []
@@ -166,7 +169,7 @@ def test_every_output_spec_is_coupled_and_in_the_catalogue(scenario: oracle.Scen
                 assert spec[c.trigger] != c.when or spec[c.forced] == c.then
 
 
-@settings(CI, max_examples=200)
+@settings(CI, max_examples=examples(200))
 @given(st.one_of(gen.valid_scenarios(), gen.scenarios()))
 def test_replay_is_deterministic_and_does_not_touch_the_scenario(
     scenario: oracle.Scenario,
@@ -191,7 +194,7 @@ def test_replay_is_deterministic_and_does_not_touch_the_scenario(
     assert oracle.check(scenario) == oracle.check(scenario)
 
 
-@settings(CI, max_examples=300)
+@settings(CI, max_examples=examples(300))
 @given(gen.scenarios())
 def test_without_undo_and_guards_only_sets_and_drops_count(scenario: oracle.Scenario) -> None:
     got = oracle.replay(scenario, Rules(undo=False, guards=False))

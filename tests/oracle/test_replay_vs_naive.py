@@ -11,6 +11,7 @@ import pytest
 import strategies as gen
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
+from sweep import examples
 
 import oracle
 
@@ -44,13 +45,13 @@ def assert_agree(scenario: oracle.Scenario) -> list[dict[str, str]] | tuple[int,
     return expected
 
 
-@settings(CI, max_examples=2000)
+@settings(CI, max_examples=examples(2000))
 @given(st.one_of(gen.scenarios(), gen.near_valid_scenarios(), gen.read_scenarios()))
 def test_oracle_agrees_with_naive(scenario: oracle.Scenario) -> None:
     assert_agree(scenario)
 
 
-@settings(CI, max_examples=1000)
+@settings(CI, max_examples=examples(1000))
 @given(gen.valid_scenarios())
 def test_valid_scenarios_replay_identically(scenario: oracle.Scenario) -> None:
     assert oracle.check(scenario) is None, scenario.to_json()
