@@ -60,8 +60,11 @@ def _score(run: Path) -> dict[str, Any]:
     return {k: v for k, v in json.loads(r.stdout).items() if k not in ("run", "usage")}
 
 
-def _single(tmp: Path, tiny: Path, server: FakeServer) -> dict[str, Any]:
-    """The sweep as one run: what the merged shards must score."""
+@pytest.fixture(scope="module")
+def single(tmp_path_factory: pytest.TempPathFactory, tiny: Path,
+           server: FakeServer) -> dict[str, Any]:
+    """The sweep as one run: what the merged shards must score (played once for both)."""
+    tmp = tmp_path_factory.mktemp("single")
     r = run_cli("run", "--model", "openai/Qwen/Qwen2.5-7B-Instruct", "--api-base",
                 server.api_base, "--suite", str(tiny), "--layouts", "E,Q,H", "--repeats", "3",
                 "--out", str(tmp / "single"), "--no-cache", env=ENV)
@@ -79,8 +82,8 @@ def test_the_router_template_is_a_router_file(tmp_path: Path) -> None:
     assert config.settings["routing_strategy"] == "simple-shuffle"
 
 
-def test_the_slurm_array_and_its_merge_give_one_runs_score(tmp_path: Path, tiny: Path,
-                                                            server: FakeServer) -> None:
+def test_the_slurm_array_and_its_merge_give_one_runs_score(
+        tmp_path: Path, tiny: Path, server: FakeServer, single: dict[str, Any]) -> None:
     sweep_script, merge_script = _blocks("bash")
     sweep = tmp_path / "qwen-long"
     sweep.mkdir()
@@ -93,11 +96,11 @@ def test_the_slurm_array_and_its_merge_give_one_runs_score(tmp_path: Path, tiny:
     assert sorted(p.name for p in sweep.iterdir()) == [
         "cache-1.sqlite", "cache-2.sqlite", "shard-1", "shard-2"]
     _sh(merge_script.replace("/shared/butterfly/qwen-long", str(sweep)), "bash", env={})
-    assert _score(sweep / "merged") == _single(tmp_path, tiny, server)
+    assert _score(sweep / "merged") == single
 
 
-def test_the_kubernetes_indexed_job_gives_one_runs_score(tmp_path: Path, tiny: Path,
-                                                         server: FakeServer) -> None:
+def test_the_kubernetes_indexed_job_gives_one_runs_score(
+        tmp_path: Path, tiny: Path, server: FakeServer, single: dict[str, Any]) -> None:
     (job,) = [yaml.safe_load(b) for b in _blocks("yaml") if "kind: Job" in b]
     spec = job["spec"]
     assert job["kind"] == "Job" and spec["completionMode"] == "Indexed"
@@ -118,4 +121,4 @@ def test_the_kubernetes_indexed_job_gives_one_runs_score(tmp_path: Path, tiny: P
     r = run_cli("merge", *(str(sweep / f"shard-{i}") for i in range(1, shards + 1)),
                 "--out", str(merged))
     assert r.returncode == 0, r.stderr
-    assert _score(merged) == _single(tmp_path, tiny, server)
+    assert _score(merged) == single
