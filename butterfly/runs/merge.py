@@ -175,8 +175,8 @@ def _copy(path: Path, m: RunManifest, out: IO[bytes], chain: Chain) -> Iterator[
 def _merged_manifest(paths: Sequence[Path], shards: Sequence[RunManifest],
                      records: Iterator[CallRecord]) -> RunManifest:
     counts = [0, 0]
-    usage = total_usage(_counted(records, counts))
     first = shards[0]
+    usage = total_usage(_counted(records, counts), first.params.price)
     bases = {m.params.api_base for m in shards}
     routers = [m.params.router for m in shards]
     params = first.params.model_copy(update={

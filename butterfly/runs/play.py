@@ -308,6 +308,7 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
             reasoning=None if resp is None else resp.reasoning_tokens,
         ),
         cost_usd=None if resp is None else resp.cost_usd,
+        saved_usd=None if resp is None else resp.saved_usd,
         attempts=outcome.attempts,
         cached=outcome.cached,
         error=None if outcome.error is None else CallError(kind=outcome.error.kind,
