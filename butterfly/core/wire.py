@@ -326,8 +326,9 @@ def billed_completion(prompt: int | None, completion: int | None, reasoning: int
     """Completion tokens with the reasoning tokens counted once (docs/cost.md, "Reasoning
     tokens"). Most servers (OpenAI, vLLM, litellm's own usage, Gemini through litellm) count
     reasoning inside ``completion_tokens``: kept as they are. A server that reports them apart
-    says so by its total (``total_tokens = prompt + completion + reasoning``), or, without a
-    total, by more reasoning tokens than completion tokens: they are added."""
+    (some gateways in front of Gemini) says so by its total (``total_tokens = prompt +
+    completion + reasoning``), or, without a total, by more reasoning tokens than completion
+    tokens: they are added."""
     if completion is None or not reasoning:
         return completion
     if total is not None and prompt is not None:
