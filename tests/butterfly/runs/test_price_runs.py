@@ -143,3 +143,12 @@ def test_score_runs_export_and_report_show_reasoning_caching_and_the_price(
     page = html.read_text()
     for text in (">reasoning<", ">cached<", ">saved<", f"${SAVED * n:.4f}", "the user's price"):
         assert text in page
+
+
+def test_shards_priced_differently_are_not_merged(tmp_path: Path) -> None:
+    with FakeServer(responder()) as srv:
+        one = _run(srv, tmp_path / "s1", shard="1/2", price_per_mtok="2,8,0.5")
+        two = _run(srv, tmp_path / "s2", shard="2/2", price_per_mtok="2,9")
+    assert one.manifest.status == two.manifest.status == "complete"
+    with pytest.raises(UserError, match=r"--price \$2 in, \$8 out.* vs --price \$2 in, \$9"):
+        api.merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "merged")
