@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from butterfly.core.price import UserPrice
+from butterfly.core.price import PriceFields, UserPrice
 from butterfly.core.vocab import (
     DEFAULTS,
     MODES,
@@ -122,7 +122,7 @@ class RunOptions:
     max_cost: float | None = _opt(None, "stop before a call could take the run's spending above "
                                   "USD (status budget, exit 6; re-run with a larger budget to "
                                   "complete)", metavar="USD")
-    price: str | Path | UserPrice | Mapping[str, float | None] | None = _opt(
+    price: str | Path | UserPrice | PriceFields | None = _opt(
         None, "a JSON file of the model's price in USD per million tokens (input_per_mtok, "
         "output_per_mtok, optionally cached_input_per_mtok; docs/cost.md): every call is "
         "priced by it instead of litellm's offline price map (default: the map)",

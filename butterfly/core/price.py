@@ -9,11 +9,14 @@ call of the run is priced by it instead of litellm's offline price map
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 PRICE_SCHEMA_VERSION: Literal[1] = 1
+PriceFields = Mapping[str, float | None]
+"""A price's fields as a mapping (what a price file holds)."""
 
 
 class UserPrice(BaseModel):

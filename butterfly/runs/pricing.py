@@ -16,10 +16,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from butterfly.core.price import UserPrice, per_mtok
+from butterfly.core.price import PriceFields, UserPrice, per_mtok
 from butterfly.errors import UserError
 
-PriceGiven = str | Path | UserPrice | Mapping[str, float | None] | None
+PriceGiven = str | Path | UserPrice | PriceFields | None
 """What ``RunOptions.price`` takes: a file's path, a price, or its fields as a mapping."""
 
 

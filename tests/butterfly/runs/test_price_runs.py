@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 from fakeserver import FakeServer
 
 from butterfly import api
@@ -152,3 +153,24 @@ def test_shards_priced_differently_are_not_merged(tmp_path: Path) -> None:
     assert one.manifest.status == two.manifest.status == "complete"
     with pytest.raises(UserError, match=r"--price \$2 in, \$8 out.* vs --price \$2 in, \$9"):
         api.merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "merged")
+
+
+def test_the_command_line_takes_a_price_file_and_refuses_max_cost_without_one(
+        tmp_path: Path) -> None:
+    price = tmp_path / "price.json"
+    price.write_text('{"input_per_mtok": 2, "output_per_mtok": 8, "cached_input_per_mtok": 0.5}')
+    with FakeServer(responder()) as srv:
+        common = ("run", "--model", UNLISTED, "--api-base", srv.api_base, "--limit", "1",
+                  "--no-cache", "--timeout", "5")
+        refused = run_cli(*common, "--out", str(tmp_path / "no"), "--max-cost", "1")
+        assert refused.returncode != 0 and srv.count == 0
+        assert refused.stderr.strip().count("\n") == 0 and "--price" in refused.stderr
+        ran = run_cli(*common, "--out", str(tmp_path / "yes"), "--price", str(price),
+                      "--max-cost", "1")
+    assert ran.returncode == 0, ran.stderr
+    said = " ".join(ran.stdout.split())  # the terminal's table wraps lines
+    assert "at the user's price ($2 in, $8 out, $0.5 cached per million tokens)" in said
+    manifest = json.loads((tmp_path / "yes" / "manifest.json").read_text())
+    assert manifest["params"]["price"] == {"schema_version": 1, "input_per_mtok": 2.0,
+                                           "output_per_mtok": 8.0,
+                                           "cached_input_per_mtok": 0.5}
