@@ -81,9 +81,8 @@ class Progress:
 class Budget:
     """``--max-cost``: a call is made only while the spending so far plus the estimated cost
     of it and of every call in flight (the mean cost per priced call so far) stays within the
-    limit. The first call has no estimate. An answer without a price (no token counts, or a
-    model neither the user nor litellm prices, which ``--max-cost`` refuses before the first
-    call) stops the run there: the budget cannot be enforced."""
+    limit. The first call has no estimate. An answer without a price (no token counts; an
+    unpriced model is refused before the first call) stops the run: the budget cannot hold."""
 
     limit: float | None
     spent: float = 0.0
