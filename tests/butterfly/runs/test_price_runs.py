@@ -177,3 +177,16 @@ def test_the_command_line_takes_a_price_file_and_refuses_max_cost_without_one(
     assert manifest["params"]["price"] == {"schema_version": 1, "input_per_mtok": 2.0,
                                            "output_per_mtok": 8.0,
                                            "cached_input_per_mtok": 0.5}
+
+
+def test_answers_from_the_cache_are_priced_by_the_runs_price(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache.sqlite")
+    with FakeServer(responder()) as srv:
+        _run(srv, tmp_path / "unpriced", cache=cache)
+        asked = srv.count
+        _run(srv, tmp_path / "priced", cache=cache, price_per_mtok="2,8,0.5")
+        assert srv.count == asked  # every answer came from the cache
+    unpriced, priced = _records(tmp_path / "unpriced"), _records(tmp_path / "priced")
+    assert all(r.cost_usd is None for r in unpriced)
+    assert priced and all(r.cached and r.cost_usd == pytest.approx(COST)
+                          and r.saved_usd == pytest.approx(SAVED) for r in priced)
