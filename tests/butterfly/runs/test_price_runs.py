@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
 from butterfly import api
@@ -23,6 +23,7 @@ from butterfly.present.display import usage_line
 from butterfly.present.report import build
 from butterfly.present.text import runs_text
 from butterfly.runs.records import CallRecord
+from butterfly.runs.store import read_manifest
 
 UNLISTED = "openai/selfhosted-unlisted-7b"
 """A model litellm's offline price map does not price (a self-hosted one)."""
@@ -190,3 +191,12 @@ def test_answers_from_the_cache_are_priced_by_the_runs_price(tmp_path: Path) -> 
     assert all(r.cost_usd is None for r in unpriced)
     assert priced and all(r.cached and r.cost_usd == pytest.approx(COST)
                           and r.saved_usd == pytest.approx(SAVED) for r in priced)
+
+
+def test_runs_recorded_before_prices_still_read_sealed() -> None:
+    old = ROOT / "runs" / "script-oracle-butterfly-40"
+    assert '"price"' not in (old / "manifest.json").read_text()
+    manifest = read_manifest(old)  # its seal checked
+    assert manifest.params.price is None
+    usage = api.score(old).usage
+    assert usage is not None and usage.price is None and usage.saved_usd is None
