@@ -1,5 +1,6 @@
 """``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name and
-sha, prompt version, layouts and repeats, status and shard, final match, cost). A directory that
+sha, prompt version, layouts and repeats, status and shard, final match, cost and its price's
+source, cached prompt tokens and what they saved, reasoning tokens). A directory that
 does not read as a run is listed with its error, never skipped silently; a run made before the
 digest is labelled unsealed, a repaired one repaired. A run with no priced answer (an unpriced
 model, or every call failed) has no cost (``-``), never $0."""
@@ -29,6 +30,12 @@ class RunLine:
     final_match: float | None = None
     n_conversations: int | None = None
     cost_usd: float | None = None
+    user_price: bool = False
+    """The costs were computed by the price the user gave (``run --price``)."""
+    cached_tokens: int | None = None
+    saved_usd: float | None = None
+    """What the cached prompt tokens saved at the cached-input price."""
+    reasoning_tokens: int | None = None
     error: str | None = None
     shard: str | None = None
     """``I/N`` for a shard of a sweep (``run --shard``); its figures are the shard's only."""
@@ -56,13 +63,16 @@ def describe(path: Path) -> RunLine:
     except UserError as e:
         return RunLine(str(path), error=str(e))
     m, p = run.manifest, run.params
+    u = score.usage
     return RunLine(
         path=str(path), model=m.model, suite=Path(m.suite.path).stem,
         suite_sha256=m.suite.sha256, prompt_version=score.prompt.version,
         layouts=",".join(p.layouts), repeats=p.repeats,
         status=m.status, final_match=score.final_match, n_conversations=score.n_conversations,
-        cost_usd=None if score.usage is None or not score.usage.priced_calls
-        else score.usage.cost_usd,
+        cost_usd=None if u is None or not u.priced_calls else u.cost_usd,
+        user_price=p.price is not None, cached_tokens=None if u is None else u.cached_tokens,
+        saved_usd=None if u is None else u.saved_usd,
+        reasoning_tokens=None if u is None else u.reasoning_tokens,
         shard=None if p.shard is None else str(p.shard), content=run.digest.label(),
         sealed=run.digest.sealed is not None, repaired=len(m.repaired),
     )

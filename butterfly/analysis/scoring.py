@@ -69,7 +69,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        prompt=prompt_label(run.manifest),
                        horizon=horizon, effective_final_match=effective,
                        abstention_by_reason=dict(sorted(reasons.items())),
-                       usage=total_usage(run.records.values()), shard=shard,
+                       usage=total_usage(run.records.values(), params.price), shard=shard,
                        sweep_conversations=sweep,
                        code=code_score(run, answers, done) if params.track == "code" else None)
 

@@ -29,11 +29,17 @@ LEVELS: Final[tuple[Level, ...]] = ("turn", "conversation")
 
 BASE: Final = ("run", "model", "suite", "suite_sha256", "scenario", "category", "layout",
                "repeat")
+USAGE: Final = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
+                "cost_usd", "saved_usd")
+"""Tokens and cost, summed over a turn's samples (a conversation's turns): completion tokens
+include the reasoning tokens (counted once); ``saved_usd`` is what the cached prompt tokens
+saved (docs/cost.md). ``price`` says where the costs came from: ``user`` (``run --price``) or
+``litellm`` (the offline price map)."""
 TURN_COLUMNS: Final = (*BASE, "turn", "op", "match", "abstention", "collateral",
-                       "n_collateral", "prompt_tokens", "completion_tokens", "cost_usd")
+                       "n_collateral", *USAGE, "price")
 CONVERSATION_COLUMNS: Final = (*BASE, "n_turns", "complete", "final_match",
                                "first_divergent_turn", "change_radius", "wobble", "abstentions",
-                               "prompt_tokens", "completion_tokens", "cost_usd")
+                               *USAGE, "price")
 
 
 def _base(run: Run, s: Scenario, key: ConversationKey) -> Row:
@@ -43,14 +49,18 @@ def _base(run: Run, s: Scenario, key: ConversationKey) -> Row:
             "layout": key.layout, "repeat": key.repeat}
 
 
-def _cost(turn: Turn) -> tuple[int | None, int | None, float | None]:
-    """Tokens and cost of a turn, summed over its samples (None when one is unreported)."""
-    prompt = [getattr(getattr(x, "tokens", None), "prompt", None) for x in turn.samples]
-    completion = [getattr(getattr(x, "tokens", None), "completion", None) for x in turn.samples]
-    cost = [getattr(x, "cost_usd", None) for x in turn.samples]
-    return (None if None in prompt else sum(p for p in prompt if p is not None),
-            None if None in completion else sum(c for c in completion if c is not None),
-            None if None in cost else round(sum(c for c in cost if c is not None), 10))
+def _sum(values: list[Any]) -> Any:
+    """The sum, or None when one value is unreported."""
+    return None if None in values else sum(values)
+
+
+def _cost(turn: Turn) -> list[Any]:
+    """The :data:`USAGE` of a turn, summed over its samples (None when one is unreported)."""
+    tokens = [getattr(x, "tokens", None) for x in turn.samples]
+    sums = [_sum([getattr(t, k, None) for t in tokens])
+            for k in ("prompt", "completion", "cached", "reasoning")]
+    money = [_sum([getattr(x, k, None) for x in turn.samples]) for k in ("cost_usd", "saved_usd")]
+    return sums + [None if v is None else round(v, 10) for v in money]
 
 
 def _add(total: Any, value: Any) -> Any:
@@ -65,6 +75,7 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
     attempted = run.attempted
     by_id = {s.id: s for s in run.scenarios}
     rows: list[Row] = []
+    price = "litellm" if run.params.price is None else "user"
     for key in run.conversations():
         if key not in attempted:
             continue
@@ -83,16 +94,14 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
                 spec = turn.spec
                 moved = (collateral_keys(spec, prev, oracle[t], oracle[t - 1])
                          if spec is not None and prev is not None else None)
-                prompt, completion, cost = _cost(turn)
                 rows.append({**base, "turn": t, "op": s.turns[t - 1].op,
                              "match": int(spec == oracle[t]), "abstention": turn.abstention,
                              "collateral": None if moved is None else ";".join(moved),
                              "n_collateral": None if moved is None else len(moved),
-                             "prompt_tokens": prompt, "completion_tokens": completion,
-                             "cost_usd": cost})
+                             **dict(zip(USAGE, _cost(turn), strict=True)), "price": price})
                 prev = spec
             continue
-        totals: list[Any] = [0, 0, 0.0]
+        totals: list[Any] = [0, 0, 0, 0, 0.0, 0.0]
         for turn in answered:
             totals = [_add(a, b) for a, b in zip(totals, _cost(turn), strict=True)]
         score = score_scenario(s, [t.spec for t in answered], oracle) if complete else None
@@ -103,8 +112,10 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
             "change_radius": None if score is None else score.change_radius,
             "wobble": None if score is None else int(score.wobble),
             "abstentions": sum(t.spec is None for t in answered),
-            "prompt_tokens": totals[0], "completion_tokens": totals[1],
-            "cost_usd": None if totals[2] is None else round(totals[2], 10),
+            **dict(zip(USAGE, totals[:4], strict=False)),
+            **{k: None if v is None else round(v, 10)
+               for k, v in zip(USAGE[4:], totals[4:], strict=True)},
+            "price": price,
         })
     return rows
 

@@ -104,7 +104,7 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
     if config is None:
         check_model(o.model)
     if o.max_cost is not None:
-        check_priced(o.model, o.api_base, o.via, config)
+        check_priced(o.model, o.api_base, o.via, config, params.price)
     suite_path = resolve_suite(o.suite)
     whole = load_suite(suite_path)
     target = where or default_out(o.model, suite_path, shard=o.shard)
@@ -125,7 +125,8 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
                              retries=params.retries, timeout=params.timeout, api_base=api_base,
                              cache_path=cache, via=params.via, router=router,
                              max_answer_chars=params.max_answer_chars,
-                             max_retry_wait=params.max_retry_wait, track=params.track)
+                             max_retry_wait=params.max_retry_wait, track=params.track,
+                             user_price=params.price)
         try:
             state = open_run(out, model, suite_path, scenarios, params)
             note_transport(out, state, transport(model, api_base, params.via,

@@ -13,6 +13,7 @@ from butterfly.analysis.results import SequentialResult
 from butterfly.api.running import default_out, options
 from butterfly.core.options import RunOptions
 from butterfly.core.vocab import DEFAULTS, ErrorClass
+from butterfly.errors import UserError
 from butterfly.models.client import OnWait
 from butterfly.models.registry import check_cache, check_priced
 from butterfly.present.text import round_line, wait_line
@@ -37,6 +38,9 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
 
     o = options(opts or RunOptions(temperature=DEFAULTS.sequential_temperature), **fields)
     params = make_params(o)
+    if params.price is not None:
+        raise UserError("sequential plays two models: a price (price, price_per_mtok) is one "
+                        "model's, so it is not taken here (docs/cost.md)")
     suite_path = resolve_suite(o.suite)
     a, b = _outs(model_a, model_b, suite_path, out_a, out_b)
     check_options(method, cap, q, a, b)

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
+from butterfly.core.price import PriceFields, UserPrice
 from butterfly.core.vocab import (
     DEFAULTS,
     MODES,
@@ -121,6 +122,15 @@ class RunOptions:
     max_cost: float | None = _opt(None, "stop before a call could take the run's spending above "
                                   "USD (status budget, exit 6; re-run with a larger budget to "
                                   "complete)", metavar="USD")
+    price: str | Path | UserPrice | PriceFields | None = _opt(
+        None, "a JSON file of the model's price in USD per million tokens (input_per_mtok, "
+        "output_per_mtok, optionally cached_input_per_mtok; docs/cost.md): every call is "
+        "priced by it instead of litellm's offline price map (default: the map)",
+        metavar="FILE")
+    price_per_mtok: str | None = _opt(
+        None, "the model's price in USD per million input, output and optionally "
+        "cached-input tokens, e.g. 0.15,0.6,0.075 (instead of --price FILE)",
+        metavar="IN,OUT[,CACHED]")
     max_answer_chars: int = _opt(
         DEFAULTS.max_answer_chars, "the response-size cap: a longer answer is kept (and sent "
         "back in the history) as its first N characters, an abstention (too_large)",

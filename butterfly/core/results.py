@@ -15,6 +15,7 @@ from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.pooling import Interval as Interval
 from butterfly.core.pooling import Result
 from butterfly.core.pooling import Share as Share
+from butterfly.core.price import UserPrice
 from butterfly.core.vocab import Track
 
 if TYPE_CHECKING:
@@ -222,6 +223,12 @@ class Usage(Result):
     spent_usd: float | None = Field(description="Cost of the calls this run sent (not cached).")
     priced_calls: int
     note: str = Field("", description="Why a cost is null (a model litellm does not price).")
+    saved_usd: float | None = Field(None, description="What the cached prompt tokens saved at "
+                                    "the cached-input price (summed over the answered calls "
+                                    "that record it); null when none does.")
+    price: UserPrice | None = Field(None, description="The price the user gave (--price), "
+                                    "which the costs were computed by; null: litellm's "
+                                    "offline price map.")
 
 
 class _Named(Result):

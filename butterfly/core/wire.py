@@ -15,7 +15,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic import JsonValue
@@ -85,6 +85,7 @@ class Response:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    """Completion tokens, reasoning included (:func:`billed_completion`)."""
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
     cost_usd: float | None = None
@@ -95,6 +96,9 @@ class Response:
     raw_chars: int | None = None
     """The answer's length in characters when ``text`` holds only its first N (the
     response-size cap, :mod:`butterfly.models.client`); None when ``text`` is all of it."""
+    saved_usd: float | None = None
+    """What the cached prompt tokens saved at the provider's cached-token price (0 without
+    any), or None when the call is unpriced (``butterfly.models.prices``)."""
 
 
 class ProviderError(Exception):
@@ -293,8 +297,8 @@ OBJECTS: Final = Shape(getattr, getattr, _object_opt, _object_malformed,
 """An SDK's completion object (litellm's ``ModelResponse``): its reasoning is litellm's
 ``reasoning_content``."""
 
-Price = Callable[[Response], "float | None"]
-"""A call's price from its parsed answer's tokens (None: unpriced)."""
+Price = Callable[[Response], Response]
+"""A parsed answer priced by its tokens (``cost_usd``, ``saved_usd``; None: unpriced)."""
 
 
 def decode(raw: bytes) -> Any:
@@ -317,6 +321,23 @@ def _detail(usage: Any, part: str, key: str, shape: Shape) -> int | None:
     return token_count(shape.opt(shape.opt(usage, part), key))
 
 
+def billed_completion(prompt: int | None, completion: int | None, reasoning: int | None,
+                      total: int | None) -> int | None:
+    """Completion tokens with the reasoning tokens counted once (docs/cost.md, "Reasoning
+    tokens"). Most servers (OpenAI, vLLM, litellm's own usage, Gemini through litellm) count
+    reasoning inside ``completion_tokens``: kept as they are. A server that reports them apart
+    (some gateways in front of Gemini) says so by its total (``total_tokens = prompt +
+    completion + reasoning``), or, without a total, by more reasoning tokens than completion
+    tokens: they are added."""
+    if completion is None or not reasoning:
+        return completion
+    if total is not None and prompt is not None:
+        apart = total == prompt + completion + reasoning
+    else:
+        apart = reasoning > completion
+    return completion + reasoning if apart else completion
+
+
 def response(data: Any, shape: Shape, price: Price, raw: bytes = b"") -> Response:
     """A completion's text (content parts joined), reasoning, finish reason, tokens and price;
     ``bad_response`` if it is not one."""
@@ -328,12 +349,13 @@ def response(data: Any, shape: Shape, price: Price, raw: bytes = b"") -> Respons
     except (KeyError, IndexError, TypeError, AttributeError) as e:
         raise shape.malformed(e, data, raw) from (e if shape.chained else None)
     usage = shape.opt(data, "usage")
+    prompt = token_count(shape.opt(usage, "prompt_tokens"))
+    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens", shape)
+    completion = billed_completion(prompt, token_count(shape.opt(usage, "completion_tokens")),
+                                   reasoning, token_count(shape.opt(usage, "total_tokens")))
     answer = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
-                      prompt_tokens=token_count(shape.opt(usage, "prompt_tokens")),
-                      completion_tokens=token_count(shape.opt(usage, "completion_tokens")),
+                      prompt_tokens=prompt, completion_tokens=completion,
                       cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens",
                                             shape),
-                      reasoning_tokens=_detail(usage, "completion_tokens_details",
-                                               "reasoning_tokens", shape),
-                      reasoning_content=_reasoning(message, shape))
-    return replace(answer, cost_usd=price(answer))
+                      reasoning_tokens=reasoning, reasoning_content=_reasoning(message, shape))
+    return price(answer)

@@ -64,6 +64,7 @@ MODULES: Final = (
     "butterfly/core/horizon.py",
     "butterfly/core/pooling.py",
     "butterfly/core/metric_registry.py",
+    "butterfly/core/price.py",
     "butterfly/core/results.py",
     "butterfly/core/horizon_text.py",
     "butterfly/core/metrics.py",

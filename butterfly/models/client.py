@@ -16,6 +16,10 @@ The response-size cap (``--max-answer-chars``, :data:`ANSWER_CAP`): an answer lo
 is kept as its first N characters with its whole length in ``raw_chars`` (the run records an
 abstention, ``too_large``, and sends the cut text back in the history), and so is its
 reasoning; both transports and the cache go through :func:`capped` here.
+
+A price the user gave (``user_rates``: ``--price``, ``--price-per-mtok``) prices every answer
+here, fresh or from the cache (:func:`butterfly.models.prices.charge`), whichever transport
+brought it; without one, an answer keeps the price its transport gave it (litellm's map).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Final
 
 from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass
 from butterfly.models.cache import Cache
+from butterfly.models.prices import Rates, charge
 from butterfly.models.provider import Provider, ProviderError, Request, Response
 from butterfly.models.window import Signal, Window
 
@@ -109,6 +114,7 @@ class ModelClient:
         max_answer_chars: int = ANSWER_CAP,
         max_retry_wait: float = RETRY_WAIT_CAP,
         on_wait: OnWait | None = None,
+        user_rates: Rates | None = None,
     ) -> None:
         self.provider = provider
         self.retries = retries
@@ -128,6 +134,12 @@ class ModelClient:
         self.max_answer_chars = max_answer_chars
         self.max_retry_wait = max_retry_wait
         self.on_wait = on_wait
+        self.user_rates = user_rates
+        """The user's price (None: the transport's, from litellm's offline map)."""
+
+    def priced(self, response: Response) -> Response:
+        """``response`` priced by the user's rates when there are some, else as it came."""
+        return response if self.user_rates is None else charge(self.user_rates, response)
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based): full jitter under
@@ -144,7 +156,7 @@ class ModelClient:
         if self.cache is not None:
             hit = self.cache.get(request)
             if hit is not None and fits(hit, self.max_answer_chars):
-                return Outcome(capped(hit, self.max_answer_chars), None, 1,
+                return Outcome(self.priced(capped(hit, self.max_answer_chars)), None, 1,
                                time.perf_counter() - start, True)
         attempt = 0
         while True:
@@ -160,7 +172,8 @@ class ModelClient:
             else:
                 if self.cache is not None:
                     self.cache.put(request, response)
-                return Outcome(response, None, attempt, time.perf_counter() - start, False)
+                return Outcome(self.priced(response), None, attempt,
+                               time.perf_counter() - start, False)
             self.failed_attempts += 1
             if attempt > self.retries:
                 return Outcome(None, Failure(err.kind, err.message), attempt,

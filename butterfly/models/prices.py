@@ -7,10 +7,14 @@ model's price is looked up, and each model's rates are decided once (an unpriced
 ``None`` for the rest of the process, never looked up per call). The sum is litellm's for
 chat models without tiered prices: uncached prompt tokens at the input rate, cached ones at
 the cache-read rate (the input rate when there is none), completion tokens (reasoning
-included) at the output rate (``tests/butterfly/models/test_prices.py`` checks it against
-``litellm.cost_per_token``). That sum, :meth:`Rates.usd`, is the one price of a call for both
-transports: the litellm transport takes its rates from litellm (:data:`RatesOf`), never its
-sum.
+included, counted once: :func:`butterfly.core.wire.billed_completion`) at the output rate
+(``tests/butterfly/models/test_prices.py`` checks it against ``litellm.cost_per_token``).
+That sum, :meth:`Rates.usd`, is the one price of a call for both transports: the litellm
+transport takes its rates from litellm (:data:`RatesOf`), never its sum.
+
+A price the user gives (``--price``, ``--price-per-mtok``: :class:`UserPrice`) replaces the
+map's rates for every call of the run: :func:`rates_for` decides a run's rates, :func:`charge`
+prices an answer by them (docs/cost.md, "Prices").
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ import functools
 import importlib.util
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from butterfly.core import wire
+from butterfly.core.price import UserPrice
 
 PRICE_FILE = "model_prices_and_context_window_backup.json"
 
@@ -42,6 +47,16 @@ class Rates:
         hit = min(max(cached or 0, 0), prompt)
         return round((prompt - hit) * self.prompt + hit * self.cached
                      + completion * self.completion, 10)
+
+    def saved(self, prompt: int, cached: int | None) -> float:
+        """What the cached prompt tokens saved: cached x (input rate - cached rate)."""
+        hit = min(max(cached or 0, 0), prompt)
+        return round(hit * (self.prompt - self.cached), 10)
+
+    @classmethod
+    def of(cls, price: UserPrice) -> Rates:
+        """The rates of a price the user gave (USD per million tokens)."""
+        return cls(*price.per_token())
 
 
 @functools.cache
@@ -87,10 +102,29 @@ RatesOf = Callable[[str], "Rates | None"]
 own look-up of its price map (``litellm_seam.shipped_rates``, the litellm transport)."""
 
 
+def rates_for(model: str, user_price: UserPrice | None = None,
+              rates_of: RatesOf = rates) -> Rates | None:
+    """The rates a run prices ``model``'s calls by: the user's price when one is given, else
+    ``rates_of`` (litellm's offline map: :func:`rates`, or litellm's own look-up); None when
+    neither prices it. What ``--max-cost`` and the dry run read."""
+    return Rates.of(user_price) if user_price is not None else rates_of(model)
+
+
+def charge(r: Rates | None, answer: wire.Response) -> wire.Response:
+    """``answer`` priced by the rates ``r``: its ``cost_usd`` (:meth:`Rates.usd`) and what its
+    cached prompt tokens saved (``saved_usd``, :meth:`Rates.saved`); both None when ``r`` is
+    None or the answer has no token counts."""
+    p, c = answer.prompt_tokens, answer.completion_tokens
+    if r is None or p is None or c is None:
+        return replace(answer, cost_usd=None, saved_usd=None)
+    return replace(answer, cost_usd=r.usd(p, c, answer.cached_tokens),
+                   saved_usd=r.saved(p, answer.cached_tokens))
+
+
 def cost_usd(model: str, prompt: int | None, completion: int | None,
              cached: int | None = None, rates_of: RatesOf = rates) -> float | None:
-    """The call's price in USD, the one place a price is computed (both transports): the
-    model's rates by ``rates_of`` summed over its tokens (:meth:`Rates.usd`); None for an
+    """The call's price in USD by the model's rates (``rates_of``), the sum :func:`charge`
+    records (:meth:`Rates.usd`); None for an
     unpriced model, or without token counts (then the rates are not looked up)."""
     if prompt is None or completion is None:
         return None
@@ -100,6 +134,9 @@ def cost_usd(model: str, prompt: int | None, completion: int | None,
 
 def priced(model: str, rates_of: RatesOf = rates) -> wire.Price:
     """How :func:`butterfly.core.wire.response` prices a call to ``model`` (by this file's
-    rates unless ``rates_of`` says otherwise)."""
-    return lambda r: cost_usd(model, r.prompt_tokens, r.completion_tokens, r.cached_tokens,
-                              rates_of)
+    rates unless ``rates_of`` says otherwise; the rates are looked up only for an answer with
+    token counts)."""
+    def price(answer: wire.Response) -> wire.Response:
+        known = answer.prompt_tokens is not None and answer.completion_tokens is not None
+        return charge(rates_of(model) if known else None, answer)
+    return price

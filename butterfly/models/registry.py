@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Final
 
 from butterfly.code.agents import CODE_AGENTS
+from butterfly.core.price import UserPrice
 from butterfly.core.vocab import Track, Transport, Via
 from butterfly.core.wire import SERVER_PREFIXES
 from butterfly.errors import UserError
 from butterfly.models.cache import Cache, cache_file
 from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP, ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
+from butterfly.models.prices import Rates
 from butterfly.models.provider import Provider
 from butterfly.models.router import RouterConfig, load_router
 from butterfly.models.scripted import ScriptedProvider, check_agent
@@ -244,14 +246,18 @@ def _unpriced(model: str, api_base: str | None, via: Via,
 
 
 def check_priced(model: str, api_base: str | None = None, via: Via = "auto",
-                 router: RouterConfig | None = None) -> None:
+                 router: RouterConfig | None = None, user_price: UserPrice | None = None
+                 ) -> None:
     """``--max-cost`` needs a price for every call: refuse, before any call, a model that
-    litellm's offline price map does not price (a scripted agent, a local or self-hosted
-    model, a name it does not know)."""
+    neither the user (``user_price``) nor litellm's offline price map prices (a scripted
+    agent, a local or self-hosted model, a name it does not know)."""
+    if user_price is not None:
+        return
     unpriced = _unpriced(model, api_base, via, router)
     if unpriced:
         raise UserError(f"--max-cost: no price is known for {unpriced[0]} (litellm's offline "
-                        "price map), so the budget cannot be enforced: run without --max-cost")
+                        "price map has none): give one with --price FILE or --price-per-mtok "
+                        "IN,OUT, or run without --max-cost")
 
 
 def opener_of(model: str, router: RouterConfig | None = None) -> Opener:
@@ -274,10 +280,13 @@ def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                 concurrency: int, retries: int, timeout: float, api_base: str | None = None,
                 cache_path: str | None = None, via: Via = "auto",
                 router: RouterConfig | None = None, max_answer_chars: int = ANSWER_CAP,
-                max_retry_wait: float = RETRY_WAIT_CAP, track: Track = "spec") -> ModelClient:
+                max_retry_wait: float = RETRY_WAIT_CAP, track: Track = "spec",
+                user_price: UserPrice | None = None) -> ModelClient:
     """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
-    or the provider is not worth caching), retries, timeouts and concurrency. The cache keys
-    a router's answers by its deployments (never as one server's)."""
+    or the provider is not worth caching), retries, timeouts and concurrency, and the user's
+    price when given (every answer priced by it). The cache keys a router's answers by its
+    deployments (never as one server's)."""
+
     provider = open_provider(stack, model, scenarios, concurrency=concurrency,
                              api_base=api_base, via=via, router=router, track=track)
     cache = None
@@ -286,4 +295,5 @@ def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
         cache = Cache(cache_file(cache_path), api_base=server)
     return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
                        cache=cache, max_answer_chars=max_answer_chars,
-                       max_retry_wait=max_retry_wait)
+                       max_retry_wait=max_retry_wait,
+                       user_rates=None if user_price is None else Rates.of(user_price))

@@ -1,6 +1,7 @@
 """The report's leaderboard: its columns, read from the metric registry
 (``core/metric_registry.py``), and the report's own (effective final match, incomplete
-conversations, tokens, cost). ``templates/report.html.j2`` draws a header and a cell per
+conversations, tokens, reasoning and cached tokens, cost, what the prompt cache saved).
+``templates/report.html.j2`` draws a header and a cell per
 column (its ``board_cell``)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from markupsafe import Markup
 from butterfly.core.metric_registry import METRICS, Metric
 
 Cell = Literal["value", "value and count", "count", "interval", "effective", "incomplete",
-               "tokens", "cost"]
+               "tokens", "reasoning", "cached", "cost", "saved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,14 @@ OWN_LAST = (
     BoardColumn("incomplete", "incomplete"),
     BoardColumn("tokens", "tokens", title=Markup("prompt + completion tokens of the run's "
                                                   "answers")),
-    BoardColumn("cost", "cost", title=Markup("USD, from litellm's offline price map")),
+    BoardColumn("reasoning", "reasoning", title=Markup(
+        "completion tokens spent on reasoning (inside the tokens and the cost, counted once)")),
+    BoardColumn("cached", "cached", title=Markup(
+        "prompt tokens served from the provider's prompt cache")),
+    BoardColumn("cost", "cost", title=Markup(
+        "USD, from litellm's offline price map, or the price the user gave (marked user)")),
+    BoardColumn("saved", "saved", title=Markup(
+        "USD the cached prompt tokens saved: cached x (input price - cached-input price)")),
 )
 """After the metrics: the report's own columns (trusted text, written as it stands)."""
 

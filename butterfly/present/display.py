@@ -252,14 +252,20 @@ def horizon_line(h: HorizonResult | None) -> str | None:
 
 
 def usage_line(u: Usage) -> str:
-    """Tokens and cost of a run, one line."""
+    """Tokens and cost of a run, one line: cached prompt tokens and reasoning tokens apart
+    (each counted once in the cost), the price's source when the user gave it, and what the
+    prompt cache saved (docs/cost.md)."""
     cost = (f"cost ${u.cost_usd:.4f}" if u.cost_usd is not None else f"cost - ({u.note})")
+    if u.cost_usd is not None and u.price is not None:
+        cost += f" at the user's price ({u.price.label()})"
     if u.cost_usd is not None and u.spent_usd is not None and u.spent_usd != u.cost_usd:
         cost += f" (${u.spent_usd:.4f} sent by this run, the rest from the answer cache)"
-    extra = "".join(f", {n} {k}" for k, n in (("cached", u.cached_tokens),
-                                              ("reasoning", u.reasoning_tokens)) if n)
-    return (f"usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} "
-            f"completion tokens{extra}; {cost}")
+    if u.cached_tokens and u.saved_usd is not None:
+        cost += f"; the prompt cache saved ${u.saved_usd:.4f}"
+    cached = f" ({u.cached_tokens} of them cached)" if u.cached_tokens else ""
+    reasoning = f" ({u.reasoning_tokens} of them reasoning)" if u.reasoning_tokens else ""
+    return (f"usage: {u.calls} calls, {u.prompt_tokens} prompt{cached} + "
+            f"{u.completion_tokens} completion{reasoning} tokens; {cost}")
 
 
 def content_line(run: Run) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Final, TypedDict
 from butterfly import __version__
 from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.scoring import score_run
+from butterfly.analysis.transcripts import with_reasoning
 from butterfly.core.horizon_text import horizon_words
 from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.results import HorizonResult
@@ -136,14 +137,27 @@ def _metrics(agg: RunEntry) -> RunEntry:
     return {name: agg[name] for name, _, _ in aggregate_fields()}
 
 
+REASONING_SHOWN: Final = 4000
+"""The most of a turn's reasoning the report carries, in characters (``butterfly show --full``
+prints all of it): reasoning can run to the response-size cap, and the page carries every
+transcript."""
+
+
 def _compact_turn(row: TranscriptTurn) -> list[Any]:
     """One turn for the page: [status, raw, {wrong key: model value}, collateral, missed,
-    abstention, detail, samples]."""
+    abstention, detail, samples, {moved key: model value}], then [reasoning (its first
+    :data:`REASONING_SHOWN` characters), reasoning tokens, its whole length] when the provider
+    returned reasoning."""
     wrong = {k: row["spec"][k] for k in row["wrong"]} if row["spec"] is not None else {}
     moved_right = [k for k in row["collateral"] if k not in row["wrong"]]
-    return [row["status"][0], row["raw"], wrong, row["collateral"], row["missed"],
-            row["abstention"], row["detail"], row["samples"],
-            {k: row["spec"][k] for k in moved_right} if row["spec"] is not None else {}]
+    out: list[Any] = [row["status"][0], row["raw"], wrong, row["collateral"], row["missed"],
+                      row["abstention"], row["detail"], row["samples"],
+                      {k: row["spec"][k] for k in moved_right} if row["spec"] is not None
+                      else {}]
+    reasoning, tokens = row.get("reasoning"), row.get("reasoning_tokens")
+    if reasoning or tokens:
+        out += [(reasoning or "")[:REASONING_SHOWN], tokens, len(reasoning or "")]
+    return out
 
 
 def build(runs: Sequence[Path], title: str | None = None, compare_method: str = "bh",
@@ -168,7 +182,8 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
         for s in chosen:
             _add_scenario(scen_data, s)
         by_id = {s.id: s for s in chosen}  # a shard's own conversations, one at a time
-        convs = (conversation_of(by_id[k.scenario], answered, k.layout, k.repeat)
+        convs = (with_reasoning(conversation_of(by_id[k.scenario], answered, k.layout,
+                                                k.repeat), run.records)
                  for k in run.conversations())
         for c in convs:
             convs_out.append(ConversationData(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from butterfly.analysis.results import Calibration, CompareResult, SequentialResult
+from butterfly.core.price import UserPrice
 from butterfly.core.results import RunScore
 from butterfly.files import write_text_atomic
 from butterfly.runs.observe import Observation
@@ -44,6 +45,12 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         RunManifest.model_json_schema(),
         "ButterflyBench run manifest",
         "manifest.json of a run directory: suite, model and every parameter; never a secret.",
+    ),
+    "price.schema.json": lambda: _titled(
+        UserPrice.model_json_schema(),
+        "ButterflyBench price",
+        "butterfly run --price FILE: a model's price in USD per million input, output and "
+        "(optionally) cached-input tokens, used for every call's cost (docs/cost.md).",
     ),
     "call-record.schema.json": lambda: _titled(
         CallRecord.model_json_schema(),

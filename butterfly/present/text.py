@@ -27,25 +27,34 @@ if TYPE_CHECKING:  # calibrate imports scipy: a type only
     from butterfly.analysis.calibrate import Study, StudyRow
 
 
+def _cached(x: RunLine) -> str:
+    """Cached prompt tokens, and what they saved when the run is priced."""
+    saved = "" if x.saved_usd is None else f" (${x.saved_usd:.4f})"
+    return f"{x.cached_tokens or 0}{saved}"
+
+
 def runs_text(lines: list[RunLine]) -> str:
     if not lines:
         return "no run directories found"
     head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "status", "final match",
-            "cost")
+            "cost", "cached (saved)", "reasoning")
     rows = [head]
     for x in lines:
         if x.error is not None:
-            rows.append((x.path, "-", "-", "-", "-", "-", "-", "unreadable", "-", x.error[:60]))
+            rows.append((x.path, "-", "-", "-", "-", "-", "-", "unreadable", "-", x.error[:60],
+                         "", ""))
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
+        cost += " (user price)" if x.user_price and x.cost_usd is not None else ""
         notes = [text for on, text in ((x.shard is not None, f"shard {x.shard}"),
                                        (x.sealed is False, "unsealed"),
                                        (x.repaired > 0, "repaired")) if on]
         status = (x.status or "") + (f" ({', '.join(notes)})" if notes else "")
         prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
         rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,
-                     x.layouts or "", str(x.repeats), status, fm, cost))
+                     x.layouts or "", str(x.repeats), status, fm, cost, _cached(x),
+                     str(x.reasoning_tokens or 0)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                      for r in rows)

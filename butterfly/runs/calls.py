@@ -22,6 +22,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from butterfly.core.price import UserPrice
 from butterfly.core.results import Usage
 from butterfly.core.turns import CallKey
 from butterfly.errors import UserError
@@ -54,6 +55,7 @@ class CallView:
     raw_chars: int | None = None
     """Set when ``raw`` is only the first characters of a longer answer (the cap)."""
     reasoning_content: str | None = None
+    saved_usd: float | None = None
 
     @property
     def key(self) -> CallKey:
@@ -91,7 +93,7 @@ class Compactor:
             self.raw(rec.raw), rec.finish_reason, self.spec(rec.spec),
             None if rec.abstention is None else sys.intern(rec.abstention),
             sys.intern(rec.abstention_detail), self.tokens(rec.tokens), rec.cost_usd,
-            rec.cached, rec.error, rec.raw_chars, rec.reasoning_content)
+            rec.cached, rec.error, rec.raw_chars, rec.reasoning_content, rec.saved_usd)
 
 
 @dataclass
@@ -109,8 +111,8 @@ class Tally:
             self.errors += 1
         self._usage.add(rec)
 
-    def usage(self) -> Usage:
-        return self._usage.usage()
+    def usage(self, price: UserPrice | None = None) -> Usage:
+        return self._usage.usage(price)
 
 
 def _cut(path: Path) -> tuple[int, int]:

@@ -83,6 +83,8 @@ def _differences(a: RunManifest, b: RunManifest) -> str | None:
         (pa.answer_key(), pb.answer_key(), lambda m: "answer-changing parameters "
                                                      f"{m.params.answer_key()}"),
         (pa.parse, pb.parse, lambda m: f"--parse {m.params.parse}"),
+        (pa.price, pb.price, lambda m: "no --price" if m.params.price is None
+         else f"--price {m.params.price.label()}"),
         (a.prompt_sha256, b.prompt_sha256, lambda m: f"prompt sha256 {m.prompt_sha256[:12]}"),
         (a.butterfly_version, b.butterfly_version, lambda m: f"butterfly "
                                                              f"{m.butterfly_version}"),
@@ -175,8 +177,8 @@ def _copy(path: Path, m: RunManifest, out: IO[bytes], chain: Chain) -> Iterator[
 def _merged_manifest(paths: Sequence[Path], shards: Sequence[RunManifest],
                      records: Iterator[CallRecord]) -> RunManifest:
     counts = [0, 0]
-    usage = total_usage(_counted(records, counts))
     first = shards[0]
+    usage = total_usage(_counted(records, counts), first.params.price)
     bases = {m.params.api_base for m in shards}
     routers = [m.params.router for m in shards]
     params = first.params.model_copy(update={

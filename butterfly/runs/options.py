@@ -28,6 +28,7 @@ from butterfly.errors import UserError
 from butterfly.models.client import ANSWER_CAP
 from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
+from butterfly.runs.pricing import user_price
 from butterfly.runs.records import RouterRef, RunParams
 from butterfly.runs.store import redact_url
 from butterfly.runs.sweep import parse_shard
@@ -321,7 +322,8 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         concurrency=o.concurrency, timeout=o.timeout, retries=o.retries,
         api_base=redact_url(o.api_base), sc_base=base,
         model_args=check_model_args(o.model_args or {}), send_seed=not o.no_seed,
-        max_cost=o.max_cost, via=o.via, router=router, shard=parse_shard(o.shard),
+        max_cost=o.max_cost, price=user_price(o.price, o.price_per_mtok), via=o.via,
+        router=router, shard=parse_shard(o.shard),
         max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait, track=track,
     )
 

@@ -81,8 +81,8 @@ class Progress:
 class Budget:
     """``--max-cost``: a call is made only while the spending so far plus the estimated cost
     of it and of every call in flight (the mean cost per priced call so far) stays within the
-    limit. The first call has no estimate. A model litellm does not price stops the run at its
-    first answer: the budget cannot be enforced."""
+    limit. The first call has no estimate. An answer without a price (no token counts; an
+    unpriced model is refused before the first call) stops the run: the budget cannot hold."""
 
     limit: float | None
     spent: float = 0.0
@@ -308,6 +308,7 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
             reasoning=None if resp is None else resp.reasoning_tokens,
         ),
         cost_usd=None if resp is None else resp.cost_usd,
+        saved_usd=None if resp is None else resp.saved_usd,
         attempts=outcome.attempts,
         cached=outcome.cached,
         error=None if outcome.error is None else CallError(kind=outcome.error.kind,

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from butterfly.core.price import UserPrice
 from butterfly.core.results import Usage
 from butterfly.core.vocab import (
     DEFAULTS,
@@ -107,6 +108,11 @@ class RunParams(BaseModel):
     send_seed: bool = Field(True, description="Whether the seed is sent (--no-seed: not).")
     max_cost: float | None = Field(None, description="--max-cost USD: the run stops before a "
                                    "call could take its spending above this.")
+    price: UserPrice | None = Field(None, description="--price FILE or --price-per-mtok: the "
+                                    "price the user gave, which every call's cost_usd is "
+                                    "computed by; null: litellm's offline price map "
+                                    "(docs/cost.md). Not part of the answer key; a resume "
+                                    "keeps it.")
     max_answer_chars: int = Field(
         DEFAULTS.max_answer_chars, ge=1, description="--max-answer-chars: the response-size "
         "cap; a longer answer is kept as its first N characters (an abstention, too_large) "
@@ -296,8 +302,13 @@ class CallRecord(BaseModel):
     abstention_detail: str = ""
     latency_s: float
     tokens: Tokens = Tokens()
-    cost_usd: float | None = Field(None, description="The call's price from litellm's offline "
-                                   "price map; null for a model it does not price.")
+    cost_usd: float | None = Field(None, description="The call's price: by the run's price "
+                                   "(params.price) when the user gave one, else litellm's "
+                                   "offline price map; null for a model neither prices.")
+    saved_usd: float | None = Field(None, description="What the call's cached prompt tokens "
+                                    "saved: cached x (input rate - cached-input rate), 0 "
+                                    "without any; null when the call is unpriced, or was "
+                                    "recorded before savings were.")
     attempts: int = Field(ge=1)
     cached: bool = False
     error: CallError | None = None

@@ -304,7 +304,7 @@ def close_run(out: Path, state: RunState, status: RunStatus,
         "n_provider_errors": state.tally.errors,
         "incomplete_scenarios": incomplete,
         "failure": failure,
-        "usage": state.tally.usage(),
+        "usage": state.tally.usage((params or state.manifest.params).price),
     }
     if params is not None:
         update["params"] = params

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from butterfly.errors import UserError
 from butterfly.models.router import RouterConfig
+from butterfly.runs.pricing import check_same_price
 from butterfly.runs.records import RouterRef, RunParams, Shard
 from oracle import Scenario
 
@@ -82,6 +83,7 @@ def check_resume(out: Path, model: str, old: RunParams, params: RunParams) -> No
         raise UserError(f"--out {out} is shard {old.shard} of a sweep with --layouts "
                         f"{','.join(old.layouts)} and --repeats {old.repeats}: a shard resumes "
                         "with exactly those (its slice depends on them)")
+    check_same_price(out, old.price, params.price)
     if _served(model, old) != _served(model, params):
         raise UserError(f"--out {out} was served {', '.join(_served(model, old))}; this is "
                         f"{', '.join(_served(model, params))}: a resume may change the "

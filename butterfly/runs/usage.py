@@ -1,8 +1,9 @@
 """A run's tokens and cost, summed from its call records (``score``, the manifest, ``runs``).
 
-A call's price is recorded when it is made (litellm's offline price map, in the one module that
-talks to litellm), so summing never imports litellm. A model litellm does not price gives
-``cost_usd: null`` with a note, never a failed run.
+A call's price is recorded when it is made (the user's price when the run has one, else
+litellm's offline price map), so summing never imports litellm. A model neither prices gives
+``cost_usd: null`` with a note, never a failed run. What cached prompt tokens saved is summed
+the same way (``saved_usd``, docs/cost.md).
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from butterfly.core.price import UserPrice
 from butterfly.core.results import Usage
 from butterfly.runs.records import Tokens
 
 UNPRICED_NOTE = ("litellm's offline price map has no price for this model (a local or "
-                 "self-hosted model, or a name it does not know): cost not counted")
+                 "self-hosted model, or a name it does not know): cost not counted (give "
+                 "one with --price)")
 
 
 class Priced(Protocol):
@@ -29,6 +32,8 @@ class Priced(Protocol):
     def cost_usd(self) -> float | None: ...
     @property
     def cached(self) -> bool: ...
+    @property
+    def saved_usd(self) -> float | None: ...
 
 
 @dataclass
@@ -44,6 +49,8 @@ class UsageTally:
     priced: int = 0
     cost: float = 0.0
     spent: float = 0.0
+    saved: float = 0.0
+    saved_calls: int = 0
     unpriced: bool = False
     unpriced_sent: bool = False
 
@@ -62,22 +69,28 @@ class UsageTally:
             return
         self.priced += 1
         self.cost += rec.cost_usd
+        if rec.saved_usd is not None:
+            self.saved += rec.saved_usd
+            self.saved_calls += 1
         if not rec.cached:
             self.spent += rec.cost_usd
 
-    def usage(self) -> Usage:
+    def usage(self, price: UserPrice | None = None) -> Usage:
+        """The totals; ``price``: the user's price the run's calls were priced by."""
         return Usage(
             calls=self.calls, prompt_tokens=self.prompt, completion_tokens=self.completion,
             cached_tokens=self.cached, reasoning_tokens=self.reasoning,
             cost_usd=None if self.unpriced else round(self.cost, 8),
             spent_usd=None if self.unpriced_sent else round(self.spent, 8),
             priced_calls=self.priced, note=UNPRICED_NOTE if self.unpriced else "",
+            saved_usd=round(self.saved, 8) if self.saved_calls else None, price=price,
         )
 
 
-def total_usage(records: Iterable[Priced]) -> Usage:
-    """The usage of ``records`` (see :class:`UsageTally`)."""
+def total_usage(records: Iterable[Priced], price: UserPrice | None = None) -> Usage:
+    """The usage of ``records`` (see :class:`UsageTally`), priced by ``price`` when the user
+    gave one."""
     tally = UsageTally()
     for rec in records:
         tally.add(rec)
-    return tally.usage()
+    return tally.usage(price)

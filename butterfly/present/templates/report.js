@@ -141,6 +141,14 @@
       u.appendChild(el("span", null, text));
       turn.appendChild(u);
       if (t[0] !== "x") {
+        if (t.length > 9) {
+          const r = el("details", "reasoning");
+          r.appendChild(el("summary", null, "reasoning" + (t[10] !== null ? " (" + t[10] +
+            " tokens)" : "") + (t[11] > t[9].length ? ", its first " + t[9].length + " of " +
+            t[11] + " characters (butterfly show --full for all)" : "")));
+          r.appendChild(rawBlock(t[9]));
+          turn.appendChild(r);
+        }
         turn.appendChild(el("b", null, "model:"));
         turn.appendChild(rawBlock(t[1]));
         if (t[7] && t[7].length) {

@@ -121,7 +121,7 @@ def test_runs_shows_no_cost_when_no_answer_is_priced(runs: dict[str, Path],
     data = json.loads(run_cli("runs", str(tmp_path), "--json").stdout)
     assert data[0]["path"].endswith("failed") and data[0]["cost_usd"] is None, data[0]
     row = next(x for x in run_cli("runs", str(tmp_path)).stdout.splitlines() if "failed" in x)
-    assert row.split()[-1] == "-" and "$" not in row
+    assert row.split()[-3] == "-" and "$" not in row  # cost; then cached, reasoning
 
 
 def test_export_refuses_an_unknown_level(runs: dict[str, Path]) -> None:

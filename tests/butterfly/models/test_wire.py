@@ -61,13 +61,13 @@ def test_both_transports_read_one_answer(data: dict[str, Any]) -> None:
     fast = parse_completion(json.dumps(data).encode(), "hosted_vllm/unpriced")
     slow = to_response(ModelResponse(**data), "hosted_vllm/unpriced")
     assert fast == slow
-    assert fast == wire.response(data, wire.JSON, lambda _r: None)
+    assert fast == wire.response(data, wire.JSON, lambda r: r)
 
 
 @pytest.mark.parametrize("data", [{}, {"choices": []}, {"choices": [{}]}, []])
 def test_a_malformed_completion_is_a_bad_response(data: Any) -> None:
     with pytest.raises(ProviderError) as e:
-        wire.response(data, wire.JSON, lambda _r: None)
+        wire.response(data, wire.JSON, lambda r: r)
     assert e.value.kind == "bad_response"
     assert e.value.message.startswith("malformed completion (")
 
