@@ -27,7 +27,7 @@ from butterfly.runs.calls import CallView
 from butterfly.runs.digest import START
 from butterfly.runs.integrity import key_of
 from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
-from butterfly.runs.scope import conversations
+from butterfly.runs.scope import asked, conversations
 from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
 from butterfly.runs.tracks import parse_call, turn_messages
 from oracle import Scenario, spec_json_schema
@@ -211,7 +211,7 @@ async def play_conversation(conv: Conversation, player: Player) -> Turn | None:
     params = player.params
     sent = Sent()
     turn: Turn | None = None
-    for t in range(1, len(conv.scenario.turns) + 1):
+    for t in asked(conv.scenario, params):  # a turn not asked is no call (runs/scope.py)
         added = turn_messages(conv.scenario, t, None if turn is None else turn.shown,
                               conv.layout, params)
         sent.extend(added, params.mode == "restate")
@@ -390,10 +390,11 @@ async def run_suite(
 
 
 def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:
+    """The calls a run still has to make: every asked turn's samples not answered yet."""
     params = state.manifest.params
     return sum(
         1 for s, layout, r in conversations(scenarios, params)
-        for t in range(1, len(s.turns) + 1)
+        for t in asked(s, params)
         for k in range(params.samples)
         if CallKey(s.id, t, layout, r, k) not in state.done
     )
