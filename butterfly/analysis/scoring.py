@@ -63,7 +63,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
     shard, sweep = shard_of(run)
     effective = (None if overall.final_match is None or overall.coverage is None
                  else round(overall.final_match * overall.coverage, 6))
-    grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted)
+    grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted, 0, params.ask_at)
                               for lay in params.layouts])
     return RunScore(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
                        flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),

@@ -44,3 +44,20 @@ def ask_label(ask_at: Sequence[int] | None) -> str | None:
 ASKED_NOTE: Final = "over asked turns only"
 """The label of a metric that needs every turn, computed over the asked turns of a run that
 asks at chosen turns (first divergent turn, wobble, undo recovery, collateral, survival)."""
+
+
+def asked_line(ask_at: Sequence[int] | None) -> str | None:
+    """The line ``score``, ``show`` and the report print above a run asked at chosen turns (None
+    for a run that asked every turn)."""
+    label = ask_label(ask_at)
+    if label is None:
+        return None
+    return (f"{label} of each chain (restate mode; a turn not asked has no answer and is not "
+            "scored): turn match and abstention count the asked answers; first divergent turn, "
+            f"wobble, undo recovery, collateral and the survival curve are {ASKED_NOTE}; the "
+            "horizon counts the ask at turn t as a chain of length t")
+
+
+def asked_only(name: str, ask_at: Sequence[int] | None) -> str:
+    """``name``, labelled "(over asked turns only)" for a run asked at chosen turns."""
+    return name if ask_at is None else f"{name} ({ASKED_NOTE})"

@@ -21,6 +21,7 @@ from typing import Any, Final, TypedDict
 from butterfly import __version__
 from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.scoring import score_run
+from butterfly.core.asking import ask_label, asked_line
 from butterfly.core.horizon_text import horizon_words
 from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.results import HorizonResult
@@ -46,7 +47,8 @@ def _label(manifest: Any, path: Path) -> str:
     extras = [text for on, text in (
         (p.strategy != "zero-shot", p.strategy + (f" x{p.samples}" if p.samples > 1 else "")),
         (p.protocol != "schema", p.protocol), (p.mode != "chat", p.mode),
-        (p.shard is not None, f"shard {p.shard}")) if on]
+        (p.shard is not None, f"shard {p.shard}"),
+        (p.ask_at is not None, ask_label(p.ask_at) or "")) if on]
     return str(manifest.model) + (f" [{', '.join(extras)}]" if extras else "")
 
 
@@ -136,12 +138,17 @@ def _metrics(agg: RunEntry) -> RunEntry:
     return {name: agg[name] for name, _, _ in aggregate_fields()}
 
 
+STATUS_LETTER: Final = {"match": "m", "wrong": "w", "abstained": "a", "missing": "x",
+                         "not_asked": "n"}
+"""A turn's status as the page's transcripts read it (n: not asked, ``--ask-at``)."""
+
+
 def _compact_turn(row: TranscriptTurn) -> list[Any]:
     """One turn for the page: [status, raw, {wrong key: model value}, collateral, missed,
     abstention, detail, samples]."""
     wrong = {k: row["spec"][k] for k in row["wrong"]} if row["spec"] is not None else {}
     moved_right = [k for k in row["collateral"] if k not in row["wrong"]]
-    return [row["status"][0], row["raw"], wrong, row["collateral"], row["missed"],
+    return [STATUS_LETTER[row["status"]], row["raw"], wrong, row["collateral"], row["missed"],
             row["abstention"], row["detail"], row["samples"],
             {k: row["spec"][k] for k in moved_right} if row["spec"] is not None else {}]
 
@@ -168,7 +175,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
         for s in chosen:
             _add_scenario(scen_data, s)
         by_id = {s.id: s for s in chosen}  # a shard's own conversations, one at a time
-        convs = (conversation_of(by_id[k.scenario], answered, k.layout, k.repeat)
+        convs = (conversation_of(by_id[k.scenario], answered, k.layout, k.repeat, params.ask_at)
                  for k in run.conversations())
         for c in convs:
             convs_out.append(ConversationData(
@@ -186,7 +193,9 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
             "params": {"layouts": list(params.layouts), "repeats": params.repeats,
                        "strategy": params.strategy, "samples": params.samples,
                        "protocol": params.protocol, "mode": params.mode,
-                       "temperature": params.temperature, "seed": params.seed},
+                       "temperature": params.temperature, "seed": params.seed,
+                       "ask_at": params.ask_at},
+            "asked": asked_line(params.ask_at),
             "suite": f"{suite_name(run_score.suite)} ({manifest.suite.path})",
             "suite_sha256": manifest.suite.sha256,
             "prompt": version_name(run_score.prompt.version, run_score.prompt.track),
