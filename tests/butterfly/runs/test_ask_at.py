@@ -63,7 +63,7 @@ def test_bad_ask_points_are_one_line(text: str) -> None:
 def test_only_restate_mode_asks_at_chosen_turns() -> None:
     with pytest.raises(UserError, match="--ask-at is for --mode restate"):
         run_params(options(suite="butterfly-long", ask_at="5,10"))
-    with pytest.raises(UserError, match="code track .*--ask-at"):
+    with pytest.raises(UserError, match=r"code track .*--ask-at"):
         run_params(options(suite="butterfly-code", ask_at="last"))
     with pytest.raises(ValueError, match="ask_at is only for mode 'restate'"):
         RunParams(ask_at=(5,))
