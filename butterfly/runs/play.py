@@ -273,7 +273,7 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
     try:
         outcome = await player.client.call(request)
     except ContextOverflow as e:
-        if params.track != "code":
+        if params.track != "code" and params.ask_at is None:  # else the model cannot answer
             raise
         return _over_context(conv, t, messages_sha256, added, str(e))
     resp = outcome.response
@@ -318,8 +318,8 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
 
 def _over_context(conv: Conversation, t: int, messages_sha256: str,
                   added: tuple[Message, ...], why: str) -> CallRecord:
-    """A code-track turn whose conversation no longer fits the model's context window: an
-    abstention (reason ``context``), answered with nothing, and the conversation goes on."""
+    """A code-track turn or an ask (``--ask-at``) over the model's context window: an abstention
+    (reason ``context``), answered with nothing; the conversation goes on (contract v3, s. 4)."""
     return CallRecord(
         chain_sha256=START, scenario=conv.scenario.id, turn=t, layout=conv.layout,
         repeat=conv.repeat, sample=0, messages_sha256=messages_sha256, messages_added=added,

@@ -166,3 +166,23 @@ def test_repair_drops_a_call_at_a_turn_the_run_does_not_ask(tmp_path: Path) -> N
     result = repair(out)
     assert len(result.dropped) == 1 and "turn 3" in result.dropped[0]
     assert butterfly.run(**RUN, out=out).manifest.status == "complete"
+
+
+def test_an_ask_over_the_context_window_is_an_abstention_not_a_provider_fault(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract v3, section 4: the horizon then shows where the window ends."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    ten = {restate_message(s, 10) for s in FIRST_24 if len(s.turns) == 10}
+
+    def fault(_i: int, body: dict[str, Any]) -> str | None:
+        return "context" if body["messages"][-1]["content"] in ten else None
+
+    with FakeServer(_restate_oracle, faults=fault) as srv:
+        run = butterfly.run(**{**RUN, "model": "openai/fake"}, api_base=srv.api_base,
+                            retries=0, out=tmp_path / "r")
+    assert run.manifest.status == "complete"
+    over = [rec for rec in run.records.values() if rec.abstention == "context"]
+    assert len(over) == 12 and {rec.turn for rec in over} == {10}
+    score = butterfly.score_run(run)
+    assert score.abstention_by_reason == {"context": 12} and score.incomplete == 0
+    assert score.horizon is not None and score.horizon.by_length["10"].final_match == 0.0
