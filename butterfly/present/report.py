@@ -315,7 +315,9 @@ def charts(model: ReportModel) -> dict[str, str]:
         ax.bar([x + i * width for x in range(len(FDT_BINS))], vals, width, label=r["label"])
     ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
                   list(FDT_BINS))
-    ax.set_xlabel("first divergent turn (none = matched throughout)")
+    asked = " (over asked turns only where a run asked at chosen turns)" if any(
+        r.get("asked") for r in runs) else ""
+    ax.set_xlabel(f"first divergent turn{asked} (none = matched throughout)")
     ax.set_ylabel("conversations (%)")
     ax.legend(fontsize=7)
     ax.set_title("Where conversations first go wrong")
