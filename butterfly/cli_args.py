@@ -32,6 +32,8 @@ class Parser(argparse.ArgumentParser):
 def _kind(name: str) -> type | None:
     """The argparse ``type`` of a field: from its annotation (int, float; else text)."""
     note = str(FIELDS[name].type)
+    if note.startswith("str"):  # text first (--ask-at takes 5,10,20 or 'last')
+        return None
     return float if "float" in note else int if "int" in note else None
 
 

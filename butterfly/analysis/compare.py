@@ -1,6 +1,11 @@
 """``butterfly compare RUN_A RUN_B``: which scenarios regressed (and improved) between two runs of
 one suite, by one of the methods of :mod:`butterfly.analysis.regress`, plus the paired difference in
-final match with its interval (docs/statistics.md)."""
+final match with its interval (docs/statistics.md).
+
+Runs asked at chosen turns (``--ask-at``, contract v3 section 4) compare like any other: final
+match is the answer at each chain's last turn, which every run asks, so two runs with different
+ask points are compared on the calls both made (their last turns) and on nothing else; the
+result names each run's ask points (``ask_at_a``, ``ask_at_b``)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from butterfly.core.stats import cluster_bootstrap, mean_interval
 from butterfly.core.turns import TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, load_run
+from butterfly.runs.scope import asked
 from oracle import replay
 
 
@@ -37,6 +43,8 @@ class RunAnswers:
     seed: int
     repeats: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """The repeat of each verdict in :attr:`passes` (incomplete repeats are left out)."""
+    ask_at: tuple[int, ...] | None = None
+    """The run's ask points (None: every turn asked)."""
 
 
 def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
@@ -57,14 +65,14 @@ def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
         verdicts: dict[int, bool] = {}
         for r in range(params.repeats):
             last = done.get(TurnKey(s.id, n, lay, r))
-            complete = all(TurnKey(s.id, t, lay, r) in done for t in range(1, n + 1))
+            complete = all(TurnKey(s.id, t, lay, r) in done for t in asked(s, params))
             if last is None or not complete:
                 continue
             verdicts[r] = last.spec == final
         passes[s.id], repeats[s.id] = tuple(verdicts.values()), tuple(verdicts)
     return RunAnswers(str(run), manifest.model, manifest.suite.sha256, lay,
                       tuple(s.id for s in in_run), {s.id: s.to_json() for s in in_run}, passes,
-                      params.temperature, params.seed, repeats)
+                      params.temperature, params.seed, repeats, params.ask_at)
 
 
 def paired_matrix(a: RunAnswers, b: RunAnswers) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -149,4 +157,5 @@ def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | Non
         "answers_available": int(2 * n * len(ids)),
         "final_match": paired_difference(full_a, full_b, seed=seed),
         "scenarios": rows,
+        "ask_at_a": a.ask_at, "ask_at_b": b.ask_at,
     })

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypedDict
 
+from butterfly.core.asking import asked_turns
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import check_same_scenarios, load_run
@@ -49,6 +50,13 @@ class Column:
     started (a sequential comparison stops scenarios early) and get no character."""
     run: int = 0
     """Which run the column is a layout of (columns of one run differ by layout only)."""
+    ask_at: tuple[int, ...] | None = None
+    """The run's ask points (``--ask-at``): its conversations are complete when every asked
+    turn is answered; None: every turn is asked."""
+
+    def asked(self, s: Scenario) -> Sequence[int]:
+        """The turns of ``s`` the column's run asked."""
+        return asked_turns(len(s.turns), self.ask_at)
 
     def repeats_of(self, scenario_id: str) -> list[int]:
         return [r for r in range(self.repeats)
@@ -61,9 +69,10 @@ class Column:
 
 
 def answers_of(s: Scenario, col: Column, repeat: int) -> list[Turn] | None:
-    """The turns of one conversation, or None if any turn lacks a successful answer."""
+    """The asked turns of one conversation (every turn, unless its run asked at chosen turns),
+    or None if any of them lacks a successful answer."""
     out = []
-    for t in range(1, len(s.turns) + 1):
+    for t in col.asked(s):
         turn = col.turns.get(TurnKey(s.id, t, col.layout, repeat))
         if turn is None:
             return None
@@ -183,10 +192,10 @@ def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[Audi
             verdicts = {verdict(s, c, oracle[-1]) == "P" for c in done}
             if len(verdicts) < 2:
                 continue
-            split = next(t for t in range(1, len(s.turns) + 1)
-                         if len({repr(c[t - 1].spec) for c in done}) > 1)
-            answers = Counter(_diff(c[split - 1].spec, oracle[split], c[split - 1])
-                              for c in done)
+            turns = col.asked(s)
+            at = next(i for i in range(len(turns)) if len({repr(c[i].spec) for c in done}) > 1)
+            split = turns[at]
+            answers = Counter(_diff(c[at].spec, oracle[split], c[at]) for c in done)
             items.append(AuditItem(
                 id=s.id,
                 category=s.category,
@@ -218,7 +227,7 @@ def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
             f"{path}[{manifest.model},{p.strategy},{p.protocol},{p.mode}]"
         )
         for layout in p.layouts:
-            columns.append(Column(label, layout, p.repeats, answered, played, i))
+            columns.append(Column(label, layout, p.repeats, answered, played, i, p.ask_at))
     names = [c.name for c in columns]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -54,6 +54,10 @@ class CompareResult(Result):
     answers_available: int
     final_match: PairedDifference
     scenarios: list[dict[str, Any]]
+    ask_at_a: tuple[int, ...] | None = Field(
+        None, description="Run A's ask points (--ask-at); null: every turn asked. Final match "
+        "is the answer at each chain's last turn, which every run asks.")
+    ask_at_b: tuple[int, ...] | None = Field(None, description="Run B's ask points.")
 
 
 class SequentialResult(Result):

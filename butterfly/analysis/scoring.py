@@ -15,7 +15,7 @@ from butterfly.core.results import FlipCounts, RunScore, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run
-from butterfly.runs.scope import conversation_keys, select
+from butterfly.runs.scope import asked, conversation_keys, select
 from butterfly.runs.usage import total_usage
 from butterfly.runs.versions import prompt_label
 from butterfly.suite.load import frozen_version
@@ -27,7 +27,8 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
     """Score a run (a loaded :class:`Run` or its directory); ``parse_mode`` or ``protocol``
     re-parse the raw answers. Conversations without any call record were never played (a run
     stopped before them, or a sequential comparison that stopped their scenario early): counted as
-    ``not_played``, not as incomplete."""
+    ``not_played``, not as incomplete. A run asked at chosen turns is scored on its asked turns
+    (contract v3, section 4): a turn not asked has no answer and is not scored."""
     if not isinstance(run, Run):
         run = load_run(run)
     params = run.params
@@ -43,7 +44,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             not_played += 1
             continue
         specs: list[Spec | None] = []
-        for t in range(1, len(by_id[key.scenario].turns) + 1):
+        for t in asked(by_id[key.scenario], params):  # a turn not asked has no answer
             turn = done.get(TurnKey(key.scenario, t, key.layout, key.repeat))
             if turn is None:
                 incomplete.append(key)
@@ -51,17 +52,18 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             specs.append(turn.spec)
         else:
             answers[key] = specs
-    overall, totals, horizon = score_conversations(in_run, answers, incomplete, params.layouts)
+    overall, totals, horizon = score_conversations(in_run, answers, incomplete, params.layouts,
+                                                   params.ask_at)
     reasons: Counter[str] = Counter()
     for key in answers:
-        for t in range(1, len(by_id[key.scenario].turns) + 1):
+        for t in asked(by_id[key.scenario], params):
             turn = done[TurnKey(key.scenario, t, key.layout, key.repeat)]
             if turn.spec is None and turn.abstention is not None:
                 reasons[turn.abstention] += 1
     shard, sweep = shard_of(run)
     effective = (None if overall.final_match is None or overall.coverage is None
                  else round(overall.final_match * overall.coverage, 6))
-    grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted)
+    grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted, 0, params.ask_at)
                               for lay in params.layouts])
     return RunScore(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
                        flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
@@ -70,7 +72,8 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        horizon=horizon, effective_final_match=effective,
                        abstention_by_reason=dict(sorted(reasons.items())),
                        usage=total_usage(run.records.values(), params.price), shard=shard,
-                       sweep_conversations=sweep,
+                       sweep_conversations=sweep, ask_at=params.ask_at,
+                       asked_turns_only=params.ask_at is not None,
                        code=code_score(run, answers, done) if params.track == "code" else None)
 
 

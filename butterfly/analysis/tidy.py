@@ -7,6 +7,12 @@ Turn rows add the turn, its op, ``match`` (0/1), the abstention reason, the coll
 call's tokens and cost. Conversation rows add ``complete`` (0/1), ``final_match`` (0/1, empty
 when incomplete), the first divergent turn, the change radius, ``wobble`` and abstentions.
 Only the conversations a run played (attempted) are listed.
+
+A run asked at chosen turns (``--ask-at``) has a turn row for each asked turn only (a turn not
+asked has no answer and is not scored); every row says ``asked_turns_only`` (1 for such a run,
+0 otherwise), and then the collateral, first divergent turn and wobble are over the asked turns
+(a turn's previous answer is the one at the asked turn before it). Conversation rows count the
+answers they hold in ``n_answers`` (the asked turns, or every turn).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from butterfly.core.metrics import collateral_keys, score_scenario
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, load_run
+from butterfly.runs.scope import asked
 from oracle import Scenario, replay
 
 Level = Literal["turn", "conversation"]
@@ -36,10 +43,10 @@ include the reasoning tokens (counted once); ``saved_usd`` is what the cached pr
 saved (docs/cost.md). ``price`` says where the costs came from: ``user`` (``run --price``) or
 ``litellm`` (the offline price map)."""
 TURN_COLUMNS: Final = (*BASE, "turn", "op", "match", "abstention", "collateral",
-                       "n_collateral", *USAGE, "price")
+                       "n_collateral", *USAGE, "price", "asked_turns_only")
 CONVERSATION_COLUMNS: Final = (*BASE, "n_turns", "complete", "final_match",
                                "first_divergent_turn", "change_radius", "wobble", "abstentions",
-                               *USAGE, "price")
+                               *USAGE, "price", "n_answers", "asked_turns_only")
 
 
 def _base(run: Run, s: Scenario, key: ConversationKey) -> Row:
@@ -76,35 +83,27 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
     by_id = {s.id: s for s in run.scenarios}
     rows: list[Row] = []
     price = "litellm" if run.params.price is None else "user"
+    only = int(run.params.ask_at is not None)
     for key in run.conversations():
         if key not in attempted:
             continue
         s = by_id[key.scenario]
         oracle = replay(s)
         n = len(s.turns)
-        turns = [done.get(TurnKey(s.id, t, key.layout, key.repeat)) for t in range(1, n + 1)]
+        ts = asked(s, run.params)
+        turns = [done.get(TurnKey(s.id, t, key.layout, key.repeat)) for t in ts]
         answered = [t for t in turns if t is not None]
-        complete = len(answered) == n
-        base = _base(run, s, key)
+        complete = len(answered) == len(ts)
+        base = {**_base(run, s, key), "asked_turns_only": only}
         if level == "turn":
-            prev: dict[str, str] | None = oracle[0]
-            for t, turn in enumerate(turns, 1):
-                if turn is None:
-                    break
-                spec = turn.spec
-                moved = (collateral_keys(spec, prev, oracle[t], oracle[t - 1])
-                         if spec is not None and prev is not None else None)
-                rows.append({**base, "turn": t, "op": s.turns[t - 1].op,
-                             "match": int(spec == oracle[t]), "abstention": turn.abstention,
-                             "collateral": None if moved is None else ";".join(moved),
-                             "n_collateral": None if moved is None else len(moved),
-                             **dict(zip(USAGE, _cost(turn), strict=True)), "price": price})
-                prev = spec
+            rows += _turn_rows(base, s, oracle, ts, turns, price)
             continue
         totals: list[Any] = [0, 0, 0, 0, 0.0, 0.0]
         for turn in answered:
             totals = [_add(a, b) for a, b in zip(totals, _cost(turn), strict=True)]
-        score = score_scenario(s, [t.spec for t in answered], oracle) if complete else None
+        score = (score_scenario(s, [t.spec for t in answered], oracle,
+                                None if run.params.ask_at is None else ts)
+                 if complete else None)
         rows.append({
             **base, "n_turns": n, "complete": int(complete),
             "final_match": None if score is None else int(score.final_match),
@@ -115,8 +114,29 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
             **dict(zip(USAGE, totals[:4], strict=False)),
             **{k: None if v is None else round(v, 10)
                for k, v in zip(USAGE[4:], totals[4:], strict=True)},
-            "price": price,
+            "price": price, "n_answers": len(answered),
         })
+    return rows
+
+
+def _turn_rows(base: Row, s: Scenario, oracle: list[dict[str, str]], ts: Sequence[int],
+               turns: Sequence[Turn | None], price: str) -> list[Row]:
+    """A conversation's turn rows: its asked turns up to the first without an answer."""
+    rows: list[Row] = []
+    prev: dict[str, str] | None = oracle[0]
+    prev_t = 0
+    for t, turn in zip(ts, turns, strict=True):
+        if turn is None:
+            break
+        spec = turn.spec
+        moved = (collateral_keys(spec, prev, oracle[t], oracle[prev_t])
+                 if spec is not None and prev is not None else None)
+        rows.append({**base, "turn": t, "op": s.turns[t - 1].op,
+                     "match": int(spec == oracle[t]), "abstention": turn.abstention,
+                     "collateral": None if moved is None else ";".join(moved),
+                     "n_collateral": None if moved is None else len(moved),
+                     **dict(zip(USAGE, _cost(turn), strict=True)), "price": price})
+        prev, prev_t = spec, t
     return rows
 
 

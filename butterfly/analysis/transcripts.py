@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 from butterfly.code.conversation import code_spec, program_of
 from butterfly.code.program import render as render_program
+from butterfly.core.asking import asked_line
 from butterfly.core.printable import printable
 from butterfly.core.transcript import Transcript, conversation_of
 from butterfly.core.turns import CallKey, ConversationKey
@@ -29,6 +30,8 @@ class ShowInfo(TypedDict):
     repeat: int
     strategy: str
     samples: int
+    asked: str | None
+    """How the run asked (:func:`butterfly.core.asking.asked_line`); None: every turn."""
 
 
 def load(run: Path, scenario: str | None, layout: str | None,
@@ -58,8 +61,10 @@ def load(run: Path, scenario: str | None, layout: str | None,
                             "the merged run")
     answered = loaded.turns()
     info = ShowInfo(run=str(run), model=manifest.model, layout=lay, repeat=repeat,
-                    strategy=params.strategy, samples=params.samples)
-    convs = [with_reasoning(conversation_of(s, answered, lay, repeat), loaded.records)
+                    strategy=params.strategy, samples=params.samples,
+                    asked=asked_line(params.ask_at))
+    convs = [with_reasoning(conversation_of(s, answered, lay, repeat, params.ask_at),
+                            loaded.records)
              for s in chosen]
     if params.track == "code":
         by_id = {s.id: s for s in chosen}

@@ -35,7 +35,7 @@ from butterfly.runs.repair import repair as repair_run
 from butterfly.runs.scope import select
 from butterfly.runs.store import RunState, note_transport, open_run
 from butterfly.runs.sweep import parse_shard, router_ref
-from butterfly.suite.load import load_suite, resolve_suite, track_of
+from butterfly.suite.load import ask_at_of, load_suite, resolve_suite, track_of
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -87,6 +87,8 @@ def _checked(opts: RunOptions) -> tuple[RouterConfig | None, RunParams]:
     first) and its parameters."""
     if opts.track is None:
         opts = opts.replace(track=track_of(resolve_suite(opts.suite)))
+    if opts.ask_at is None and opts.mode == "restate" and opts.track == "spec":
+        opts = opts.replace(ask_at=ask_at_of(resolve_suite(opts.suite)))  # the suite's default
     config = None if opts.router is None else router_config(opts.router, opts.model)
     return config, make_params(opts, None if config is None else router_ref(config))
 

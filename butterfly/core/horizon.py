@@ -62,13 +62,19 @@ class Conversation:
     length: int
     final_match: bool
     turn_matches: tuple[bool, ...] = ()
-    """Turn match of turns 1..length (empty: unknown, the survival curve then skips it)."""
+    """Turn match of turns 1..length, or of the ``asked`` turns (empty: unknown, the survival
+    curve then skips it)."""
+    asked: tuple[int, ...] = ()
+    """The turns ``turn_matches`` are of, when the run asked at chosen turns (the last is
+    ``length``); empty: every turn."""
 
     def __post_init__(self) -> None:
         if self.length < 1:
             raise ValueError(f"{self.scenario}: a conversation has at least one turn")
+        if self.asked and self.asked[-1] != self.length:
+            raise ValueError(f"{self.scenario}: the last turn of a chain is always asked")
         if self.turn_matches:
-            if len(self.turn_matches) != self.length:
+            if len(self.turn_matches) != (len(self.asked) if self.asked else self.length):
                 raise ValueError(f"{self.scenario}: {len(self.turn_matches)} turn matches for "
                                  f"{self.length} turns")
             if self.turn_matches[-1] != self.final_match:
@@ -228,8 +234,10 @@ def _verdict(point: float | None, fitted: bool, shortest: int,
 
 
 def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES,
-            seed: int = 0) -> Horizon:
-    """The horizon of a run's conversations (see the module docstring)."""
+            seed: int = 0, chains: Sequence[Conversation] | None = None) -> Horizon:
+    """The horizon of a run's conversations (see the module docstring); ``chains``: the
+    conversations the survival curve is drawn from, when they are not ``conversations`` (a run
+    asked at chosen turns: each ask is a point of the fit, each chain one curve)."""
     if not conversations:
         raise ValueError("no conversations")
     scenarios = sorted({c.scenario for c in conversations})
@@ -247,14 +255,16 @@ def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES
     turns, censored, bound, note = _verdict(point, fit is not None, shortest, longest)
     return Horizon(
         turns=turns, ci=interval(values, shortest, longest), censored=censored, bound=bound,
-        note=note, fit=fit, survival=survival(conversations), n_conversations=len(conversations),
+        note=note, fit=fit, survival=survival(conversations if chains is None else chains),
+        n_conversations=len(conversations),
         n_scenarios=len(scenarios), bootstrap=boot,
         by_length={n: (int(total_n[j]), float(total_s[j] / total_n[j]))
                    for j, n in enumerate(lengths)})
 
 
-def _first_miss(turn_matches: Sequence[bool]) -> int | None:
-    return next((t for t, m in enumerate(turn_matches, 1) if not m), None)
+def _first_miss(c: Conversation) -> int | None:
+    turns = c.asked or range(1, c.length + 1)
+    return next((t for t, m in zip(turns, c.turn_matches, strict=True) if not m), None)
 
 
 def survival(conversations: Sequence[Conversation]) -> tuple[tuple[int, int, float], ...]:
@@ -263,14 +273,18 @@ def survival(conversations: Sequence[Conversation]) -> tuple[tuple[int, int, flo
     product, so it never rises. A conversation that diverges leaves the risk set at that turn
     (the event); one that never diverges leaves it after its last turn (censored), not as a
     success at later turns. The curve ends at the last turn with a conversation at risk;
-    conversations without turn matches are skipped. (t, at risk, share)."""
+    conversations without turn matches are skipped. (t, at risk, share). Conversations asked
+    at chosen turns are at risk from one asked turn to the next: the curve then has a point at
+    asked turns only (any conversation's)."""
     known = [c for c in conversations if c.turn_matches]
     if not known:
         return ()
+    shown = (None if all(not c.asked for c in known) else
+             {t for c in known for t in (c.asked or range(1, c.length + 1))})
     longest = max(c.length for c in known)
     events, leave = [0] * (longest + 2), [0] * (longest + 2)
     for c in known:
-        t = _first_miss(c.turn_matches)
+        t = _first_miss(c)
         if t is not None:
             events[t] += 1
         leave[c.length + 1 if t is None else t + 1] += 1
@@ -280,7 +294,8 @@ def survival(conversations: Sequence[Conversation]) -> tuple[tuple[int, int, flo
         if at_risk == 0:
             break
         share *= 1 - events[t] / at_risk
-        out.append((t, at_risk, share))
+        if shown is None or t in shown:
+            out.append((t, at_risk, share))
     return tuple(out)
 
 

@@ -168,9 +168,9 @@ def coverage(s: ScenarioScore) -> Sequence[bool]:
     return s.abstained
 
 
-@metric("n_answers", "answers (turns) of the complete conversations", Count())
+@metric("n_answers", "answers (asked turns) of the complete conversations", Count())
 def n_answers(s: ScenarioScore) -> Sequence[int]:
-    return (s.turns,)
+    return (len(s.turn_match),)
 
 
 @metric("change_radius", "settings wrong at the end that no turn targeted",

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from butterfly.core.agents import agent_specs
+from butterfly.core.asking import asked_turns
 from butterfly.core.horizon import Conversation, horizon
 from butterfly.core.metric_registry import pooled
 from butterfly.core.pooling import share
@@ -49,13 +50,19 @@ class ScenarioScore:
     category: str
     turns: int
     turn_match: tuple[bool, ...]
+    """Per asked turn (every turn, unless the run asks at chosen turns: :attr:`asked`)."""
     first_divergent: int | None
+    """The first asked turn without a turn match (a turn number), or None."""
     change_radius: int | None
     collateral: tuple[int | None, ...]
+    """Per asked turn: settings changed since the answer at the asked turn before it."""
     undo: tuple[tuple[str, bool], ...]
-    """(op, still matches) for undo/redo turns whose previous turn matched."""
+    """(op, still matches) for asked undo/redo turns whose previous asked turn matched."""
     abstained: tuple[bool, ...]
-    """Per turn: the answer is an abstention."""
+    """Per asked turn: the answer is an abstention."""
+    asked: tuple[int, ...] | None = None
+    """The turns asked, when the run asks at chosen turns (contract v3, section 4); None:
+    every turn. The figures that need every turn are then over the asked turns only."""
 
     @property
     def abstentions(self) -> int:
@@ -69,6 +76,10 @@ class ScenarioScore:
     def wobble(self) -> bool:
         return self.final_match and self.first_divergent is not None
 
+    def turn_numbers(self) -> Sequence[int]:
+        """The turn each entry of :attr:`turn_match` is the answer to."""
+        return range(1, self.turns + 1) if self.asked is None else self.asked
+
 
 def collateral_keys(cur: Spec, prev: Spec, oracle_now: Spec, oracle_before: Spec) -> list[str]:
     """Settings the model changed from its previous answer while the oracle did not."""
@@ -76,44 +87,43 @@ def collateral_keys(cur: Spec, prev: Spec, oracle_now: Spec, oracle_before: Spec
 
 
 def score_scenario(
-    scenario: Scenario, answers: Sequence[Spec | None], oracle: Sequence[Spec] | None = None
+    scenario: Scenario, answers: Sequence[Spec | None], oracle: Sequence[Spec] | None = None,
+    asked: Sequence[int] | None = None,
 ) -> ScenarioScore:
-    """Score one complete conversation: ``answers[t-1]`` is m_t for t = 1..n."""
+    """Score one complete conversation: ``answers[i]`` is m_t for the i-th turn t of ``asked``
+    (None: every turn, t = 1..n). With chosen turns, a turn's "previous turn" is the asked turn
+    before it (turn 0, the initial spec, before the first): collateral, undo recovery, first
+    divergent turn and wobble are over the asked turns only."""
     o = oracle if oracle is not None else replay(scenario)
     n = len(scenario.turns)
-    if len(answers) != n:
-        raise ValueError(f"{scenario.id}: {len(answers)} answers for {n} turns")
-    m: list[Spec | None] = [o[0], *answers]
-    match = tuple(m[t] == o[t] for t in range(1, n + 1))
-    first = next((t for t in range(1, n + 1) if not match[t - 1]), None)
-    final = m[n]
+    ts: Sequence[int] = range(1, n + 1) if asked is None else asked
+    if len(answers) != len(ts) or (asked is not None and (not asked or asked[-1] != n)):
+        raise ValueError(f"{scenario.id}: {len(answers)} answers for the {len(ts)} asked turns "
+                         f"of {n}")
+    match = tuple(a == o[t] for a, t in zip(answers, ts, strict=True))
+    first = next((t for t, ok in zip(ts, match, strict=True) if not ok), None)
+    final = answers[-1]
     radius: int | None = None
     if final is not None:
         hit = targeted(scenario)
         radius = sum(1 for k in KEYS if k not in hit and final[k] != o[n][k])
     collateral: list[int | None] = []
-    for t in range(1, n + 1):
-        cur, prev = m[t], m[t - 1]
-        if cur is None or prev is None:
-            collateral.append(None)
-        else:
-            collateral.append(len(collateral_keys(cur, prev, o[t], o[t - 1])))
     undo: list[tuple[str, bool]] = []
-    for t, turn in enumerate(scenario.turns, 1):
-        prev_ok = True if t == 1 else match[t - 2]
-        if turn.op in UNDO_OPS and prev_ok:
-            undo.append((turn.op, match[t - 1]))
+    prev_m: Spec | None = o[0]
+    prev_t, prev_ok = 0, True
+    for i, t in enumerate(ts):
+        cur = answers[i]
+        collateral.append(None if cur is None or prev_m is None else
+                          len(collateral_keys(cur, prev_m, o[t], o[prev_t])))
+        op = scenario.turns[t - 1].op
+        if op in UNDO_OPS and prev_ok:
+            undo.append((op, match[i]))
+        prev_t, prev_m, prev_ok = t, cur, match[i]
     return ScenarioScore(
-        id=scenario.id,
-        category=scenario.category,
-        turns=n,
-        turn_match=match,
-        first_divergent=first,
-        change_radius=radius,
-        collateral=tuple(collateral),
-        undo=tuple(undo),
-        abstained=tuple(a is None for a in answers),
-    )
+        id=scenario.id, category=scenario.category, turns=n, turn_match=match,
+        first_divergent=first, change_radius=radius, collateral=tuple(collateral),
+        undo=tuple(undo), abstained=tuple(a is None for a in answers),
+        asked=None if asked is None else tuple(asked))
 
 
 def aggregate(scores: Sequence[ScenarioScore]) -> Aggregate:
@@ -132,19 +142,20 @@ def by_category(scores: Sequence[ScenarioScore]) -> dict[str, Aggregate]:
 
 def _held(pairs: Sequence[tuple[Scenario, ScenarioScore]],
           group: Callable[[Any], str | None]) -> dict[str, list[Any]]:
-    """Per group of turns: [op, held, cases, abstained, answers], where a case is a turn whose
-    previous turn matched (turn 0 always does) and held means it still matches."""
+    """Per group of asked turns: [op, held, cases, abstained, answers], where a case is a turn
+    whose previous (asked) turn matched (turn 0 always does) and held means it still matches."""
     tally: dict[str, list[Any]] = {}
     for scenario, sc in pairs:
-        for t, turn in enumerate(scenario.turns, 1):
+        for i, t in enumerate(sc.turn_numbers()):
+            turn = scenario.turns[t - 1]
             key = group(turn)
             if key is None:
                 continue
             entry = tally.setdefault(key, [turn.op, 0, 0, 0, 0])
-            entry[3] += sc.abstained[t - 1]
+            entry[3] += sc.abstained[i]
             entry[4] += 1
-            if t == 1 or sc.turn_match[t - 2]:
-                entry[1] += sc.turn_match[t - 1]
+            if i == 0 or sc.turn_match[i - 1]:
+                entry[1] += sc.turn_match[i]
                 entry[2] += 1
     return tally
 
@@ -167,9 +178,12 @@ def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, OpHeld]:
             for op in OPS if op in tally}
 
 
-def _agent_answers(name: str, scenario: Scenario) -> list[Spec | None]:
-    """What a scripted agent answers after turns 1..n (for the trivial baselines)."""
-    return list(agent_specs(name, scenario)[1:])
+def _agent_answers(name: str, scenario: Scenario,
+                   asked: Sequence[int] | None = None) -> list[Spec | None]:
+    """What a scripted agent answers after turns 1..n, or the ``asked`` turns (for the trivial
+    baselines)."""
+    specs = agent_specs(name, scenario)
+    return list(specs[1:]) if asked is None else [specs[t] for t in asked]
 
 
 BASELINES = ("noop", "last-edit")
@@ -180,16 +194,19 @@ def score_conversations(
     answers: dict[ConversationKey, list[Spec | None]],
     incomplete: Sequence[ConversationKey],
     layouts: Sequence[str] = ("E",),
+    ask_at: Sequence[int] | None = None,
 ) -> tuple[Aggregate, Totals, HorizonResult | None]:
     """The score of a run's complete conversations: the pooled aggregate, the totals, and the
     horizon (None when no conversation is complete).
 
     Top-level figures pool every complete conversation (all layouts and repeats); ``by_layout``
     pools the repeats of each layout. Baselines are scored on exactly the same conversations.
+    ``ask_at``: the run's ask points (contract v3, section 4); each list of ``answers`` then
+    holds the answers to the asked turns (:func:`butterfly.core.asking.asked_turns`).
     """
     by_id = {s.id: s for s in scenarios}
     keys = [k for k in answers if k.scenario in by_id]
-    scores, per_id = _scored(by_id, answers, keys)
+    scores, per_id = _scored(by_id, answers, keys, ask_at)
     all_scores = list(scores.values())
     total = len(answers) + len(incomplete)
     pairs = [(by_id[k.scenario], v) for k, v in scores.items()]
@@ -210,16 +227,24 @@ def score_conversations(
 
 
 def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | None:
-    """The horizon over complete conversations, clustered by scenario (core/horizon.py)."""
+    """The horizon over complete conversations, clustered by scenario (core/horizon.py). A
+    conversation asked at chosen turns gives one point per ask: the ask at turn t is a chain of
+    length t (contract v3, section 4); its survival curve is over the asked turns."""
     if not scores:
         return None
-    convs = [Conversation(k.scenario, v.turns, v.final_match, v.turn_match)
-             for k, v in scores.items()]
-    return HorizonResult.model_validate(horizon(convs).to_json())
+    if all(v.asked is None for v in scores.values()):
+        convs = [Conversation(k.scenario, v.turns, v.final_match, v.turn_match)
+                 for k, v in scores.items()]
+        return HorizonResult.model_validate(horizon(convs).to_json())
+    points = [Conversation(k.scenario, t, ok) for k, v in scores.items()
+              for t, ok in zip(v.turn_numbers(), v.turn_match, strict=True)]
+    chains = [Conversation(k.scenario, v.turns, v.final_match, v.turn_match,
+                           asked=tuple(v.turn_numbers())) for k, v in scores.items()]
+    return HorizonResult.model_validate(horizon(points, chains=chains).to_json())
 
 
 def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec | None]],
-            keys: Sequence[ConversationKey]
+            keys: Sequence[ConversationKey], ask_at: Sequence[int] | None = None
             ) -> tuple[dict[ConversationKey, ScenarioScore], dict[str, dict[str, ScenarioScore]]]:
     """Every conversation's score, and each baseline's score of each scenario. A scenario's
     oracle replay is made once and let go after its last conversation, so a run's replays are
@@ -231,10 +256,11 @@ def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec
     for i, k in enumerate(keys):
         s = by_id[k.scenario]
         o = oracle.get(s.id) or oracle.setdefault(s.id, replay(s))
-        scores[k] = score_scenario(s, answers[k], o)
+        asked = None if ask_at is None else asked_turns(len(s.turns), ask_at)
+        scores[k] = score_scenario(s, answers[k], o, asked)
         if last[s.id] == i:
             for b in BASELINES:
-                per_id[b][s.id] = score_scenario(s, _agent_answers(b, s), o)
+                per_id[b][s.id] = score_scenario(s, _agent_answers(b, s, asked), o, asked)
             del oracle[s.id]
     return scores, per_id
 

@@ -89,6 +89,11 @@ class RunOptions:
     mode: Mode = _opt(DEFAULTS.mode, "chat: the model sees its earlier answers; restate: each "
                       "turn is asked afresh with the initial spec and every edit so far",
                       choices=MODES)
+    ask_at: str | Sequence[int] | None = _opt(
+        None, "restate mode: ask only at these turns of each chain (comma-separated, e.g. "
+        "5,10,20,40,80), 'last' (the last turn only) or 'all' (every turn); the last turn is "
+        "always asked, and a turn not asked is no call and is not scored (default: the suite's "
+        "ask points, from its manifest, in restate mode; else every turn)", metavar="TURNS")
     temperature: float = _opt(DEFAULTS.temperature, "sampling temperature (finite, 0 or more)")
     max_tokens: int | None = _opt(None, f"most tokens per answer (default: "
                                   f"{DEFAULTS.max_tokens}; {DEFAULTS.code_max_tokens} on the "

@@ -261,6 +261,15 @@ class RunScore(Totals, Aggregate, _Named):
         "n_total + not_played); null for a whole run.")
     code: CodeScore | None = Field(None, description="The code track's figures; null for a "
                                    "spec-track run.")
+    ask_at: tuple[int, ...] | None = Field(
+        None, description="The run's ask points (--ask-at; the last turn of every chain is "
+        "asked too; empty: the last turn only); null: every turn was asked.")
+    asked_turns_only: bool = Field(
+        False, description="True when the run asked at chosen turns: turn match, abstention and "
+        "n_answers count the asked turns, and first_divergent_turn, wobble, undo_recovery, "
+        "collateral_per_turn, by_op, by_paraphrase and the horizon's survival curve are over "
+        "the asked turns only (a turn's previous turn is the asked turn before it); the "
+        "horizon counts the ask at turn t as a chain of length t.")
 
     @property
     def overall(self) -> Aggregate:

@@ -19,13 +19,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NotRequired, TypedDict
 
+from butterfly.core.asking import asked_turns
 from butterfly.core.metrics import collateral_keys
 from butterfly.core.turns import Turn, TurnKey
 from oracle import KEYS, Scenario, Spec, replay
 
 
 class TranscriptTurn(TypedDict):
-    """One turn of a transcript (``status``: match, wrong, abstained, or missing: no answer)."""
+    """One turn of a transcript (``status``: match, wrong, abstained, missing: no answer yet,
+    or not_asked: a run asked at chosen turns did not ask it, so it has no answer and is not
+    scored)."""
 
     turn: int
     op: str
@@ -62,27 +65,37 @@ class Transcript(TypedDict):
     turns: list[TranscriptTurn]
     layout: NotRequired[str]
     repeat: NotRequired[int]
+    asked_turns_only: NotRequired[bool]
+    """True when the run asked at chosen turns: ``first_divergent`` and collateral are over the
+    asked turns (a turn's previous answer is the one at the asked turn before it)."""
 
 
 def conversation(scenario: Scenario, answered: Sequence[Turn | None],
-                 oracle: Sequence[Spec] | None = None) -> Transcript:
+                 oracle: Sequence[Spec] | None = None,
+                 asked: Sequence[int] | None = None) -> Transcript:
     """The transcript of one conversation as JSON-able data.
 
     ``answered[t-1]`` is turn t's answer, or None when the turn has no successful answer yet
-    (a provider error or an unfinished run): such turns are listed with ``status`` "missing"."""
+    (a provider error or an unfinished run): such turns are listed with ``status`` "missing".
+    ``asked``: the turns a run asked at chosen turns asked (None: every turn); the others are
+    listed with ``status`` "not_asked", and an answer is compared with the asked one before it."""
     o = list(oracle) if oracle is not None else replay(scenario)
     prev: Spec | None = o[0]
+    prev_t = 0
     first: int | None = None
     turns: list[TranscriptTurn] = []
+    chosen = None if asked is None else frozenset(asked)
     for t, turn in enumerate(scenario.turns, 1):
         ans = answered[t - 1] if t - 1 < len(answered) else None
         changed = [k for k in KEYS if o[t][k] != o[t - 1][k]]
-        if ans is None:
+        if ans is None or (chosen is not None and t not in chosen):
+            skipped = chosen is not None and t not in chosen
             turns.append(TranscriptTurn(
                 turn=t, op=turn.op, user=turn.text, oracle=o[t], oracle_changed=changed,
-                status="missing", spec=None, raw=None, samples=[], abstention=None, detail="",
-                wrong=[], collateral=[], missed=[]))
-            prev = None
+                status="not_asked" if skipped else "missing", spec=None, raw=None, samples=[],
+                abstention=None, detail="", wrong=[], collateral=[], missed=[]))
+            if not skipped:
+                prev, prev_t = None, t
             continue
         spec = ans.spec
         if spec is None:
@@ -91,9 +104,9 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
             missed: list[str] = []
         else:
             wrong = [k for k in KEYS if spec[k] != o[t][k]]
-            collateral = [] if prev is None else collateral_keys(spec, prev, o[t], o[t - 1])
+            collateral = [] if prev is None else collateral_keys(spec, prev, o[t], o[prev_t])
             missed = [] if prev is None else [
-                k for k in KEYS if o[t][k] != o[t - 1][k] and spec[k] == prev[k]]
+                k for k in KEYS if o[t][k] != o[prev_t][k] and spec[k] == prev[k]]
         match = spec is not None and not wrong
         if not match and first is None:
             first = t
@@ -110,10 +123,10 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
             missed=missed,
             finish_reason=ans.samples[0].finish_reason,
         ))
-        prev = spec
+        prev, prev_t = spec, t
     complete = all(r["status"] != "missing" for r in turns)
     final = turns[-1]["status"] if turns else "missing"
-    return Transcript(
+    out = Transcript(
         id=scenario.id,
         category=scenario.category,
         initial=o[0],
@@ -124,13 +137,18 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
         first_divergent=first,
         turns=turns,
     )
+    if asked is not None:
+        out["asked_turns_only"] = True
+    return out
 
 
 def conversation_of(scenario: Scenario, answered: Mapping[TurnKey, Turn],
-                    layout: str, repeat: int) -> Transcript:
-    """The transcript of ``scenario`` under ``layout`` and ``repeat`` from a run's turns."""
+                    layout: str, repeat: int, ask_at: Sequence[int] | None = None) -> Transcript:
+    """The transcript of ``scenario`` under ``layout`` and ``repeat`` from a run's turns
+    (``ask_at``: the run's ask points, when it asked at chosen turns)."""
+    asked = None if ask_at is None else asked_turns(len(scenario.turns), ask_at)
     row = conversation(scenario, [answered.get(TurnKey(scenario.id, t, layout, repeat))
-                                  for t in range(1, len(scenario.turns) + 1)])
+                                  for t in range(1, len(scenario.turns) + 1)], asked=asked)
     row["layout"] = layout
     row["repeat"] = repeat
     return row

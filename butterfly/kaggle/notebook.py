@@ -52,6 +52,7 @@ MODULES: Final = (
     "butterfly/__init__.py",
     "butterfly/core/__init__.py",
     "butterfly/core/vocab.py",
+    "butterfly/core/asking.py",
     "butterfly/core/wire.py",
     "butterfly/core/stats.py",
     "butterfly/core/extract.py",

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from butterfly.code.judge import figures_line
 from butterfly.core import horizon_text
+from butterfly.core.asking import asked_line, asked_only
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
 from butterfly.core.results import (
@@ -291,6 +292,9 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
         console.print(f"shard {result.shard} of a sweep: every figure below covers this "
                       f"shard's {own} of the sweep's {result.sweep_conversations} "
                       "conversations (butterfly merge joins the shards)", markup=False)
+    asked = asked_line(result.ask_at)
+    if asked is not None:
+        console.print(asked, markup=False, highlight=False)
     for t in score_tables(result, console):
         console.print(t)
     console.print(f"effective final match (final match x coverage): "
@@ -322,7 +326,8 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
     parts = [f"{op} {_pct(v.share)} (n={v.n})" for op, v in result.undo_recovery_by_op.items()
              if v.n]
     if parts:
-        console.print("undo recovery by op: " + ", ".join(parts))
+        console.print(asked_only("undo recovery by op", result.ask_at) + ": "
+                      + ", ".join(parts))
     line = horizon_line(result.horizon)
     if line is not None:
         console.print(line, markup=False, highlight=False)

@@ -22,6 +22,7 @@ from butterfly import __version__
 from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.scoring import score_run
 from butterfly.analysis.transcripts import with_reasoning
+from butterfly.core.asking import ask_label, asked_line
 from butterfly.core.horizon_text import horizon_words
 from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.results import HorizonResult
@@ -47,7 +48,8 @@ def _label(manifest: Any, path: Path) -> str:
     extras = [text for on, text in (
         (p.strategy != "zero-shot", p.strategy + (f" x{p.samples}" if p.samples > 1 else "")),
         (p.protocol != "schema", p.protocol), (p.mode != "chat", p.mode),
-        (p.shard is not None, f"shard {p.shard}")) if on]
+        (p.shard is not None, f"shard {p.shard}"),
+        (p.ask_at is not None, ask_label(p.ask_at) or "")) if on]
     return str(manifest.model) + (f" [{', '.join(extras)}]" if extras else "")
 
 
@@ -141,6 +143,9 @@ REASONING_SHOWN: Final = 4000
 """The most of a turn's reasoning the report carries, in characters (``butterfly show --full``
 prints all of it): reasoning can run to the response-size cap, and the page carries every
 transcript."""
+STATUS_LETTER: Final = {"match": "m", "wrong": "w", "abstained": "a", "missing": "x",
+                        "not_asked": "n"}
+"""A turn's status as the page's transcripts read it (n: not asked, ``--ask-at``)."""
 
 
 def _compact_turn(row: TranscriptTurn) -> list[Any]:
@@ -150,8 +155,8 @@ def _compact_turn(row: TranscriptTurn) -> list[Any]:
     returned reasoning."""
     wrong = {k: row["spec"][k] for k in row["wrong"]} if row["spec"] is not None else {}
     moved_right = [k for k in row["collateral"] if k not in row["wrong"]]
-    out: list[Any] = [row["status"][0], row["raw"], wrong, row["collateral"], row["missed"],
-                      row["abstention"], row["detail"], row["samples"],
+    out: list[Any] = [STATUS_LETTER[row["status"]], row["raw"], wrong, row["collateral"],
+                      row["missed"], row["abstention"], row["detail"], row["samples"],
                       {k: row["spec"][k] for k in moved_right} if row["spec"] is not None
                       else {}]
     reasoning, tokens = row.get("reasoning"), row.get("reasoning_tokens")
@@ -183,7 +188,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
             _add_scenario(scen_data, s)
         by_id = {s.id: s for s in chosen}  # a shard's own conversations, one at a time
         convs = (with_reasoning(conversation_of(by_id[k.scenario], answered, k.layout,
-                                                k.repeat), run.records)
+                                                k.repeat, params.ask_at), run.records)
                  for k in run.conversations())
         for c in convs:
             convs_out.append(ConversationData(
@@ -201,7 +206,9 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
             "params": {"layouts": list(params.layouts), "repeats": params.repeats,
                        "strategy": params.strategy, "samples": params.samples,
                        "protocol": params.protocol, "mode": params.mode,
-                       "temperature": params.temperature, "seed": params.seed},
+                       "temperature": params.temperature, "seed": params.seed,
+                       "ask_at": params.ask_at},
+            "asked": asked_line(params.ask_at),
             "suite": f"{suite_name(run_score.suite)} ({manifest.suite.path})",
             "suite_sha256": manifest.suite.sha256,
             "prompt": version_name(run_score.prompt.version, run_score.prompt.track),
@@ -321,7 +328,9 @@ def charts(model: ReportModel) -> dict[str, str]:
         ax.bar([x + i * width for x in range(len(FDT_BINS))], vals, width, label=r["label"])
     ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
                   list(FDT_BINS))
-    ax.set_xlabel("first divergent turn (none = matched throughout)")
+    asked = " (over asked turns only where a run asked at chosen turns)" if any(
+        r.get("asked") for r in runs) else ""
+    ax.set_xlabel(f"first divergent turn{asked} (none = matched throughout)")
     ax.set_ylabel("conversations (%)")
     ax.legend(fontsize=7)
     ax.set_title("Where conversations first go wrong")

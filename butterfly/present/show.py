@@ -9,6 +9,9 @@ survives a pipe, where there is no colour:
 - ``!`` wrong (red): differs from the oracle (an edit not made, or an old mistake carried on);
 - ``>`` the first divergent turn.
 
+A run asked at chosen turns (``--ask-at``) shows its turns not asked as "not asked", a stretch of
+them on one line: they have no answer and are not scored (not failures).
+
 Model answers are untrusted text: they are printed as plain text, never as rich markup, and
 every control character in them (or in an id, a model name, a user's words) is shown escaped
 (``\x1b``), never sent to the terminal as it is (:func:`butterfly.core.printable.printable`).
@@ -47,10 +50,19 @@ def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[
     if info["samples"] > 1:
         head.append(f", self-consistency over {info['samples']} samples")
     out.append(head)
+    if info.get("asked"):
+        out.append(Text(str(info["asked"]), style="dim"))
     fd = conv["first_divergent"]
-    out.append(Text(f"{verdict}; first divergent turn: {fd if fd is not None else 'none'}",
+    which = " (of the asked turns)" if conv.get("asked_turns_only") else ""
+    out.append(Text(f"{verdict}; first divergent turn{which}: "
+                    f"{fd if fd is not None else 'none'}",
                     style=MATCH if conv["verdict"] == "P" else WRONG))
-    for row in conv["turns"]:
+    turns = conv["turns"]
+    for i, row in enumerate(turns):
+        if row["status"] == "not_asked":
+            if i == 0 or turns[i - 1]["status"] != "not_asked":
+                out += [Text(""), _not_asked(turns, i)]
+            continue
         out.append(Text(""))
         marker = ">" if row["turn"] == fd else " "
         status = {"match": ("match", MATCH), "wrong": ("WRONG", WRONG),
@@ -91,6 +103,17 @@ def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[
                 out.append(Text(f"  ~ {k} = {spec[k]!r}  changed, not asked "
                                 "(now equal to the oracle)", style=COLLATERAL))
     return out
+
+
+def _not_asked(turns: list[TranscriptTurn], i: int) -> Text:
+    """One line for the stretch of turns not asked that starts at ``turns[i]``."""
+    j = i
+    while j + 1 < len(turns) and turns[j + 1]["status"] == "not_asked":
+        j += 1
+    a, b = turns[i]["turn"], turns[j]["turn"]
+    span = f"turn {a}" if a == b else f"turns {a}-{b}"
+    return Text(f"  {span}: not asked (no answer, not scored; the next ask's prompt holds "
+                f"{'its edit' if a == b else 'their edits'})", style="dim")
 
 
 def _answer(row: TranscriptTurn, lines: int | None) -> list[Text]:
@@ -135,6 +158,8 @@ def listing(info: ShowInfo, convs: list[Transcript]) -> list[Text]:
     """One line per scenario: verdict, first divergent turn, and how to show it."""
     out = [Text(f"{info['run']}: {info['model']}, layout {info['layout']}, repeat "
                 f"{info['repeat']} (P pass, F fail, A abstained, - incomplete)", style="bold")]
+    if info.get("asked"):
+        out.append(Text(str(info["asked"]), style="dim"))
     width = max(len(c["id"]) for c in convs) if convs else 10
     for c in convs:
         fd = c["first_divergent"]

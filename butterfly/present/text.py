@@ -19,6 +19,7 @@ from butterfly.analysis.results import (
     SequentialResult,
 )
 from butterfly.analysis.tidy import Level, Row, columns
+from butterfly.core.asking import ask_label
 from butterfly.core.printable import printable
 from butterfly.core.vocab import ErrorClass
 from butterfly.runs.play import wait_note
@@ -96,6 +97,14 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def compare_asked_line(result: CompareResult) -> str:
+    """What a comparison of runs asked at chosen turns compares: the last turns, asked in both."""
+    def how(ask_at: tuple[int, ...] | None) -> str:
+        return ask_label(ask_at) or "every turn asked"
+    return (f"asking: A {how(result.ask_at_a)}, B {how(result.ask_at_b)}; final match is the "
+            "answer at each chain's last turn, asked in both runs (only those calls are compared)")
+
+
 def compare_text(result: CompareResult) -> str:
     """The comparison as text."""
     r = result.model_dump()
@@ -111,6 +120,8 @@ def compare_text(result: CompareResult) -> str:
         f"{r['n_scenarios']} scenarios, layout {r['layout']}, {r['pairs_available']} pairs each; "
         f"method {r['method']} ({detail}), q = {r['q']}",
     ]
+    if r["ask_at_a"] is not None or r["ask_at_b"] is not None:
+        lines.append(compare_asked_line(result))
     if fm["ci"] is not None:
         lines.append(
             f"final match: A {pct(fm['a'])}, B {pct(fm['b'])}, B - A = "

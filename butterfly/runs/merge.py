@@ -35,7 +35,7 @@ from butterfly.runs.lock import LOCK, writer_lock
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, MergedShard, RunManifest, RunParams, Shard
 from butterfly.runs.scope import conversation_keys, select
-from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, now, write_manifest
+from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, ask_flag, now, write_manifest
 from butterfly.runs.usage import total_usage
 from butterfly.suite.load import load_suite
 
@@ -65,7 +65,7 @@ def _shard(m: RunManifest) -> Shard:
 
 def _scope(p: RunParams) -> str:
     return (f"--limit {p.limit}, --per-category {p.per_category}, --layouts "
-            f"{','.join(p.layouts)}, --repeats {p.repeats}")
+            f"{','.join(p.layouts)}, --repeats {p.repeats}, {ask_flag(p.ask_at)}")
 
 
 def _served(m: RunManifest) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
+from butterfly.core.asking import EVERY, LAST
 from butterfly.core.options import RunOptions
 from butterfly.core.prompts import compatible
 from butterfly.core.vocab import (
@@ -212,6 +213,34 @@ def _samples(strategy: Strategy, samples: int | None, temperature: float) -> int
     return n
 
 
+def parse_ask_at(value: str | Sequence[int] | None) -> tuple[int, ...] | None:
+    """``--ask-at``: None (not given) or 'all' -> None (every turn); 'last' -> () (the last
+    turn only); '5,10,20' or a sequence of turns -> those turns, distinct and increasing."""
+    if value is None or (isinstance(value, str) and value.strip() == EVERY):
+        return None
+    if isinstance(value, str) and value.strip() == LAST:
+        return ()
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        turns = [int(str(x).strip()) for x in parts]
+    except ValueError:
+        turns = []
+    if not turns or any(t < 1 for t in turns) or any(isinstance(x, bool) for x in parts):
+        shown = value if isinstance(value, str) else ",".join(str(x) for x in value)
+        raise UserError(f"--ask-at takes turns from 1, comma-separated (e.g. 5,10,20,40,80), "
+                        f"'{LAST}' or '{EVERY}'; got {shown!r}")
+    return tuple(sorted(set(turns)))
+
+
+def _ask_at(o: RunOptions) -> tuple[int, ...] | None:
+    """The run's ask points: only restate mode asks at chosen turns."""
+    turns = parse_ask_at(o.ask_at)
+    if o.ask_at is not None and o.mode != "restate":
+        raise UserError(f"--ask-at is for --mode restate (each ask a stateless call); --mode "
+                        f"{o.mode} asks every turn")
+    return turns
+
+
 def _at_least(**values: tuple[int | None, int]) -> None:
     for name, (value, low) in values.items():
         if value is not None and value < low:
@@ -297,6 +326,7 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
     track = o.track or "spec"
     if track == "code":
         _code_only(o)
+    ask_at = _ask_at(o)
     base = _sc_base(o.strategy, o.sc_base)
     chosen = _protocol(o.protocol, o.no_schema, o.strategy, base)
     if o.max_cost is not None and not o.max_cost > 0:
@@ -318,7 +348,7 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         DEFAULTS.code_max_tokens if track == "code" else DEFAULTS.max_tokens,
         schema_output=chosen == "schema", strategy=o.strategy, samples=n_samples,
         protocol=chosen, parse=o.parse, limit=o.limit, per_category=o.per_category,
-        layouts=parse_layouts(o.layouts), repeats=o.repeats, mode=o.mode,
+        layouts=parse_layouts(o.layouts), repeats=o.repeats, mode=o.mode, ask_at=ask_at,
         concurrency=o.concurrency, timeout=o.timeout, retries=o.retries,
         api_base=redact_url(o.api_base), sc_base=base,
         model_args=check_model_args(o.model_args or {}), send_seed=not o.no_seed,
@@ -339,6 +369,7 @@ def _code_only(o: RunOptions) -> None:
             (f"--layouts {o.layouts if isinstance(o.layouts, str) else ','.join(o.layouts)}",
              tuple(parse_layouts(o.layouts)) != ("E",)),
             (f"--protocol {o.protocol}", o.protocol is not None),
+            (f"--ask-at {o.ask_at}", o.ask_at is not None),
         ) if bad]
     if unsupported:
         raise UserError(f"the code track plays chat mode, zero-shot, layout E, one sample, "

@@ -23,11 +23,12 @@ from butterfly.core.vocab import ErrorClass, RunStatus
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import ContextOverflow, Request
+from butterfly.runs.budget import Budget
 from butterfly.runs.calls import CallView
 from butterfly.runs.digest import START
 from butterfly.runs.integrity import key_of
 from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
-from butterfly.runs.scope import conversations
+from butterfly.runs.scope import asked, conversations
 from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
 from butterfly.runs.tracks import parse_call, turn_messages
 from oracle import Scenario, spec_json_schema
@@ -75,65 +76,6 @@ class Progress:
             self.completion_tokens += rec.tokens.completion or 0
         if self.on_update is not None:
             self.on_update(self)
-
-
-@dataclass
-class Budget:
-    """``--max-cost``: a call is made only while the spending so far plus the estimated cost
-    of it and of every call in flight (the mean cost per priced call so far) stays within the
-    limit. The first call has no estimate. An answer without a price (no token counts; an
-    unpriced model is refused before the first call) stops the run: the budget cannot hold."""
-
-    limit: float | None
-    spent: float = 0.0
-    priced: int = 0
-    in_flight: int = 0
-    stopped: bool = False
-    unpriced: bool = False
-    cautious: bool = False
-    """Estimate each call at the dearest priced call so far, not the mean (``sequential``: two
-    models priced differently share one budget)."""
-    largest: float = 0.0
-
-    @classmethod
-    def of(cls, limit: float | None, records: Iterable[CallView],
-           cautious: bool = False) -> Budget:
-        """The budget of a run given what its directory has spent already."""
-        budget = cls(limit, cautious=cautious)
-        for rec in records:
-            if rec.raw is not None and not rec.cached and rec.cost_usd is not None:
-                budget.add(rec.cost_usd)
-        return budget
-
-    def add(self, cost: float) -> None:
-        self.spent += cost
-        self.priced += 1
-        self.largest = max(self.largest, cost)
-
-    def estimate(self) -> float:
-        if self.cautious:
-            return self.largest
-        return self.spent / self.priced if self.priced else 0.0
-
-    def reserve(self) -> bool:
-        if self.limit is None:
-            return True
-        if self.stopped or self.spent + (self.in_flight + 1) * self.estimate() > self.limit:
-            self.stopped = True
-            return False
-        self.in_flight += 1
-        return True
-
-    def settle(self, rec: CallRecord) -> None:
-        if self.limit is None:
-            return
-        self.in_flight -= 1
-        if rec.raw is None or rec.cached:
-            return
-        if rec.cost_usd is None:
-            self.unpriced = self.stopped = True
-            return
-        self.add(rec.cost_usd)
 
 
 @dataclass(frozen=True)
@@ -211,7 +153,7 @@ async def play_conversation(conv: Conversation, player: Player) -> Turn | None:
     params = player.params
     sent = Sent()
     turn: Turn | None = None
-    for t in range(1, len(conv.scenario.turns) + 1):
+    for t in asked(conv.scenario, params):  # a turn not asked is no call (runs/scope.py)
         added = turn_messages(conv.scenario, t, None if turn is None else turn.shown,
                               conv.layout, params)
         sent.extend(added, params.mode == "restate")
@@ -273,7 +215,7 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
     try:
         outcome = await player.client.call(request)
     except ContextOverflow as e:
-        if params.track != "code":
+        if params.track != "code" and params.ask_at is None:  # else the model cannot answer
             raise
         return _over_context(conv, t, messages_sha256, added, str(e))
     resp = outcome.response
@@ -319,8 +261,8 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
 
 def _over_context(conv: Conversation, t: int, messages_sha256: str,
                   added: tuple[Message, ...], why: str) -> CallRecord:
-    """A code-track turn whose conversation no longer fits the model's context window: an
-    abstention (reason ``context``), answered with nothing, and the conversation goes on."""
+    """A code-track turn or an ask (``--ask-at``) over the model's context window: an abstention
+    (reason ``context``), answered with nothing; the conversation goes on (contract v3, s. 4)."""
     return CallRecord(
         chain_sha256=START, scenario=conv.scenario.id, turn=t, layout=conv.layout,
         repeat=conv.repeat, sample=0, messages_sha256=messages_sha256, messages_added=added,
@@ -391,10 +333,11 @@ async def run_suite(
 
 
 def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:
+    """The calls a run still has to make: every asked turn's samples not answered yet."""
     params = state.manifest.params
     return sum(
         1 for s, layout, r in conversations(scenarios, params)
-        for t in range(1, len(s.turns) + 1)
+        for t in asked(s, params)
         for k in range(params.samples)
         if CallKey(s.id, t, layout, r, k) not in state.done
     )

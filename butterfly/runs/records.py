@@ -96,6 +96,11 @@ class RunParams(BaseModel):
     layouts: tuple[Layout, ...] = DEFAULTS.layouts
     repeats: int = Field(1, ge=1, description="Repeat r of a scenario uses seed = seed + r.")
     mode: Mode = DEFAULTS.mode
+    ask_at: tuple[int, ...] | None = Field(
+        None, description="--ask-at (restate mode only; contract v3, section 4): the turns "
+        "asked in each chain, increasing, besides its last turn, which is always asked (an "
+        "empty list: the last turn only); ask points beyond a chain's length are ignored for "
+        "that chain. Null: every turn is asked. A turn not asked has no call and no answer.")
     strategy: Strategy = DEFAULTS.strategy
     samples: int = Field(1, ge=1, description="Answers sampled per turn and voted "
                          "(self-consistency); 1 for every other strategy.")
@@ -161,6 +166,11 @@ class RunParams(BaseModel):
             raise ValueError("self-consistency samples at a temperature above 0")
         if self.sc_base != "zero-shot" and self.strategy != "self-consistency":
             raise ValueError("sc_base is only for strategy 'self-consistency'")
+        if self.ask_at is not None:
+            if self.mode != "restate" or self.track != "spec":
+                raise ValueError("ask_at is only for mode 'restate' on the spec track")
+            if any(t < 1 for t in self.ask_at) or list(self.ask_at) != sorted(set(self.ask_at)):
+                raise ValueError("ask_at holds distinct turns from 1, increasing")
         return self
 
 

@@ -37,7 +37,7 @@ from butterfly.runs.integrity import ParseCheck, key_of
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, Repair, RunManifest, RunParams, SuiteRef
-from butterfly.runs.scope import conversation_keys, select
+from butterfly.runs.scope import asked, conversation_keys, select
 from butterfly.runs.store import (
     CALLS,
     MANIFEST,
@@ -132,7 +132,7 @@ def _manifest(out: Path, who: Identity | None) -> tuple[RunManifest, bool]:
 
 
 class Scope:
-    """The calls a run makes, and the first prompt of each of its conversations."""
+    """The calls a run makes (its asked turns), and the first prompt of each conversation."""
 
     def __init__(self, suite: Sequence[Scenario], params: RunParams) -> None:
         self.params = params
@@ -143,16 +143,17 @@ class Scope:
         """Why ``rec`` is not a call of this run (None: it is)."""
         s = self.by_id.get(rec.scenario)
         if (s is None or ConversationKey(rec.scenario, rec.layout, rec.repeat) not in self.convs
-                or rec.turn > len(s.turns) or rec.sample >= self.params.samples):
+                or rec.turn not in asked(s, self.params) or rec.sample >= self.params.samples):
             return (f"a call (scenario {rec.scenario}, turn {rec.turn}, layout {rec.layout}, "
                     f"repeat {rec.repeat}, sample {rec.sample}) the run does not make")
-        if rec.turn == 1 and [m.model_dump() for m in rec.messages_added] != self._first(rec):
+        first = asked(s, self.params)[0]  # turn 1, unless the run asks at chosen turns
+        if rec.turn == first and [m.model_dump() for m in rec.messages_added] != self._first(rec):
             return f"its prompt is not what the flags send (scenario {rec.scenario})"
         return None
 
     def _first(self, rec: CallRecord) -> list[dict[str, str]]:
         p = self.params
-        sent = turn_messages(self.by_id[rec.scenario], 1, None, rec.layout, p)
+        sent = turn_messages(self.by_id[rec.scenario], rec.turn, None, rec.layout, p)
         return [dict(m) for m in sent]
 
 

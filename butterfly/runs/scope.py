@@ -1,10 +1,12 @@
-"""What a run plays: its scenarios (``--per-category``, then ``--limit``) and conversations
-(of a shard, ``--shard I/N``, its slice: :mod:`butterfly.runs.sweep`)."""
+"""What a run plays: its scenarios (``--per-category``, then ``--limit``), conversations
+(of a shard, ``--shard I/N``, its slice: :mod:`butterfly.runs.sweep`) and the turns it asks
+(``--ask-at``: :func:`asked`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from butterfly.core.asking import asked_turns
 from butterfly.core.turns import ConversationKey
 from butterfly.runs.records import RunParams
 from butterfly.runs.sweep import shard_slice
@@ -27,6 +29,12 @@ def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
     return chosen
 
 
+def asked(scenario: Scenario, params: RunParams) -> Sequence[int]:
+    """The turns of ``scenario`` a run asks (every turn, unless it asks at chosen turns):
+    :func:`butterfly.core.asking.asked_turns` with the run's ask points."""
+    return asked_turns(len(scenario.turns), params.ask_at)
+
+
 def conversations(
     scenarios: Sequence[Scenario], params: RunParams
 ) -> list[tuple[Scenario, str, int]]:
@@ -34,7 +42,9 @@ def conversations(
     every: list[tuple[Scenario, str, int]] = [
         (s, layout, r) for s in scenarios for layout in params.layouts
         for r in range(params.repeats)]
-    return every if params.shard is None else shard_slice(every, params.shard, params.samples)
+    if params.shard is None:
+        return every
+    return shard_slice(every, params.shard, params.samples, params.ask_at)
 
 
 def played(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:

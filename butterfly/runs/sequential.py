@@ -33,10 +33,10 @@ from butterfly.models.registry import (
     transport,
 )
 from butterfly.models.router import RouterConfig
+from butterfly.runs.budget import Budget
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.options import check_routed
 from butterfly.runs.play import (
-    Budget,
     Conversation,
     Player,
     Progress,

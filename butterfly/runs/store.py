@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from butterfly import __version__
 from butterfly.code.conversation import CODE_PROMPT_VERSION
 from butterfly.code.sandbox import sandbox_kind
+from butterfly.core.asking import EVERY, LAST
 from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import RunStatus, Transport
@@ -192,10 +193,21 @@ def _check_same_scope(out: Path, old: RunParams, params: RunParams) -> None:
         raise UserError(f"--out {out} was run with {flags(old)}; this is {flags(params)}: a "
                         "resume keeps the run's scope (give the same flags), or choose another "
                         "--out")
+    if old.ask_at != params.ask_at:
+        raise UserError(f"--out {out} was run with {ask_flag(old.ask_at)}; this is "
+                        f"{ask_flag(params.ask_at)}: a resume keeps the run's ask points (give "
+                        "the same --ask-at), or choose another --out")
     if not set(old.layouts) <= set(params.layouts) or params.repeats < old.repeats:
         raise UserError(f"--out {out} was run with --layouts {','.join(old.layouts)} and "
                         f"--repeats {old.repeats}; a resume may add layouts or repeats, never "
                         "drop recorded ones: give at least those, or choose another --out")
+
+
+def ask_flag(ask_at: Sequence[int] | None) -> str:
+    """A run's ask points as the flag that gives them."""
+    if ask_at is None:
+        return f"--ask-at {EVERY} (every turn)"
+    return f"--ask-at {','.join(map(str, ask_at)) if ask_at else LAST}"
 
 
 def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) -> RunState:

@@ -5,7 +5,7 @@ A shard plays a deterministic slice of the run's (scenario, layout, repeat) conv
 balanced by calls: the conversations, longest first (suite order breaking ties), each go to
 the shard with the fewest calls so far (the lowest index breaking ties). The slice depends on
 nothing but the suite and the parameters (``--limit``, ``--per-category``, ``--layouts``,
-``--repeats``, ``--samples``), so every machine of a sweep computes the same slices.
+``--repeats``, ``--samples``, ``--ask-at``), so every machine of a sweep computes the same slices.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
+from butterfly.core.asking import n_asked
 from butterfly.errors import UserError
 from butterfly.models.router import RouterConfig
 from butterfly.runs.pricing import check_same_price
@@ -52,9 +53,11 @@ def owners(costs: Sequence[int], count: int) -> list[int]:
     return owner
 
 
-def shard_slice(convs: Sequence[C], shard: Shard, samples: int = 1) -> list[C]:
-    """The conversations of ``shard``, in suite order (each costs turns x samples calls)."""
-    owner = owners([len(s.turns) * samples for s, _, _ in convs], shard.count)
+def shard_slice(convs: Sequence[C], shard: Shard, samples: int = 1,
+                ask_at: Sequence[int] | None = None) -> list[C]:
+    """The conversations of ``shard``, in suite order (each costs asked turns x samples calls:
+    every turn, unless the run asks at chosen turns)."""
+    owner = owners([n_asked(len(s.turns), ask_at) * samples for s, _, _ in convs], shard.count)
     return [c for c, k in zip(convs, owner, strict=True) if k == shard.index - 1]
 
 

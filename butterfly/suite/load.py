@@ -197,6 +197,13 @@ def track_of(suite: Path | str) -> Track:
     return "spec" if manifest is None else manifest.track
 
 
+def ask_at_of(suite: Path | str) -> list[int] | None:
+    """A suite's default ask points (contract v3, section 4): its manifest's ``ask_at``, None
+    when it names none (or has no manifest)."""
+    manifest = load_manifest(resolve_suite(str(suite)))
+    return None if manifest is None else manifest.ask_at
+
+
 def dumps_suite(scenarios: list[Scenario]) -> str:
     return "".join(s.to_json() + "\n" for s in scenarios)
 
@@ -228,11 +235,13 @@ class Builtin:
     version: int
     """The suite's own version; docs/suite-changelog.md lists what changed and why."""
     track: Track = "spec"
+    ask_at: tuple[int, ...] | None = None
+    """The suite's default ask points (contract v3, section 4), written in its manifest."""
 
 
 BUILTINS: Final = {
     "butterfly-40": Builtin(seed=40, version=3),
-    "butterfly-long": Builtin(seed=4080, version=2),
+    "butterfly-long": Builtin(seed=4080, version=2, ask_at=(5, 10, 20, 40, 80)),
     "butterfly-hard": Builtin(seed=1315, version=2),
     "butterfly-code": Builtin(seed=1414, version=1, track="code"),
 }
@@ -264,6 +273,10 @@ def frozen_version(sha256: str) -> tuple[str, int] | None:
 LONG_LENGTHS: Final = (5, 10, 20, 40, 80)
 LONG_PER_LENGTH: Final = 12
 HARD_PER_CONSTRUCTION: Final = 8
+
+
+def _listed(turns: tuple[int, ...] | None) -> list[int] | None:
+    return None if turns is None else list(turns)
 
 
 def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
@@ -308,6 +321,7 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         counts=dict(Counter(s.category for s in ordered)) if name != "butterfly-40"
         else dict(DEFAULT_COUNTS),
         lengths=lengths,
+        ask_at=_listed(BUILTINS[name].ask_at),
         sha256=sha256_text(text),
     )
     return ordered, manifest

@@ -130,17 +130,18 @@
     c.t.forEach(function (t, i) {
       const [op, text, changes] = s.turns[i];
       Object.assign(oracle, changes);
-      const turn = el("div", "turn " + ({m: "ok", w: "bad", a: "abst", x: "miss"}[t[0]] || ""));
+      const turn = el("div", "turn " + ({m: "ok", w: "bad", a: "abst", x: "miss", n: "skip"}[t[0]] || ""));
       if (c.fd === i + 1) turn.classList.add("first");
       const head = el("div", "thead", "turn " + (i + 1) + " (" + op + "): " +
-        ({m: "match", w: "WRONG", a: "ABSTAINED", x: "no answer"}[t[0]]) +
+        ({m: "match", w: "WRONG", a: "ABSTAINED", x: "no answer",
+          n: "not asked (no answer, not scored)"}[t[0]]) +
         (c.fd === i + 1 ? "  ← first divergent turn" : ""));
       turn.appendChild(head);
       const u = el("div", "user");
       u.appendChild(el("b", null, "user: "));
       u.appendChild(el("span", null, text));
       turn.appendChild(u);
-      if (t[0] !== "x") {
+      if (t[0] !== "x" && t[0] !== "n") {
         if (t.length > 9) {
           const r = el("details", "reasoning");
           r.appendChild(el("summary", null, "reasoning" + (t[10] !== null ? " (" + t[10] +

@@ -56,7 +56,8 @@ def test_the_tables_read_the_registry() -> None:
                            "change_radius"]
     assert [c.header for c in board_columns()] == [
         "final match", "95% CI", "effective", "turn match", "abstention", "change radius",
-        "undo recovery", "wobble", "scenarios", "conversations", "incomplete", "tokens", "cost"]
+        "undo recovery", "wobble", "scenarios", "conversations", "incomplete", "tokens",
+        "reasoning", "cached", "cost", "saved"]
 
 
 TOY = '''
