@@ -122,13 +122,14 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
 
 
 def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
-            **fields: Any) -> DryRun:
+            slice_by: SliceBy | None = None, **fields: Any) -> DryRun:
     """What :func:`run` with the same options would send, counted without playing anything
     or writing a file (``butterfly run --dry-run``): calls, prompt, completion and
     cached-prefix tokens and their cost, per slice of the suite (chain length for a suite built
     by length, else category) and in total; with ``out`` holding this run, what its resume
     would still send. ``price``: the rates to use (default: the model's offline price, if
-    any); docs/cost.md."""
+    any); ``slice_by``: ``length`` or ``category`` (default: length for a suite whose manifest
+    says it is built by length); docs/cost.md."""
     o = options(opts, **fields)
     where = check_out(o.out)
     config, params = _checked(o, offline=True)
@@ -140,7 +141,8 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
     target = where or default_out(o.model, suite_path, shard=o.shard)
     state = peek_state(target, o.model, suite_path, scenarios, params)
     manifest = load_manifest(suite_path)
-    by: SliceBy = "length" if manifest is not None and manifest.lengths else "category"
+    by: SliceBy = slice_by or ("length" if manifest is not None and manifest.lengths
+                               else "category")
     return bill_of(o.model, suite_path, scenarios, state, by, counter_for(o.model),
                    caching_of(o.model), price if price is not None else rates(o.model))
 
