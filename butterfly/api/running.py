@@ -128,8 +128,8 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
     cached-prefix tokens and their cost, per slice of the suite (chain length for a suite built
     by length, else category) and in total; with ``out`` holding this run, what its resume
     would still send. ``price``: the rates to use (default: the model's offline price, if
-    any); ``slice_by``: ``length`` or ``category`` (default: length for a suite whose manifest
-    says it is built by length); docs/cost.md."""
+    any); ``slice_by``: ``length``, ``category`` or ``scenario`` (default: length for a suite
+    whose manifest says it is built by length, else category); docs/cost.md."""
     o = options(opts, **fields)
     where = check_out(o.out)
     config, params = _checked(o, offline=True)

@@ -32,7 +32,7 @@ from butterfly.runs.scope import conversations
 from butterfly.runs.store import CallLog, RunState
 from oracle import Scenario
 
-SliceBy = Literal["length", "category"]
+SliceBy = Literal["length", "category", "scenario"]
 
 
 class Bill(Result):
@@ -178,9 +178,9 @@ class NoLog(CallLog):
 
 
 def slicer(scenarios: Sequence[Scenario], by: SliceBy) -> Callable[[str], str]:
-    """The slice of a scenario id: its chain length (``N turns``) or its category."""
-    names = {s.id: (f"{len(s.turns)} turns" if by == "length" else s.category)
-             for s in scenarios}
+    """The slice of a scenario id: its chain length (``N turns``), its category, or itself."""
+    names = {s.id: (f"{len(s.turns)} turns" if by == "length" else
+                    s.category if by == "category" else s.id) for s in scenarios}
     return names.__getitem__
 
 
