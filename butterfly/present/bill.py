@@ -64,4 +64,17 @@ def bill_text(d: DryRun) -> str:
                      "again; the rows count what a resume would send")
     lines += ["", *table([HEAD, *(_row(b) for b in d.slices), _row(d.total)]), ""]
     lines += [printable(n) for n in notes(d)]
+    if d.max_cost is not None:
+        lines.append(budget_line(d.max_cost, d.total.cost_usd))
     return "\n".join(lines)
+
+
+def budget_line(limit: float, cost: float | None) -> str:
+    """What ``--max-cost`` would do to the run, as far as the estimate tells."""
+    if cost is None:
+        return (f"--max-cost {limit:g}: no price is known, so the run would refuse to start "
+                "(a budget needs a price)")
+    if cost > limit:
+        return (f"--max-cost {limit:g}: the estimate (USD {cost:,.4f}) is above it; the run "
+                "would stop before a call could take it past the budget (status budget)")
+    return f"--max-cost {limit:g}: the estimate (USD {cost:,.4f}) is within it"

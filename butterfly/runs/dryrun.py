@@ -67,6 +67,7 @@ class DryRun(Result):
     rates_usd_per_mtok: list[float] | None
     sliced_by: SliceBy
     recorded: int
+    max_cost: float | None
     slices: list[Bill]
     total: Bill
 
@@ -112,7 +113,10 @@ class Meter:
     last: dict[tuple[str, str, int], list[Mapping[str, str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.tokens = functools.lru_cache(maxsize=512)(
+        # Token lists are kept only for the last few messages (a call compares its messages
+        # with the previous call's; a restatement of 5,000 edits is tens of thousands of
+        # tokens); their counts are kept for many more.
+        self.tokens = functools.lru_cache(maxsize=8)(
             lambda text: tuple(self.counter.encode(text)))
         self.size = functools.lru_cache(maxsize=1 << 16)(lambda text: len(self.tokens(text)))
 
@@ -260,4 +264,4 @@ def dry_run(model: str, suite_path: Path, scenarios: Sequence[Scenario], state: 
                     f"{params.max_tokens}"),
         max_tokens=params.max_tokens, completion_tokens_max=total.calls * params.max_tokens,
         caching=caching_text(caching), rates_usd_per_mtok=per_mtok(rates), sliced_by=by,
-        recorded=recorded, slices=slices, total=total)
+        recorded=recorded, max_cost=params.max_cost, slices=slices, total=total)

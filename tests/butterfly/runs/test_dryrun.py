@@ -120,6 +120,10 @@ def test_the_text_and_the_json(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert code == 0
     assert "no price known for hosted_vllm/x" in out and "total" in out
     assert "cl100k_base as an estimate" in out
+    assert "--max-cost" not in out
+    code, out, _ = cli_in_process(capsys, "run", "--model", "openai/gpt-4o-mini", "--limit", "2",
+                                  "--dry-run", "--max-cost", "0.0001", "--out", str(tmp_path / "d"))
+    assert code == 0 and "is above it; the run would stop" in out
     code, out, _ = cli_in_process(capsys, "run", "--model", "openai/gpt-4o", "--limit", "2",
                                   "--dry-run", "--json", "--out", str(tmp_path / "d"))
     assert code == 0
