@@ -101,29 +101,57 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+SHORT = 4096
+"""Messages up to this many characters keep their token count for the whole dry run (the system
+message, chat mode's turns and answers); a longer one (a restatement) is counted from the few
+token lists kept."""
+
+
+@dataclass(frozen=True)
+class Last:
+    """A conversation's previous call: its messages, their tokens (the call's own 3 apart), and
+    its answer as the next call's history would hold it."""
+
+    messages: Sequence[Mapping[str, str]]
+    tokens: int
+    answer: Mapping[str, str]
+
+
+def _extends(now: Sequence[Mapping[str, str]], before: Sequence[Mapping[str, str]]) -> bool:
+    """Whether ``now`` is ``before`` with messages added (chat mode: the same message objects,
+    so checking the ends is enough)."""
+    n = len(before)
+    return 0 < n < len(now) and now[n - 1] is before[n - 1] and now[0] is before[0]
+
+
 @dataclass
 class Meter:
-    """Counts each call the player makes: its prompt, its answer, the prefix it repeats."""
+    """Counts each call the player makes: its prompt, its answer, the prefix it repeats. A chat
+    call adds to its previous call's count only the messages it adds, so a conversation costs
+    time in proportion to what it sends once, not to the sum of its prompts."""
 
     counter: Counter
     caching: PromptCaching | None
     max_tokens: int
     slice_of: Callable[[str], str]
     sums: dict[str, Sums] = field(default_factory=dict)
-    last: dict[tuple[str, str, int], list[Mapping[str, str]]] = field(default_factory=dict)
+    last: dict[tuple[str, str, int], Last] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Token lists are kept only for the last few messages (a call compares its messages
         # with the previous call's; a restatement of 5,000 edits is tens of thousands of
-        # tokens); their counts are kept for many more.
+        # tokens); the counts of short messages are kept for the whole run.
         self.tokens = functools.lru_cache(maxsize=8)(
             lambda text: tuple(self.counter.encode(text)))
-        self.size = functools.lru_cache(maxsize=1 << 16)(lambda text: len(self.tokens(text)))
+        self._short = functools.lru_cache(maxsize=None)(lambda text: len(self.tokens(text)))
 
-    def prompt(self, messages: Sequence[Mapping[str, str]]) -> int:
-        return sum(self.counter.per_message + self.size(m["content"]) for m in messages) + PER_CALL
+    def size(self, text: str) -> int:
+        return self._short(text) if len(text) <= SHORT else len(self.tokens(text))
 
-    def repeated(self, before: list[Mapping[str, str]],
+    def body(self, messages: Sequence[Mapping[str, str]]) -> int:
+        return sum(self.counter.per_message + self.size(m["content"]) for m in messages)
+
+    def repeated(self, before: Sequence[Mapping[str, str]],
                  now: Sequence[Mapping[str, str]]) -> int:
         """Tokens at the start of ``now`` that ``before`` (the previous call's prompt and
         answer) began with: whole messages, then the shared start of the first that differs."""
@@ -141,12 +169,19 @@ class Meter:
     def count(self, request: Request, answer: str) -> None:
         meta = request.meta
         conv = (str(meta["scenario"]), str(meta["layout"]), int(meta["repeat"]))
-        prompt = self.prompt(request.messages)
-        before = self.last.get(conv)
+        now, prev = request.messages, self.last.get(conv)
+        if prev is not None and _extends(now, prev.messages):
+            added = now[len(prev.messages):]
+            body = prev.tokens + self.body(added)
+            common = prev.tokens + self.repeated([prev.answer], added)
+        else:
+            body = self.body(now)
+            common = 0 if prev is None else self.repeated([*prev.messages, prev.answer], now)
+        prompt = body + PER_CALL
         cached = 0
-        if self.caching is not None and before is not None:
-            cached = min(self.caching.cached(self.repeated(before, request.messages)), prompt)
-        self.last[conv] = [*request.messages, {"role": "assistant", "content": answer}]
+        if self.caching is not None and prev is not None:
+            cached = min(self.caching.cached(common), prompt)
+        self.last[conv] = Last(now, body, {"role": "assistant", "content": answer})
         completion = min(self.size(answer), self.max_tokens)
         self.sums.setdefault(self.slice_of(conv[0]), Sums()).add(prompt, completion, cached)
 

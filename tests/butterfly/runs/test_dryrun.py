@@ -18,6 +18,7 @@ from butterfly.core.prompts import messages
 from butterfly.models.tokens import PER_CALL, PER_MESSAGE, counter_for
 from butterfly.runs.dryrun import DryRun
 from butterfly.suite.load import load_suite
+from oracle import replay
 
 SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
 
@@ -62,20 +63,22 @@ def test_a_partly_played_run_is_priced_as_its_resume(tmp_path: Path,
     assert dry.recorded == first.manifest.n_calls
 
 
-def test_prompt_tokens_are_tiktokens_of_the_messages_plus_the_template(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["restate", "chat"])
+def test_prompt_tokens_are_tiktokens_of_the_messages_plus_the_template(tmp_path: Path,
+                                                                       mode: str) -> None:
     import tiktoken
 
     from butterfly.models.tokens import tokenizer_dir
 
-    monkey_dir = str(tokenizer_dir())
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIKTOKEN_CACHE_DIR", monkey_dir)
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(tokenizer_dir()))
         enc = tiktoken.get_encoding("o200k_base")
-    dry = api.dry_run(model="openai/gpt-4o-mini", limit=2, mode="restate", out=tmp_path / "d")
+    dry = api.dry_run(model="openai/gpt-4o-mini", limit=3, mode=mode, out=tmp_path / "d")
     want = 0
-    for s in load_suite(SUITE)[:2]:
+    for s in load_suite(SUITE)[:3]:
+        answers = [json.dumps(spec) for spec in replay(s)[1:]]  # the oracle's, as sent back
         for t in range(1, len(s.turns) + 1):
-            msgs = messages(s, t, [], mode="restate")
+            msgs = messages(s, t, answers[: t - 1], mode=mode)
             want += sum(len(enc.encode(m["content"])) + PER_MESSAGE for m in msgs) + PER_CALL
     assert dry.total.prompt_tokens == want
     assert dry.tokenizer.startswith("o200k_base") and dry.tokenizer_exact
