@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -76,20 +77,24 @@ without spaces, or indented (a model that pretty-prints: more tokens sent back i
 
 
 class Counting:
-    """The server's responder: counts each request's templated prompt, per scenario and mode,
-    and answers as the last-edit agent."""
+    """The server's responder: counts each request's templated prompt (returned as the call's
+    usage, which the run records per call) and answers as the last-edit agent."""
 
     def __init__(self, scenarios: list[Scenario], style: str) -> None:
         self.enc = encoding()
-        self.answers: dict[tuple[str, ...], tuple[str, str, str]] = {}
+        self.answers: dict[tuple[str, ...], str] = {}
+        """The answer to a conversation, by its user messages (two scenarios whose first turns
+        read the same have the same last-edit answer to them)."""
         for s in scenarios:
             said = [json.dumps(x, **STYLES[style]) for x in agent_specs("last-edit", s)[1:]]
             for t in range(1, len(s.turns) + 1):
                 for mode in MODES:
                     users = tuple(m["content"] for m in messages(s, t, said[: t - 1], mode=mode)
                                   if m["role"] == "user")
-                    self.answers[users] = (s.id, mode, said[t - 1])
-        self.prompt: dict[tuple[str, str], int] = defaultdict(int)
+                    self.answers[users] = said[t - 1]
+        self.mode = MODES[0]
+        """The mode being played (set by :func:`main` before each run)."""
+        self.prompt: dict[str, int] = defaultdict(int)
         self.newlines: dict[str, int] = defaultdict(int)
         """Per mode: the same prompts under the ChatML of open models (5 tokens a message)."""
         self.calls: dict[str, int] = defaultdict(int)
@@ -97,11 +102,11 @@ class Counting:
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         users = tuple(str(m["content"]) for m in body["messages"] if m["role"] == "user")
-        sid, mode, answer = self.answers[users]
+        answer, mode = self.answers[users], self.mode
         n = len(self.enc.encode(templated(body["messages"]), allowed_special="all"))
         alt = len(self.enc.encode(templated(body["messages"], "\n", "\n"), allowed_special="all"))
         with self.lock:  # the server answers in threads
-            self.prompt[(mode, sid)] += n
+            self.prompt[mode] += n
             self.newlines[mode] += alt
             self.calls[mode] += 1
         return {"content": answer, "usage": {"prompt_tokens": n, "completion_tokens":
@@ -141,23 +146,29 @@ def main() -> None:
         flags = {"model": MODEL, "suite": str(suite), "api_base": srv.api_base, "cache": None,
                  "concurrency": 8}
         dry = {m: api.dry_run(slice_by="length", mode=m, **flags) for m in MODES}
+        sent: dict[str, dict[str, int]] = {}
         for m in MODES:
-            api.run(mode=m, out=Path(tmp) / m, **flags)
+            counting.mode = m
+            run = api.run(mode=m, out=Path(tmp) / m, **flags)
+            sent[m] = defaultdict(int)
+            for rec in run.records.values():  # the server's count, as the call's usage recorded it
+                sent[m][rec.scenario] += rec.tokens.prompt or 0
+            assert sum(sent[m].values()) == counting.prompt[m]
     secs = time.perf_counter() - t0
-    report(chains, lengths, counting, dry, secs, a.all)
+    report(chains, lengths, counting, sent, dry, secs, a.all)
     alt = ", ".join(f"{m} {counting.newlines[m]:,} "
                     f"({pct(dry[m].total.prompt_tokens, counting.newlines[m])})" for m in MODES)
     print(f"answers written {a.answers} (--answers); under the ChatML of open models (5 "
           f"template tokens a message, not 4) the server would have counted: {alt}")
 
 
-def per_chain(counting: Counting, chains: list[Scenario], mode: str, length: int) -> float:
-    ids = [s.id for s in chains if len(s.turns) == length]
-    return sum(counting.prompt[(mode, i)] for i in ids) / len(ids)
+def per_length(sent: dict[str, int], chains: list[Scenario], length: int) -> list[int]:
+    return [sent[s.id] for s in chains if len(s.turns) == length]
 
 
 def report(chains: list[Scenario], lengths: list[int], counting: Counting,
-           dry: dict[str, Any], secs: float, every: bool) -> None:
+           sent: dict[str, dict[str, int]], dry: dict[str, Any], secs: float,
+           every: bool) -> None:
     n = len(chains)
     print(f"butterfly-long: {n} of 60 chains ({'all' if every else 'the first of each length'})"
           f", {MODEL} ({dry['chat'].tokenizer}) against a loopback server counting the templated"
@@ -166,7 +177,7 @@ def report(chains: list[Scenario], lengths: list[int], counting: Counting,
     print(f"{'length':>6} {'chat':>10} {'restate':>10} {'restate/chat':>13} "
           f"{'asked at lengths':>17}")
     for L in lengths:
-        chat, rest = (per_chain(counting, chains, m, L) for m in MODES)
+        chat, rest = (statistics.mean(per_length(sent[m], chains, L)) for m in MODES)
         print(f"{L:>6} {chat:>10,.0f} {rest:>10,.0f} {rest / chat:>13.3f} {ASKED:>17}")
     print("\nthe dry run's estimate against what was sent (prompt tokens)")
     print(f"{'mode':>8} {'slice':>9} {'calls est/sent':>15} {'estimate':>11} {'counted':>11} "
@@ -175,10 +186,10 @@ def report(chains: list[Scenario], lengths: list[int], counting: Counting,
     for m in MODES:
         for b in dry[m].slices:
             L = int(b.slice.split()[0])
-            got = sum(counting.prompt[(m, s.id)] for s in chains if len(s.turns) == L)
+            got = sum(per_length(sent[m], chains, L))
             print(f"{m:>8} {b.slice:>9} {b.calls:>15} {b.prompt_tokens:>11,} {got:>11,} "
                   f"{pct(b.prompt_tokens, got):>7}")
-        total = sum(v for (mode, _), v in counting.prompt.items() if mode == m)
+        total = counting.prompt[m]
         t = dry[m].total
         worst = max(worst, abs(t.prompt_tokens - total) / total)
         print(f"{m:>8} {'total':>9} {f'{t.calls}/{counting.calls[m]}':>15} "
