@@ -21,6 +21,7 @@ from butterfly.models.registry import (
     check_name_offline,
     check_priced,
     open_client,
+    prefix_of,
     router_config,
     transport,
 )
@@ -143,8 +144,9 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
     manifest = load_manifest(suite_path)
     by: SliceBy = slice_by or ("length" if manifest is not None and manifest.lengths
                                else "category")
+    billed = config is not None or prefix_of(o.model).priced
     return bill_of(o.model, suite_path, scenarios, state, by, counter_for(o.model),
-                   caching_of(o.model), price if price is not None else rates(o.model))
+                   caching_of(o.model), price if price is not None else rates(o.model), billed)
 
 
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,

@@ -33,6 +33,8 @@ def table(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def price_line(d: DryRun) -> str:
+    if d.rates_usd_per_mtok is None and not d.billed:
+        return f"price: none to pay ({d.model} runs on this machine)"
     if d.rates_usd_per_mtok is None:
         return (f"price: no price known for {d.model}, so no cost is shown (not zero: "
                 "unknown)")

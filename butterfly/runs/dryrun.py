@@ -65,6 +65,8 @@ class DryRun(Result):
     completion_tokens_max: int
     caching: str | None
     rates_usd_per_mtok: list[float] | None
+    billed: bool
+    """False: the model runs on this machine (a scripted agent, a ``local/`` model)."""
     sliced_by: SliceBy
     recorded: int
     max_cost: float | None
@@ -284,7 +286,7 @@ def caching_text(caching: PromptCaching | None) -> str | None:
 
 def dry_run(model: str, suite_path: Path, scenarios: Sequence[Scenario], state: RunState,
             by: SliceBy, counter: Counter, caching: PromptCaching | None,
-            rates: Rates | None) -> DryRun:
+            rates: Rates | None, billed: bool = True) -> DryRun:
     """The bill of the run that ``state`` starts (or resumes) on ``scenarios``."""
     params = state.manifest.params
     recorded = sum(1 for _ in state.done)
@@ -298,5 +300,6 @@ def dry_run(model: str, suite_path: Path, scenarios: Sequence[Scenario], state: 
         completion=(f"the expected answers' tokens, each at most --max-tokens "
                     f"{params.max_tokens}"),
         max_tokens=params.max_tokens, completion_tokens_max=total.calls * params.max_tokens,
-        caching=caching_text(caching), rates_usd_per_mtok=per_mtok(rates), sliced_by=by,
+        caching=caching_text(caching), rates_usd_per_mtok=per_mtok(rates), billed=billed,
+        sliced_by=by,
         recorded=recorded, max_cost=params.max_cost, slices=slices, total=total)
