@@ -155,7 +155,8 @@ def main() -> None:
                 sent[m][rec.scenario] += rec.tokens.prompt or 0
             assert sum(sent[m].values()) == counting.prompt[m]
     secs = time.perf_counter() - t0
-    report(chains, lengths, counting, sent, dry, secs, a.all)
+    report(chains, lengths, counting, sent, dry, secs,
+           "all" if a.all else f"the first {a.per_length} of each length")
     alt = ", ".join(f"{m} {counting.newlines[m]:,} "
                     f"({pct(dry[m].total.prompt_tokens, counting.newlines[m])})" for m in MODES)
     print(f"answers written {a.answers} (--answers); under the ChatML of open models (5 "
@@ -168,9 +169,9 @@ def per_length(sent: dict[str, int], chains: list[Scenario], length: int) -> lis
 
 def report(chains: list[Scenario], lengths: list[int], counting: Counting,
            sent: dict[str, dict[str, int]], dry: dict[str, Any], secs: float,
-           every: bool) -> None:
+           which: str) -> None:
     n = len(chains)
-    print(f"butterfly-long: {n} of 60 chains ({'all' if every else 'the first of each length'})"
+    print(f"butterfly-long: {n} of 60 chains ({which})"
           f", {MODEL} ({dry['chat'].tokenizer}) against a loopback server counting the templated"
           f" prompts it receives; it answers as script/last-edit; {secs:.0f} s in all")
     print("\nprompt tokens per chain (counted by the server)")
