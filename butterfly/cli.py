@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a suite against a model (default: the embedded SmolLM2)")
     add_run(r)
+    r.add_argument("--dry-run", action="store_true", help="play nothing and write nothing: "
+                   "print the calls, prompt, completion and cached-prefix tokens and the cost "
+                   "the run would send, per slice of the suite and in total (docs/cost.md)")
+    r.add_argument("--json", action="store_true", help="with --dry-run: print it as JSON")
     r.set_defaults(func=commands.cmd_run)
 
     mg = _documented(sub, "merge")

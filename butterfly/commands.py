@@ -98,11 +98,25 @@ def run_options(a: argparse.Namespace) -> RunOptions:
                       cache=None if a.no_cache else a.cache)
 
 
+def cmd_dry_run(a: argparse.Namespace) -> int:
+    from butterfly import api
+    from butterfly.present.bill import bill_text
+
+    result = api.dry_run(run_options(a))
+    print(result.model_dump_json(indent=2) if a.json else bill_text(result))
+    return 0
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.display import failure_lines, print_score
     from butterfly.present.messages import interrupted, run_end
 
+    if getattr(a, "dry_run", False):
+        return cmd_dry_run(a)
+    if getattr(a, "json", False):
+        raise UserError("--json goes with --dry-run (a run's JSON is butterfly score RUN "
+                        "--json)")
     opts = run_options(a)
     try:
         result = api.run(opts, progress=True)

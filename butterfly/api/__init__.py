@@ -39,6 +39,7 @@ from butterfly.api.reading import (
 )
 from butterfly.api.running import (
     default_out,
+    dry_run,
     merge,
     model_args,
     options,
@@ -65,14 +66,16 @@ from butterfly.api.suites import (
 )
 from butterfly.core.options import FIELDS, RunOptions
 from butterfly.core.results import RunScore, ScoreReport
+from butterfly.runs.dryrun import Bill, DryRun
 from butterfly.runs.reader import Run, load_run
 
 RUN_FIELDS = tuple(FIELDS)
 """The names of the fields of :class:`RunOptions`, in order."""
 
-__all__ = ["RUN_FIELDS", "Calibrated", "Generated", "NotebookBuild", "OracleSpec", "ParseOutcome",
-           "ReadingsAudit", "Run", "RunOptions", "RunScore", "ScoreReport", "Shown", "SuiteCheck",
-           "audit", "audit_readings", "calibrate", "compare", "default_out", "export", "flips",
-           "generate", "load_run", "load_runs", "merge", "model_args", "notebook", "options",
-           "oracle", "parse", "repair", "report", "run", "run_dir", "run_params", "runs", "schema",
-           "score", "score_run", "sequential", "show", "tidy_rows", "validate"]
+__all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "NotebookBuild",
+           "OracleSpec", "ParseOutcome", "ReadingsAudit", "Run", "RunOptions", "RunScore",
+           "ScoreReport", "Shown", "SuiteCheck", "audit", "audit_readings", "calibrate",
+           "compare", "default_out", "dry_run", "export", "flips", "generate", "load_run",
+           "load_runs", "merge", "model_args", "notebook", "options", "oracle", "parse", "repair",
+           "report", "run", "run_dir", "run_params", "runs", "schema", "score", "score_run",
+           "sequential", "show", "tidy_rows", "validate"]

@@ -15,15 +15,21 @@ from pydantic import JsonValue
 from butterfly.core.options import FIELDS, RunOptions
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
+from butterfly.models.prices import Rates, rates_for
 from butterfly.models.registry import (
     check_cache,
+    check_name_offline,
     check_priced,
     open_client,
+    prefix_of,
     router_config,
     transport,
 )
-from butterfly.models.router import RouterConfig
+from butterfly.models.router import RouterConfig, load_router
+from butterfly.models.tokens import caching_of, counter_for
 from butterfly.present.display import ProgressDisplay
+from butterfly.runs.dryrun import DryRun, SliceBy
+from butterfly.runs.dryrun import dry_run as bill_of
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.merge import merge as merge_shards
 from butterfly.runs.options import check_model, check_out, make_params, parse_model_args
@@ -33,9 +39,9 @@ from butterfly.runs.records import RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
 from butterfly.runs.repair import repair as repair_run
 from butterfly.runs.scope import select
-from butterfly.runs.store import RunState, note_transport, open_run
+from butterfly.runs.store import RunState, note_transport, open_run, peek_state
 from butterfly.runs.sweep import parse_shard, router_ref
-from butterfly.suite.load import ask_at_of, load_suite, resolve_suite, track_of
+from butterfly.suite.load import ask_at_of, load_manifest, load_suite, resolve_suite, track_of
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -82,14 +88,16 @@ def run_params(opts: RunOptions) -> RunParams:
     return _checked(opts)[1]
 
 
-def _checked(opts: RunOptions) -> tuple[RouterConfig | None, RunParams]:
+def _checked(opts: RunOptions, offline: bool = False) -> tuple[RouterConfig | None, RunParams]:
     """The run's router group (``opts.router``'s deployments named ``opts.model``, checked
-    first) and its parameters."""
+    first, by litellm unless ``offline``) and its parameters."""
     if opts.track is None:
         opts = opts.replace(track=track_of(resolve_suite(opts.suite)))
     if opts.ask_at is None and opts.mode == "restate" and opts.track == "spec":
         opts = opts.replace(ask_at=ask_at_of(resolve_suite(opts.suite)))  # the suite's default
-    config = None if opts.router is None else router_config(opts.router, opts.model)
+    config = None if opts.router is None else (
+        load_router(opts.router, opts.model) if offline else router_config(opts.router,
+                                                                           opts.model))
     return config, make_params(opts, None if config is None else router_ref(config))
 
 
@@ -114,6 +122,34 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
     state = _play_all(o.model, suite_path, select(whole, params), params, target,
                       api_base=o.api_base, cache=o.cache, progress=progress, router=config)
     return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
+
+
+def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
+            slice_by: SliceBy | None = None, **fields: Any) -> DryRun:
+    """What :func:`run` with the same options would send, counted without playing anything
+    or writing a file (``butterfly run --dry-run``): calls, prompt, completion and
+    cached-prefix tokens and their cost, per slice of the suite (chain length for a suite built
+    by length, else category) and in total; with ``out`` holding this run, what its resume
+    would still send. ``price``: the rates to use (default: the model's offline price, if
+    any); ``slice_by``: ``length``, ``category`` or ``scenario`` (default: length for a suite
+    whose manifest says it is built by length, else category); docs/cost.md."""
+    o = options(opts, **fields)
+    where = check_out(o.out)
+    config, params = _checked(o, offline=True)
+    if config is None:
+        check_name_offline(o.model)
+    suite_path = resolve_suite(o.suite)
+    whole = load_suite(suite_path)
+    scenarios = select(whole, params)
+    target = where or default_out(o.model, suite_path, shard=o.shard)
+    state = peek_state(target, o.model, suite_path, scenarios, params)
+    manifest = load_manifest(suite_path)
+    by: SliceBy = slice_by or ("length" if manifest is not None and manifest.lengths
+                               else "category")
+    billed = config is not None or prefix_of(o.model).priced
+    rates = price if price is not None else rates_for(o.model, params.price)  # the run's own
+    return bill_of(o.model, suite_path, scenarios, state, by, counter_for(o.model),
+                   caching_of(o.model), rates, billed)
 
 
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,

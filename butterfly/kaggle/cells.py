@@ -113,6 +113,29 @@ print(f"{len(RUN_IDS)} of {len(SCENARIOS)} scenarios, {EXTRA_API_PARAMS}, "
       f"temperature {bb.TEMPERATURE}, {SEED_ARGS or 'no seed'}, protocol {bb.PROTOCOL}")
 
 
+# %% estimate
+# What this run will send, before it sends anything: the estimate of `butterfly run --dry-run`
+# (docs/cost.md), made per scenario when the notebook was built (tools/kaggle_quota.py), summed
+# over the scenarios chosen above, for a few models (docs/kaggle.md, "Sized to the daily quota").
+ESTIMATE = json.loads('@ESTIMATE@')
+_rows = ESTIMATE["suites"].get(SUITE_NAME, {})
+if RUN_IDS and all(i in _rows for i in RUN_IDS) and not os.environ.get("BUTTERFLY_SUITE_FILE"):
+    _calls = sum(_rows[i]["calls"] for i in RUN_IDS)
+    print(f"estimate: {_calls} calls; at most {_calls * MAX_TOKENS:,} completion tokens "
+          f"(max_tokens {MAX_TOKENS})")
+    for _model, _about in ESTIMATE["models"].items():
+        _prompt = sum(_rows[i]["prompt"][_model] for i in RUN_IDS)
+        _completion = sum(_rows[i]["completion"][_model] for i in RUN_IDS)
+        _rates = _about["usd_per_token"]
+        _usd = ("no price known" if _rates is None else
+                f"USD {_prompt * _rates[0] + _completion * _rates[1]:.2f} at list price, "
+                f"{_prompt * _rates[0] + _calls * MAX_TOKENS * _rates[1]:.2f} at max_tokens")
+        print(f"  {_model} ({_about['tokenizer']}): {_prompt:,} prompt tokens, "
+              f"{_completion:,} completion tokens expected; {_usd}")
+else:
+    print("estimate: none for these scenarios (the notebook carries one per frozen suite)")
+
+
 # %% model
 # The model: kbench.llm (Kaggle runs this notebook once for each model of the benchmark).
 # BUTTERFLY_OPENAI_BASE_URL (the offline test) points kaggle-benchmarks' own OpenAI actor at

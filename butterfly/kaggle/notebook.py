@@ -32,6 +32,8 @@ CELLS: Final = "butterfly/kaggle/cells.py"
 """The notebook's own code (the set-up, the configuration, the model, the tasks, the run): a
 module that ruff and mypy check, cut into cells by :func:`code_cells`."""
 SUITE: Final = "scenarios/butterfly-40.jsonl"
+ESTIMATE: Final = "notebooks/estimate.json"
+"""The dry run's estimate per scenario (``tools/kaggle_quota.py``), printed before the run."""
 LONG: Final = "scenarios/butterfly-long.jsonl"
 SUITE_NAMES: Final = ("butterfly-40", "butterfly-long", "butterfly-code")
 """The frozen suites the notebook carries, in this order; ``butterfly-40`` is required, the
@@ -137,6 +139,11 @@ def _read(rel: str, root: Path) -> str:
         return path.read_text(encoding="utf-8")
     except OSError as e:
         raise NotebookBuildError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _quoted(text: str) -> str:
+    """``text`` as it goes between the single quotes of a Python string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _lines(text: str) -> list[str]:
@@ -266,6 +273,7 @@ def build(root: Path = ROOT) -> str:
     n = sum(1 for line in suite.splitlines() if line.strip())
     table = {x.name: {"sha256": x.sha256, "track": x.track} for x in suites}
     code = code_cells(_read(CELLS, root), {"SUITES": json.dumps(table),
+                                            "ESTIMATE": _quoted(_read(ESTIMATE, root).strip()),
                                             "TASK": TASK_NAME, "DESCRIPTION": DESCRIPTION})
     texts: list[tuple[str, str]] = [
         ("markdown", INTRO.format(task=TASK_NAME, n=n, version=__version__)),
@@ -276,6 +284,7 @@ def build(root: Path = ROOT) -> str:
         *(("code", f"%%butterfly_data {x.path}\n{x.text}") for x in suites),
         ("markdown", "## The run\n"),
         ("code", code["config"]),
+        ("code", code["estimate"]),
         ("code", code["model"]),
         ("code", code["tasks"]),
         ("code", code["run"]),

@@ -204,6 +204,17 @@ def check_model_name(model: str) -> None:
     prefix_of(model).check(model)
 
 
+def check_name_offline(model: str) -> None:
+    """:func:`check_model_name` without asking litellm (``run --dry-run`` never imports it): a
+    name no prefix registers is only checked to name a model after its provider."""
+    entry = prefix_of(model)
+    if entry is not FALLBACK:
+        entry.check(model)
+    elif not model.strip() or not model.partition("/")[2].strip():
+        raise UserError(f"--model {model!r}: name a provider and a model, e.g. "
+                        "anthropic/claude-sonnet-4-5 or ollama_chat/qwen2.5:7b")
+
+
 def check_router(config: RouterConfig) -> None:
     """Refuse router settings litellm.Router does not take, starting nothing."""
     from butterfly.models.litellm_seam import check_router_settings

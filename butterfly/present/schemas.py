@@ -15,6 +15,7 @@ from butterfly.analysis.results import Calibration, CompareResult, SequentialRes
 from butterfly.core.price import UserPrice
 from butterfly.core.results import RunScore
 from butterfly.files import write_text_atomic
+from butterfly.runs.dryrun import DryRun
 from butterfly.runs.observe import Observation
 from butterfly.runs.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
@@ -82,6 +83,12 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         SequentialResult.model_json_schema(),
         "ButterflyBench sequential comparison",
         "butterfly sequential --json: the regressions found and the answers spent.",
+    ),
+    "dry-run.schema.json": lambda: _titled(
+        DryRun.model_json_schema(),
+        "ButterflyBench dry run",
+        "butterfly run --dry-run --json: the calls, tokens and cost a run would send, per slice "
+        "of the suite and in total (docs/cost.md).",
     ),
     "calibration.schema.json": lambda: _titled(
         Calibration.model_json_schema(by_alias=True),

@@ -238,15 +238,19 @@ def _unstarted(out: Path, old: RunManifest) -> bool:
             and (not calls.exists() or calls.stat().st_size == 0))
 
 
+def _suite_sha(suite_path: Path) -> str:
+    try:
+        return hashlib.sha256(suite_path.read_bytes()).hexdigest()
+    except OSError as e:
+        raise UserError(f"{suite_path}: cannot read: {e.strerror or e}") from None
+
+
 def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
              params: RunParams) -> RunState:
     """Create the run directory, or reopen it for resuming after checking it is the same run.
     A directory whose run never recorded a call is started afresh. The caller holds the
     directory's :func:`butterfly.runs.lock.writer_lock`."""
-    try:
-        suite_sha = hashlib.sha256(suite_path.read_bytes()).hexdigest()
-    except OSError as e:
-        raise UserError(f"{suite_path}: cannot read: {e.strerror or e}") from None
+    suite_sha = _suite_sha(suite_path)
     if (out / MANIFEST).exists():
         old, obj = manifest_and_json(out)
         if not _unstarted(out, old):
@@ -264,8 +268,15 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
     if others:
         raise UserError(f"--out {out} is not empty and holds no run: choose another --out")
     _copy_suite(suite_path, out / SUITE_COPY)
+    manifest = new_manifest(model, suite_path, suite_sha, scenarios, params)
+    return RunState(write_manifest(out, manifest, Chain()), CallIndex(out / CALLS))
+
+
+def new_manifest(model: str, suite_path: Path, suite_sha: str, scenarios: Sequence[Scenario],
+                 params: RunParams) -> RunManifest:
+    """The manifest of a run about to start (unsealed, not written)."""
     stamp = now()
-    manifest = RunManifest(
+    return RunManifest(
         butterfly_version=__version__,
         git_commit=git_commit(),
         model=model,
@@ -279,7 +290,25 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         sandbox=sandbox_kind() if params.track == "code" else None,
         seal=UNSEALED,
     )
-    return RunState(write_manifest(out, manifest, Chain()), CallIndex(out / CALLS))
+
+
+def peek_state(out: Path | None, model: str, suite_path: Path, scenarios: Sequence[Scenario],
+               params: RunParams) -> RunState:
+    """What :func:`open_run` would start from, read without writing anything (``run
+    --dry-run``): the recorded calls of ``out`` when it holds this run (refused as a resume
+    would be), else an empty run held in memory."""
+    suite_sha = _suite_sha(suite_path)
+    if out is not None and (out / MANIFEST).exists():
+        old, obj = manifest_and_json(out)
+        if not _unstarted(out, old):
+            check_content(out / MANIFEST, old, obj)
+            _check_same_run(out, old, model, suite_path, suite_sha, params)
+            _check_same_scope(out, old.params, params)
+            check_resume(out, old.model, old.params, params)
+            state = read_state(out, old)  # a torn last line is skipped, not cut off
+            state.manifest = old.model_copy(update={"params": params})
+            return state
+    return RunState(new_manifest(model, suite_path, suite_sha, scenarios, params))
 
 
 def note_transport(out: Path, state: RunState, way: Transport) -> None:

@@ -1,0 +1,190 @@
+"""Counting a model's tokens offline, without importing litellm (``butterfly run --dry-run``).
+
+The tokenizer files ship inside litellm's package folder
+(``litellm/litellm_core_utils/tokenizers/``): tiktoken's BPE files (cl100k_base, o200k_base),
+found with ``importlib.util.find_spec`` (which imports nothing) and handed to tiktoken as its
+cache directory, so nothing is ever downloaded; and the ``tokenizers`` JSON files of Anthropic's
+and DeepSeek's tokenizers. A model is mapped to one of them by its name (:data:`FAMILIES`);
+the bundled SmolLM2 (``local/smollm2``) and any ``local/PATH.gguf`` are counted with the
+vocabulary and merges held in the GGUF file itself (:mod:`butterfly.models.gguf_vocab`). Any
+other model is counted with cl100k_base as a proxy, and :attr:`Counter.exact` says so.
+
+A chat call's prompt is more than its messages' text: the chat template adds a few tokens per
+message (the role and its delimiters) and primes the reply. :data:`PER_MESSAGE` and
+:data:`PER_CALL` follow OpenAI's published count (3 a message plus its role's name, one token;
+3 to prime the reply); a ChatML template such as SmolLM2's (``<|im_start|>role\\n`` ...
+``<|im_end|>\\n``) takes 5 a message. docs/cost.md documents them; ``bench/cost.py`` measures the
+estimate's error.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+TOKENIZER_DIR: Final = ("litellm_core_utils", "tokenizers")
+PER_MESSAGE: Final = 4
+"""Template tokens per message: OpenAI's 3 delimiters and the role's name (one token)."""
+PER_MESSAGE_CHATML: Final = 5
+"""Template tokens per message of a ChatML template (``local/`` GGUF models)."""
+PER_CALL: Final = 3
+"""Tokens that prime the reply, once per call (OpenAI's figure)."""
+PROXY: Final = "cl100k_base"
+
+FAMILIES: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "chatgpt-4o", "gpt-oss", "o1", "o3", "o4"),
+     "o200k_base"),
+    (("gpt-4", "gpt-3.5", "gpt-35"), "cl100k_base"),
+    (("claude",), "anthropic"),
+    (("deepseek",), "deepseek"),
+)
+"""The tokenizer of a model, by what its name (without the provider prefix) starts with; the
+first family that matches wins (``gpt-4o`` before ``gpt-4``)."""
+
+
+@dataclass(frozen=True)
+class Counter:
+    """How a model's tokens are counted: ``encode`` (text -> token ids), its ``name`` (as the
+    dry run reports it), whether it is the model's own tokenizer (``exact``) or a proxy, and the
+    chat template's tokens per message."""
+
+    name: str
+    exact: bool
+    encode: Callable[[str], list[int]]
+    per_message: int = PER_MESSAGE
+
+    @property
+    def label(self) -> str:
+        """What the dry run says counted the tokens."""
+        if self.exact:
+            return f"{self.name}, the model's tokenizer"
+        return f"{self.name} as an estimate (the model's tokenizer is not known)"
+
+
+def tokenizer_dir() -> Path | None:
+    """litellm's folder of tokenizer files, found without importing litellm."""
+    spec = importlib.util.find_spec("litellm")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = Path(folder).joinpath(*TOKENIZER_DIR)
+        if path.is_dir():
+            return path
+    return None
+
+
+def family(model: str) -> str | None:
+    """The tokenizer family of ``model`` by its name (:data:`FAMILIES`), or None."""
+    bare = model.rpartition("/")[2].lower()
+    for starts, name in FAMILIES:
+        if bare.startswith(starts):
+            return name
+    return None
+
+
+BPE_URL: Final = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+
+
+@functools.cache
+def _tiktoken(name: str) -> Callable[[str], list[int]] | None:
+    """tiktoken's encoding ``name`` from litellm's copy of its file (tiktoken's cache names a
+    file by the sha1 of its URL), or None when the file is not there: never a download."""
+    folder = tokenizer_dir()
+    if folder is None:
+        return None
+    if not (folder / hashlib.sha1(BPE_URL.format(name).encode()).hexdigest()).is_file():
+        return None
+    import tiktoken
+
+    was = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+    try:
+        enc = tiktoken.get_encoding(name)
+    finally:
+        if was is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = was
+    return functools.partial(enc.encode, disallowed_special=())
+
+
+@functools.cache
+def _json_tokenizer(name: str) -> Callable[[str], list[int]] | None:
+    folder = tokenizer_dir()
+    path = None if folder is None else folder / f"{name}_tokenizer.json"
+    if path is None or not path.is_file():
+        return None
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    return lambda text: list(tok.encode(text, add_special_tokens=False).ids)
+
+
+def _local(model: str) -> Counter | None:
+    from butterfly.models.gguf_vocab import gguf_encoder
+
+    encode = gguf_encoder(model)
+    return None if encode is None else Counter("the GGUF file's own vocabulary", True, encode,
+                                               PER_MESSAGE_CHATML)
+
+
+@functools.cache
+def counter_for(model: str) -> Counter:
+    """The token counter of ``model``: its own tokenizer where one is known, else cl100k_base
+    as a proxy (``exact`` False)."""
+    if model.startswith("local/"):
+        found = _local(model)
+        if found is not None:
+            return found
+    name = family(model)
+    if name is not None:
+        encode = _json_tokenizer(name) if name in ("anthropic", "deepseek") else _tiktoken(name)
+        if encode is not None:
+            return Counter(name, True, encode)
+    proxy = _tiktoken(PROXY)
+    if proxy is None:
+        return Counter("4 characters a token", False, _by_characters)
+    return Counter(PROXY, False, proxy)
+
+
+def _by_characters(text: str) -> list[int]:
+    """The last resort without any tokenizer file: one token per 4 characters."""
+    return [0] * ((len(text) + 3) // 4)
+
+
+@dataclass(frozen=True)
+class PromptCaching:
+    """How a provider caches prompt prefixes it has seen: from ``least`` tokens on, in steps of
+    ``step`` tokens (docs/cost.md)."""
+
+    provider: str
+    least: int
+    step: int
+
+    def cached(self, common: int) -> int:
+        """The cached tokens of a prompt whose first ``common`` tokens were sent before."""
+        if common < self.least:
+            return 0
+        return self.least + (common - self.least) // self.step * self.step
+
+
+CACHING: Final = {
+    "openai": PromptCaching("openai", 1024, 128),
+    "azure": PromptCaching("azure", 1024, 128),
+    "deepseek": PromptCaching("deepseek", 64, 64),
+}
+"""Providers that cache prompt prefixes by themselves, by model-name prefix. Anthropic caches
+only what a request marks with ``cache_control`` (the harness marks nothing), so it is not
+here; neither are local models (no bill)."""
+
+
+def caching_of(model: str) -> PromptCaching | None:
+    """How ``model``'s provider caches prompt prefixes, or None when it caches none we know."""
+    provider, sep, _ = model.partition("/")
+    if not sep:
+        provider = "openai" if family(model) in ("o200k_base", "cl100k_base") else provider
+    return CACHING.get(provider)

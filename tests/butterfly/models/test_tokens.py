@@ -1,0 +1,87 @@
+"""Token counting offline (``models/tokens.py``, ``models/gguf_vocab.py``): the shipped files,
+never a download, and the providers' prompt caching."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from butterfly.models.gguf_vocab import read_tokenizer
+from butterfly.models.tokens import CACHING, caching_of, counter_for, family, tokenizer_dir
+
+
+def test_tiktoken_counts_as_tiktoken_does() -> None:
+    import tiktoken
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(tokenizer_dir()))
+        enc = tiktoken.get_encoding("cl100k_base")
+    text = 'Set "compression" to gzip; undo the change before that. {"a": "b"} 12345'
+    assert counter_for("openai/gpt-4").encode(text) == enc.encode(text)
+    assert counter_for("openai/gpt-4").exact
+
+
+def test_tiktokens_cache_directory_is_left_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from butterfly.models import tokens
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/nowhere")
+    tokens._tiktoken.cache_clear()
+    assert tokens._tiktoken("o200k_base") is not None  # read from litellm's folder
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == "/nowhere"
+
+
+def test_families_by_name() -> None:
+    assert family("openai/gpt-4o-mini") == "o200k_base"
+    assert family("gpt-4o") == "o200k_base"
+    assert family("openai/o3-mini") == "o200k_base"
+    assert family("azure/gpt-35-turbo") == "cl100k_base"
+    assert family("bedrock/anthropic.claude-3") is None  # the name must start with claude
+    assert family("anthropic/claude-3-opus") == "anthropic"
+    assert family("ollama_chat/llama3") is None
+
+
+def test_the_bundled_gguf_gives_its_own_vocabulary() -> None:
+    counter = counter_for("local/smollm2")
+    assert counter.exact and "GGUF" in counter.name
+    assert counter.per_message == 5
+    assert 0 < len(counter.encode("hello world 123")) < len("hello world 123")
+
+
+def test_a_gguf_header_is_read_without_its_tensors(tmp_path: Path) -> None:
+    def string(s: str) -> bytes:
+        return struct.pack("<Q", len(s.encode())) + s.encode()
+
+    def array(items: list[str]) -> bytes:
+        return struct.pack("<IQ", 8, len(items)) + b"".join(string(i) for i in items)
+
+    body = (b"GGUF" + struct.pack("<IQQ", 3, 0, 4)
+            + string("general.alignment") + struct.pack("<II", 4, 32)
+            + string("tokenizer.ggml.model") + struct.pack("<I", 8) + string("gpt2")
+            + string("tokenizer.ggml.tokens") + struct.pack("<I", 9) + array(["a", "b", "ab"])
+            + string("tokenizer.ggml.merges") + struct.pack("<I", 9) + array(["a b"]))
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(body)
+    got = read_tokenizer(str(path))
+    assert got == {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": ["a", "b", "ab"],
+                   "tokenizer.ggml.merges": ["a b"]}
+    path.write_bytes(b"NOPE")
+    with pytest.raises(ValueError, match="not a GGUF"):
+        read_tokenizer(str(path))
+
+
+@pytest.mark.parametrize(("common", "cached"), [(0, 0), (1023, 0), (1024, 1024), (1151, 1024),
+                                                (1152, 1152), (10_000, 9984)])
+def test_openai_caches_from_1024_tokens_in_steps_of_128(common: int, cached: int) -> None:
+    assert CACHING["openai"].cached(common) == cached
+
+
+def test_who_caches() -> None:
+    assert caching_of("openai/gpt-4o") is CACHING["openai"]
+    assert caching_of("gpt-4o") is CACHING["openai"]
+    assert caching_of("deepseek/deepseek-chat") is CACHING["deepseek"]
+    assert caching_of("anthropic/claude-sonnet-4-5") is None  # only with cache_control
+    assert caching_of("local/smollm2") is None

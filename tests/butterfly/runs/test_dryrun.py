@@ -1,0 +1,178 @@
+"""``butterfly run --dry-run``: it sends exactly the calls the run would, counts their tokens with
+the model's tokenizer, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, cli_in_process
+from fakeserver import FakeServer
+
+from butterfly import api
+from butterfly.core.prompts import messages
+from butterfly.models.tokens import PER_CALL, PER_MESSAGE, counter_for
+from butterfly.runs.dryrun import DryRun
+from butterfly.suite.load import load_suite
+from oracle import replay
+
+SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
+
+SHAPES: list[dict[str, Any]] = [
+    {"limit": 6},
+    {"limit": 6, "mode": "restate"},
+    {"limit": 3, "layouts": "E,Q,H", "repeats": 2},
+    {"limit": 3, "strategy": "self-consistency", "samples": 3, "temperature": 0.7},
+    {"per_category": 1, "limit": 5},
+    {"limit": 6, "shard": "2/3"},
+    {"suite": "butterfly-long", "limit": 2, "mode": "restate"},
+    {"suite": "butterfly-code", "limit": 2},
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+def test_the_dry_run_makes_as_many_calls_as_the_run(tmp_path: Path, shape: dict[str, Any]) -> None:
+    agent = "script/oracle" if shape.get("suite") == "butterfly-code" else "script/last-edit"
+    played = api.run(model=agent, out=tmp_path / "run", cache=None, **shape)
+    dry = api.dry_run(model=agent, out=tmp_path / "dry", **shape)
+    assert dry.total.calls == played.manifest.n_calls > 0
+    assert sum(b.calls for b in dry.slices) == dry.total.calls
+    assert not (tmp_path / "dry").exists()
+
+
+def test_a_partly_played_run_is_priced_as_its_resume(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("BUTTERFLY_BACKOFF_BASE", "0.01")
+    out = tmp_path / "run"
+    flags: dict[str, Any] = {"model": "openai/fake", "out": out, "limit": 4, "cache": None,
+                             "retries": 0}
+    answer = json.dumps(load_suite(SUITE)[0].initial)
+    with FakeServer(lambda body: answer, faults=lambda i: "500" if i % 7 == 3 else None) as srv:
+        first = api.run(api_base=srv.api_base, **flags)
+    assert first.manifest.status == "incomplete"
+    with FakeServer(lambda body: answer) as srv:
+        dry = api.dry_run(api_base=srv.api_base, **flags)
+        assert srv.count == 0
+        api.run(api_base=srv.api_base, **flags)
+        assert dry.total.calls == srv.count > 0
+    assert dry.recorded == first.manifest.n_calls
+
+
+@pytest.mark.parametrize("mode", ["restate", "chat"])
+def test_prompt_tokens_are_tiktokens_of_the_messages_plus_the_template(tmp_path: Path,
+                                                                       mode: str) -> None:
+    import tiktoken
+
+    from butterfly.models.tokens import tokenizer_dir
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(tokenizer_dir()))
+        enc = tiktoken.get_encoding("o200k_base")
+    dry = api.dry_run(model="openai/gpt-4o-mini", limit=3, mode=mode, out=tmp_path / "d")
+    want = 0
+    for s in load_suite(SUITE)[:3]:
+        answers = [json.dumps(spec) for spec in replay(s)[1:]]  # the oracle's, as sent back
+        for t in range(1, len(s.turns) + 1):
+            msgs = messages(s, t, answers[: t - 1], mode=mode)
+            want += sum(len(enc.encode(m["content"])) + PER_MESSAGE for m in msgs) + PER_CALL
+    assert dry.total.prompt_tokens == want
+    assert dry.tokenizer.startswith("o200k_base") and dry.tokenizer_exact
+
+
+def test_chat_mode_counts_the_answers_it_sends_back(tmp_path: Path) -> None:
+    chat = api.dry_run(model="openai/gpt-4o-mini", limit=4, out=tmp_path / "a")
+    restate = api.dry_run(model="openai/gpt-4o-mini", limit=4, mode="restate",
+                          out=tmp_path / "b")
+    assert chat.total.calls == restate.total.calls
+    assert chat.total.completion_tokens == restate.total.completion_tokens > 0
+    assert chat.total.cached_tokens is not None and chat.total.cached_tokens > 0
+    assert 0 < chat.total.cached_tokens <= chat.total.prompt_tokens
+
+
+def test_the_cost_is_the_models_rates_or_none(tmp_path: Path) -> None:
+    priced = api.dry_run(model="openai/gpt-4o-mini", limit=2, out=tmp_path / "a")
+    rates = priced.rates_usd_per_mtok
+    assert rates is not None
+    t = priced.total
+    assert t.cached_tokens is not None and t.cost_usd is not None
+    want = ((t.prompt_tokens - t.cached_tokens) * rates[0] + t.cached_tokens * rates[2]
+            + t.completion_tokens * rates[1]) / 1e6
+    assert t.cost_usd == pytest.approx(want, rel=1e-6)
+    unpriced = api.dry_run(model="hosted_vllm/my-model", limit=2, out=tmp_path / "b")
+    assert unpriced.total.cost_usd is None and unpriced.rates_usd_per_mtok is None
+    assert not unpriced.tokenizer_exact and "estimate" in unpriced.tokenizer
+    # the user's price (run --price / --price-per-mtok) prices it, and wins over the map's
+    mine = api.dry_run(model="hosted_vllm/my-model", limit=2, out=tmp_path / "c",
+                       price_per_mtok="2,8")
+    assert mine.rates_usd_per_mtok == pytest.approx((2, 8, 2))
+    m = mine.total
+    assert m.cost_usd == pytest.approx((m.prompt_tokens * 2 + m.completion_tokens * 8) / 1e6)
+    over = api.dry_run(model="openai/gpt-4o-mini", limit=2, out=tmp_path / "d",
+                       price_per_mtok="1,1,1")
+    assert over.rates_usd_per_mtok == pytest.approx((1, 1, 1))
+
+
+def test_slices_are_lengths_for_a_suite_built_by_length(tmp_path: Path) -> None:
+    long = api.dry_run(model="script/oracle", suite="butterfly-long", per_category=3,
+                       out=tmp_path / "a")
+    assert long.sliced_by == "length"
+    by_cat = api.dry_run(model="script/oracle", per_category=1, out=tmp_path / "b")
+    assert by_cat.sliced_by == "category"
+    assert len(by_cat.slices) == len({s.category for s in load_suite(SUITE)})
+
+
+def test_the_text_and_the_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = cli_in_process(capsys, "run", "--model", "hosted_vllm/x", "--limit", "2",
+                                  "--dry-run", "--out", str(tmp_path / "d"))
+    assert code == 0
+    assert "no price known for hosted_vllm/x" in out and "total" in out
+    assert "cl100k_base as an estimate" in out
+    assert "--max-cost" not in out
+    code, out, _ = cli_in_process(capsys, "run", "--model", "openai/gpt-4o-mini", "--limit", "2",
+                                  "--dry-run", "--max-cost", "0.0001", "--out", str(tmp_path / "d"))
+    assert code == 0 and "is above it; the run would stop" in out
+    code, out, _ = cli_in_process(capsys, "run", "--model", "openai/gpt-4o", "--limit", "2",
+                                  "--dry-run", "--json", "--out", str(tmp_path / "d"))
+    assert code == 0
+    parsed = DryRun.model_validate_json(out)
+    assert parsed.total.calls == sum(b.calls for b in parsed.slices)
+    assert not (tmp_path / "d").exists()
+
+
+def test_refusals(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = cli_in_process(capsys, "run", "--model", "script/oracle", "--json")
+    assert code == 1 and "--json goes with --dry-run" in err
+    code, _, err = cli_in_process(capsys, "run", "--model", "gpt4", "--dry-run")
+    assert code == 1 and "name a provider and a model" in err
+    api.run(model="script/noop", limit=1, out=tmp_path / "r", cache=None)
+    code, _, err = cli_in_process(capsys, "run", "--model", "script/oracle", "--limit", "1",
+                                  "--dry-run", "--out", str(tmp_path / "r"))
+    assert code == 1 and "holds a run of script/noop" in err
+
+
+def test_a_dry_run_never_imports_litellm(tmp_path: Path) -> None:
+    probe = ("import sys, runpy\n"
+             "sys.argv = ['butterfly'] + sys.argv[1:]\n"
+             "try:\n"
+             "    runpy.run_module('butterfly.cli', run_name='__main__')\n"
+             "except SystemExit as e:\n"
+             "    assert not e.code, e.code\n"
+             "assert 'litellm' not in sys.modules, 'litellm was imported'\n")
+    for model in ("anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini", "gemini/gemini-2.0-flash"):
+        r = subprocess.run([sys.executable, "-c", probe, "run", "--model", model, "--limit", "1",
+                            "--dry-run", "--out", str(tmp_path / "d")], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (model, r.stderr)
+
+
+def test_known_tokenizers() -> None:
+    assert counter_for("openai/gpt-4o-mini").name == "o200k_base"
+    assert counter_for("openai/gpt-4-turbo").name == "cl100k_base"
+    assert counter_for("anthropic/claude-3-5-haiku-latest").name == "anthropic"
+    assert counter_for("deepseek/deepseek-chat").name == "deepseek"
+    assert not counter_for("ollama_chat/qwen2.5:7b").exact
