@@ -149,7 +149,7 @@ def _replay(
         if rules.couplings:
             apply_couplings(spec)
         if guards:
-            coupling_guard(engine.changes, engine.base, t)
+            coupling_guard(engine.live, engine.base, t)
             if rules.v2:
                 applicability_guard(specs[-1], spec, turn, t)
         specs.append(spec)
