@@ -48,9 +48,11 @@ class Rules:
 Pick = Callable[[], Change | None]
 """Picks the change an undo deactivates among those in effect (None: nothing, guards off)."""
 
-Checkpoint = tuple[int, int, list[Change], dict[str, str]]
-"""What :meth:`Engine.rollback` needs besides its journal: changes made, activation counter,
-redo stack, uncoupled spec."""
+Journal = list[tuple[Change, bool, int, bool]]
+"""Each change a turn touched, as it was before: (change, active, activated, redone)."""
+Checkpoint = tuple[int, int, list[Change], dict[str, str], Journal]
+"""What :meth:`Engine.rollback` needs: changes made, activation counter, redo stack, uncoupled
+spec, and the journal of what was touched since."""
 
 
 class Engine:
@@ -72,20 +74,21 @@ class Engine:
         self.live: dict[str, list[Change]] = {k: [] for k in initial}
         self.redo: list[Change] = []
         self.seq = 0  # activation sequence counter
-        self.journal: list[tuple[Change, bool, int, bool]] | None = None
+        self.journal: Journal | None = None
         """While a turn is tried (:meth:`checkpoint`): each change it touched, as it was."""
 
     # ------------------------------------------------------------ trying a turn (generators)
 
     def checkpoint(self) -> Checkpoint:
-        """Start recording a turn, so that :meth:`rollback` can take it back."""
+        """Start recording a turn, so that :meth:`rollback` can take it back (until the next
+        checkpoint; set ``journal`` to None to stop recording)."""
         self.journal = []
-        return len(self.changes), self.seq, list(self.redo), dict(self.base)
+        return len(self.changes), self.seq, list(self.redo), dict(self.base), self.journal
 
     def rollback(self, cp: Checkpoint) -> None:
         """The state as it was at ``cp`` (the turn tried since then is taken back)."""
-        n, seq, redo, base = cp
-        for c, active, activated, redone in reversed(self.journal or ()):
+        n, seq, redo, base, journal = cp
+        for c, active, activated, redone in reversed(journal):
             if c.active and not active:
                 self._deactivate(c)
             elif active and not c.active:
