@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Final
 
 from butterfly.suite.templates import (
@@ -240,8 +240,9 @@ class Builder:
                 return True
         return False
 
-    def indirect(self) -> bool:
-        """A set by indirect reference ("double the timeout"), its value resolved here."""
+    def indirect(self, keys: Collection[str] | None = None) -> bool:
+        """A set by indirect reference ("double the timeout"), its value resolved here
+        (``keys``: only of these settings)."""
         spec = self.spec
         options: list[tuple[str, str, str]] = []
         out_domain = self.domain("output_format")
@@ -254,6 +255,8 @@ class Builder:
         tenfold = {"1000": "10000", "10000": "100000"}.get(spec["max_rows"])
         if tenfold:
             options.append(("indirect.tenfold_rows", "max_rows", tenfold))
+        if keys is not None:
+            options = [o for o in options if o[1] in keys]
         self.rng.shuffle(options)
         for family, key, value in options:
             text, para = self.word(family)

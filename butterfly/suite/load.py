@@ -23,6 +23,7 @@ from butterfly.suite.code import CODE_COUNTS, CODE_MAX_TURNS, generate_code
 from butterfly.suite.code_rules import code_violation
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
 from butterfly.suite.hard import generate_hard
+from butterfly.suite.horizon import generate_horizon
 from oracle import (
     ASKED_MAX_TURNS,
     CATEGORIES,
@@ -263,6 +264,7 @@ BUILTINS: Final = {
     "butterfly-long": Builtin(seed=4080, version=2),
     "butterfly-hard": Builtin(seed=1315, version=2),
     "butterfly-code": Builtin(seed=1414, version=1, track="code"),
+    "butterfly-horizon": Builtin(seed=5000, version=1),
 }
 BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
@@ -292,6 +294,10 @@ def frozen_version(sha256: str) -> tuple[str, int] | None:
 LONG_LENGTHS: Final = (5, 10, 20, 40, 80)
 LONG_PER_LENGTH: Final = 12
 HARD_PER_CONSTRUCTION: Final = 8
+HORIZON_LENGTH: Final = 5000
+HORIZON_CHAINS: Final = 12
+HORIZON_ASK_AT: Final = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+"""butterfly-horizon's default ask points (contract v3, section 2)."""
 
 
 def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
@@ -301,6 +307,7 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     seed, version = BUILTINS[name].seed, BUILTINS[name].version
     handwritten_file: str | None = None
     lengths: dict[str, int] | None = None
+    ask_at: list[int] | None = None
     if name == "butterfly-40":
         handwritten_file = "scenarios/handwritten.jsonl"
         handwritten = load_suite(ROOT / handwritten_file)
@@ -316,9 +323,14 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     elif name == "butterfly-long":
         ordered = generate_chains(LONG_LENGTHS, LONG_PER_LENGTH, seed)
         lengths = {str(n): LONG_PER_LENGTH for n in LONG_LENGTHS}
+    elif name == "butterfly-horizon":
+        ordered = generate_horizon([HORIZON_LENGTH], HORIZON_CHAINS, seed)
+        lengths = {str(HORIZON_LENGTH): HORIZON_CHAINS}
+        ask_at = list(HORIZON_ASK_AT)
     else:
         ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
-    limit = CODE_MAX_TURNS if BUILTINS[name].track == "code" else turn_limit(name)
+    limit = (CODE_MAX_TURNS if BUILTINS[name].track == "code"
+             else ASKED_MAX_TURNS if ask_at else turn_limit(name))
     too_long = next((s for s in ordered if len(s.turns) > limit), None)
     if too_long is not None:  # pragma: no cover - the builders respect the limit
         raise SuiteError(f"{name}: {too_long.id} has {len(too_long.turns)} turns (limit {limit})")
@@ -336,6 +348,7 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         counts=dict(Counter(s.category for s in ordered)) if name != "butterfly-40"
         else dict(DEFAULT_COUNTS),
         lengths=lengths,
+        ask_at=ask_at,
         sha256=sha256_text(text),
     )
     return ordered, manifest
