@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="write a suite: a frozen one, or a new seeded mix")
     g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40, "
-                   "butterfly-long, butterfly-hard, butterfly-code)")
+                   "butterfly-long, butterfly-hard, butterfly-code, butterfly-horizon)")
     g.add_argument("--track", choices=TRACKS, default="spec", help="with --count or --lengths: "
                    "code draws over the code catalogue (no drop turns; docs/code-track.md)")
     g.add_argument("--count", type=int, help="number of scenarios of a new mixed suite")

@@ -89,8 +89,10 @@ def overall(mix: Sequence[BandMix]) -> BandMix:
 
 
 def mix_table(mix: Sequence[BandMix]) -> str:
-    """The Markdown table of docs/ladder.md: one row per band and one for all turns."""
-    head = ["turns", "n", *OPS, "hard", "reach: undo_ref", "undo_earliest"]
+    """The Markdown table of docs/ladder.md: one row per band and one for all turns (each op's
+    share of the turns, the hard ops' together, and the median reach of the undos that name
+    their change)."""
+    head = ["turns", "n", *OPS, "hard", "reach: undo_ref", "undo_earliest", "both"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for band in (*mix, overall(mix)):
         whole = band.first == mix[0].first and band.last == mix[-1].last and len(mix) > 1
@@ -99,7 +101,8 @@ def mix_table(mix: Sequence[BandMix]) -> str:
                  *(f"{band.share([op]):.1%}" for op in OPS),
                  f"**{band.share(HARD_OPS):.1%}**",
                  _median(band.median_reach(["undo_ref"])),
-                 _median(band.median_reach(["undo_earliest"]))]
+                 _median(band.median_reach(["undo_earliest"])),
+                 _median(band.median_reach())]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
