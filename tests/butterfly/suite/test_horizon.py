@@ -1,6 +1,5 @@
 """butterfly-horizon (contract v3, section 2): frozen, seeded, asked at chosen turns, every guard
-holding at 5,000 edits, and an op mix that stays hard at every length. The suite is rebuilt once
-for the module (a few seconds: the planner and the oracle are linear in the chain's length)."""
+holding at 5,000 edits, and an op mix that stays hard at every length."""
 
 from __future__ import annotations
 
@@ -12,12 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import run_inproc as run_cli
 
+from butterfly.suite.builder import scenario_seed
 from butterfly.suite.horizon import HARD_OPS, generate_horizon_chain
 from butterfly.suite.load import (
     BUILTINS,
     HORIZON_ASK_AT,
-    build_builtin,
-    dumps_suite,
+    HORIZON_CHAINS,
+    HORIZON_LENGTH,
     load_manifest,
     load_suite,
 )
@@ -31,23 +31,41 @@ from naive import naive  # type: ignore[import-not-found]  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def rebuilt() -> tuple[list[Scenario], SuiteManifest]:
-    return build_builtin("butterfly-horizon")
+def frozen() -> tuple[list[Scenario], SuiteManifest]:
+    """The committed suite, parsed (validated by its own test), and its manifest."""
+    lines = SUITE.read_text(encoding="utf-8").splitlines()
+    manifest = load_manifest(SUITE)
+    assert manifest is not None
+    return [Scenario.model_validate_json(line) for line in lines], manifest
+
+
+SAMPLE = (1, 6, 12)
+"""The chains regenerated here (each chain is drawn from its own seed, so a sample of them is
+rebuilt exactly as the whole suite is; all twelve take about 6 s:
+``butterfly generate --suite butterfly-horizon`` rebuilds them, and ``build_builtin`` is the
+same code)."""
 
 
 def test_the_suite_regenerates_byte_for_byte_from_its_seed(
-        rebuilt: tuple[list[Scenario], SuiteManifest]) -> None:
-    scenarios, manifest = rebuilt
-    assert dumps_suite(scenarios).encode() == SUITE.read_bytes()
-    committed = load_manifest(SUITE)
-    assert committed == manifest
-    assert committed.seed == BUILTINS["butterfly-horizon"].seed
-    assert hashlib.sha256(SUITE.read_bytes()).hexdigest() == committed.sha256
+        frozen: tuple[list[Scenario], SuiteManifest]) -> None:
+    scenarios, manifest = frozen
+    seed = BUILTINS["butterfly-horizon"].seed
+    assert manifest.seed == seed and manifest.n_scenarios == len(scenarios) == HORIZON_CHAINS
+    lines = SUITE.read_text(encoding="utf-8").splitlines()
+    for i in SAMPLE:
+        chain = generate_horizon_chain(HORIZON_LENGTH, scenario_seed(seed, "horizon-5000", i),
+                                       f"horizon-05000-{i:02d}")
+        assert chain.to_json() == lines[i - 1]
+    assert [s.seed for s in scenarios] == [scenario_seed(seed, "horizon-5000", i)
+                                           for i in range(1, HORIZON_CHAINS + 1)]
+    assert hashlib.sha256(SUITE.read_bytes()).hexdigest() == manifest.sha256
+    assert manifest.to_json() == (ROOT / "scenarios" / "butterfly-horizon.manifest.json"
+                                  ).read_text(encoding="utf-8")
 
 
 def test_twelve_chains_of_5000_edits_asked_at_the_contract_points(
-        rebuilt: tuple[list[Scenario], SuiteManifest]) -> None:
-    scenarios, manifest = rebuilt
+        frozen: tuple[list[Scenario], SuiteManifest]) -> None:
+    scenarios, manifest = frozen
     assert len(scenarios) >= 12 and {len(s.turns) for s in scenarios} == {5000}
     assert manifest.ask_at == list(HORIZON_ASK_AT) == [10, 20, 50, 100, 200, 500, 1000, 2000,
                                                        5000]
@@ -60,8 +78,8 @@ def test_the_suite_validates_every_guard_and_reading() -> None:
 
 
 def test_the_op_mix_stays_hard_at_every_length(
-        rebuilt: tuple[list[Scenario], SuiteManifest]) -> None:
-    mix = op_mix(rebuilt[0])
+        frozen: tuple[list[Scenario], SuiteManifest]) -> None:
+    mix = op_mix(frozen[0])
     for band in mix:
         assert band.turns > 0
         assert band.share(HARD_OPS) >= 0.30, (band.first, band.last, band.share(HARD_OPS))
@@ -73,9 +91,9 @@ def test_the_op_mix_stays_hard_at_every_length(
 
 
 def test_the_mix_table_in_the_docs_is_the_suite_s(
-        rebuilt: tuple[list[Scenario], SuiteManifest]) -> None:
+        frozen: tuple[list[Scenario], SuiteManifest]) -> None:
     """docs/ladder.md shows the table tools/ladder_mix.py computes from the frozen suite."""
-    assert mix_table(op_mix(rebuilt[0], BANDS)) in (ROOT / "docs" / "ladder.md").read_text()
+    assert mix_table(op_mix(frozen[0], BANDS)) in (ROOT / "docs" / "ladder.md").read_text()
 
 
 def test_reach_is_measured_from_the_turn_that_made_the_change() -> None:
