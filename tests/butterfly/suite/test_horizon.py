@@ -23,6 +23,8 @@ from butterfly.suite.load import (
 )
 from butterfly.suite.mix import BANDS, mix_table, op_mix, overall, reaches
 from oracle import ASKED_MAX_TURNS, MAX_TURNS, Scenario, SuiteManifest, replay
+from oracle.readings import contexts, triggered
+from oracle.replay import Replayer
 
 ROOT = Path(__file__).resolve().parents[3]
 SUITE = ROOT / "scenarios" / "butterfly-horizon.jsonl"
@@ -189,3 +191,23 @@ def test_cli_generate_lengths_above_200_only_with_ask_points(tmp_path: Path) -> 
         r = run_cli("generate", *args)
         assert r.returncode == 1 and needle in r.stderr, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_no_second_reading_is_triggered_anywhere(
+        frozen: tuple[list[Scenario], SuiteManifest]) -> None:
+    """Stricter than the guard (which rejects a reading only where it changes a spec): no turn's
+    words and structure trigger any reading of the registry."""
+    for s in frozen[0]:
+        hits = [t for t, ctx in contexts(s.initial, s.turns) if triggered(ctx)]
+        assert not hits, (s.id, hits[:5])
+
+
+def test_at_most_one_change_in_effect_per_setting_throughout(
+        frozen: tuple[list[Scenario], SuiteManifest]) -> None:
+    """The planner's invariant, which keeps undo by description and undo earliest valid at any
+    length (docs/ladder.md)."""
+    s = frozen[0][0]
+    replayer = Replayer(s.initial)
+    for turn in s.turns:
+        assert replayer.push(turn) is not None
+        assert max(len(hits) for hits in replayer.engine.live.values()) <= 1
