@@ -6,7 +6,7 @@
 
 With ``--write`` the table of butterfly-horizon replaces the one between the markers
 ``<!-- horizon-mix -->`` and ``<!-- /horizon-mix -->`` of docs/ladder.md
-(tests/butterfly/suite/test_horizon.py holds the page to a fresh computation).
+(tests/butterfly/suite/test_horizon_suite.py holds the page to a fresh computation).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ SUITES = ("butterfly-40", "butterfly-long", "butterfly-hard", "butterfly-code")
 LONG_SUITES = ("butterfly-horizon",)
 """Chains of thousands of edits: the laws are checked on a sample of two chains (all twelve
 take about ten seconds); the naive twin, quadratic in the length, is compared on a long prefix
-(tests/butterfly/suite/test_horizon.py)."""
+(tests/butterfly/suite/test_horizon_suite.py)."""
 
 
 def _load(name: str) -> list[oracle.Scenario]:

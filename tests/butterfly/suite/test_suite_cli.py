@@ -79,7 +79,7 @@ CASES: list[tuple[str, str | None, tuple[str, ...]]] = [
      (":1:", "bad-1", "initial", "'45'")),
     ("missing-setting", json.dumps(_missing_setting()), (":1:", "bad-1", "missing", "encoding")),
     ("zero-turns", json.dumps(_record(turns=[])), (":1:", "bad-1", "turns", "at least 1")),
-    # 200 turns without ask points (a manifest's ask_at allows up to 10,000: test_horizon.py)
+    # 200 turns without ask points (a manifest's ask_at allows up to 10,000: test_horizon_suite.py)
     ("201-turns",
      json.dumps(_record(turns=[{"op": "distractor", "text": "hi"}] * 201)),
      (":1:", "bad-1", "201 turns", "turn limit is 200", "ask points")),
