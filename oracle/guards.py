@@ -50,22 +50,14 @@ def drop_wording(turn: DropTurn, t: int) -> None:
         raise Invalid(t, problem)
 
 
-def source(changes: list[Change], setting: str) -> Change | None:
-    """The active change whose assignment of ``setting`` is visible, or None (initial spec)."""
-    src = None
-    for c in changes:
-        if c.active and c.setting == setting:
-            src = c
-    return src
-
-
 Live = Mapping[str, list[Change]]
 """Setting -> the changes in effect that assign it, in the order made (the engine keeps it up
 to date, so a guard reads one setting's few changes, not the whole history)."""
 
 
 def live_source(live: Live, setting: str) -> Change | None:
-    """:func:`source` read from the changes in effect per setting."""
+    """The change in effect whose assignment of ``setting`` is visible (the last made of those
+    that assign it), or None (the initial value)."""
     hits = live.get(setting)
     return hits[-1] if hits else None
 
