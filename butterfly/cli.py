@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="write a suite: a frozen one, or a new seeded mix")
     g.add_argument("--suite", help="rebuild this frozen suite byte for byte (butterfly-40, "
-                   "butterfly-long, butterfly-hard, butterfly-code)")
+                   "butterfly-long, butterfly-hard, butterfly-code, butterfly-horizon)")
     g.add_argument("--track", choices=TRACKS, default="spec", help="with --count or --lengths: "
                    "code draws over the code catalogue (no drop turns; docs/code-track.md)")
     g.add_argument("--count", type=int, help="number of scenarios of a new mixed suite")
@@ -88,14 +88,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --count: pose each scenario K times, each turn re-worded with "
                    "another paraphrase of its family (ids ID.p0 .. ID.pK-1)")
     g.add_argument("--lengths", metavar="L[,L..]", help="chains of exactly these numbers of "
-                   "turns (1 to 200) instead of the category mix, e.g. 5,10,20 or 40")
+                   "turns (1 to 200; to 10,000 with --ask-at) instead of the category mix, e.g. "
+                   "5,10,20 or 40")
+    g.add_argument("--ask-at", metavar="T[,T..]", help="with --lengths: the suite's default ask "
+                   "points (turns a run in restate mode asks at), written in its manifest beside "
+                   "--out (or to --manifest); its chains are drawn by butterfly-horizon's "
+                   "planner, hard ops at every length (docs/ladder.md)")
     g.add_argument("--per-length", type=int, metavar="K", help="with --lengths: chains per length "
                    "(12 when not given)")
     g.add_argument("--ops", metavar="OP=W,..", help="with --lengths: op weights, e.g. "
                    f"{','.join(f'{op}={w}' for op, w in CHAIN_MIX.items())} (the default; "
                    "unnamed ops get 0)")
     g.add_argument("--out", help="output file (default: stdout)")
-    g.add_argument("--manifest", help="with --suite: also write its manifest here")
+    g.add_argument("--manifest", help="with --suite or --ask-at: also write its manifest here "
+                   "(with --ask-at, default: beside --out, NAME.manifest.json)")
     g.set_defaults(func=commands.cmd_generate)
 
     v = sub.add_parser("validate", help="check suite files; first violation on stderr")

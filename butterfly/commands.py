@@ -44,12 +44,22 @@ def cmd_generate(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.messages import suite_jsonl
 
+    to_stdout = a.out in (None, "-")
+    if a.ask_at is not None and to_stdout and not a.manifest:
+        raise UserError("generate: with --ask-at, give --out FILE (the manifest that names the "
+                        "ask points is written beside it) or --manifest FILE")
     made = api.generate(suite=a.suite, count=a.count, seed=a.seed, lengths=a.lengths,
                         per_length=a.per_length, ops=a.ops,
-                        paraphrase_variants=a.paraphrase_variants, track=a.track)
+                        paraphrase_variants=a.paraphrase_variants, track=a.track,
+                        ask_at=a.ask_at)
     _write(a.out, suite_jsonl(made.scenarios))
-    if made.manifest is not None and a.manifest:
-        _write(a.manifest, made.manifest.to_json())
+    manifest, where = made.manifest, a.manifest
+    if manifest is not None and a.suite is None:  # chains with ask points: name them by --out
+        out = Path("-" if to_stdout else a.out)
+        manifest = manifest.model_copy(update={"name": out.stem, "file": str(out)})
+        where = where or str(out.with_name(f"{out.stem}.manifest.json"))
+    if manifest is not None and where:
+        _write(where, manifest.to_json())
     if a.out not in (None, "-"):
         print(f"wrote {len(made.scenarios)} scenarios to {a.out}", file=sys.stderr)
     return 0

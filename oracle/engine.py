@@ -1,20 +1,22 @@
 """The replay engine's state and one replay step per op (the exact semantics of each turn type).
 
 State is the initial spec, the changes in the order they were made (each with its assignment, an
-active flag and the sequence number of its latest (re)activation), and a redo stack. The engine
-keeps the uncoupled spec up to date incrementally: a set or drop writes its setting; an undo or
-redo recomputes only the setting of the change it touched. :mod:`oracle.ops` pairs each turn
+active flag and the sequence number of its latest (re)activation), the changes in effect per
+setting, and a redo stack. The engine keeps the uncoupled spec up to date incrementally: a set
+or drop writes its setting; an undo or redo recomputes only the setting of the change it
+touched. :mod:`oracle.ops` pairs each turn
 type with its step here; :func:`oracle.replay.replay` walks the turns and applies the couplings
 and the guards that concern every turn.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from oracle.catalogue import COUPLINGS, FORCED, UNSPECIFIED
-from oracle.guards import Change, Invalid, order_guard, source
+from oracle.guards import Change, Invalid, live_source, order_guard
 from oracle.records import (
     DropTurn,
     RedoTurn,
@@ -43,14 +45,25 @@ class Rules:
     """False: the guards of contract v1 only (for records played before v2)."""
 
 
-Pick = Callable[[list[Change]], Change | None]
+Pick = Callable[[], Change | None]
 """Picks the change an undo deactivates among those in effect (None: nothing, guards off)."""
+
+Journal = list[tuple[Change, bool, int, bool]]
+"""Each change a turn touched, as it was before: (change, active, activated, redone)."""
+Checkpoint = tuple[int, int, list[Change], dict[str, str], Journal]
+"""What :meth:`Engine.rollback` needs: changes made, activation counter, redo stack, uncoupled
+spec, and the journal of what was touched since."""
 
 
 class Engine:
-    """The state of one replay; its methods are what the ops' steps are made of."""
+    """The state of one replay; its methods are what the ops' steps are made of.
 
-    __slots__ = ("base", "changes", "guards", "initial", "redo", "rules", "seq")
+    Besides the changes in the order made, it keeps the changes in effect per setting (``live``,
+    in the order made), so that every step reads one setting's few changes in effect, not the
+    whole history: replay stays linear in the chain's length (``bench/ladder_scale.py``)."""
+
+    __slots__ = ("base", "changes", "guards", "initial", "journal", "live", "redo", "rules",
+                 "seq")
 
     def __init__(self, initial: dict[str, str], rules: Rules) -> None:
         self.initial = initial
@@ -58,39 +71,95 @@ class Engine:
         self.guards = rules.guards
         self.base = dict(initial)  # the spec before couplings, active changes applied in order
         self.changes: list[Change] = []
+        self.live: dict[str, list[Change]] = {k: [] for k in initial}
         self.redo: list[Change] = []
         self.seq = 0  # activation sequence counter
+        self.journal: Journal | None = None
+        """While a turn is tried (:meth:`checkpoint`): each change it touched, as it was."""
+
+    # ------------------------------------------------------------ trying a turn (generators)
+
+    def checkpoint(self) -> Checkpoint:
+        """Start recording a turn, so that :meth:`rollback` can take it back (until the next
+        checkpoint; set ``journal`` to None to stop recording)."""
+        self.journal = []
+        return len(self.changes), self.seq, list(self.redo), dict(self.base), self.journal
+
+    def rollback(self, cp: Checkpoint) -> None:
+        """The state as it was at ``cp`` (the turn tried since then is taken back)."""
+        n, seq, redo, base, journal = cp
+        for c, active, activated, redone in reversed(journal):
+            if c.active and not active:
+                self._deactivate(c)
+            elif active and not c.active:
+                self._activate(c)
+            c.activated, c.redone = activated, redone
+        del self.changes[n:]
+        self.seq, self.redo[:] = seq, redo
+        self.base.update(base)
+        self.journal = None
+
+    def _note(self, c: Change, active: bool) -> None:
+        if self.journal is not None:
+            self.journal.append((c, active, c.activated, c.redone))
+
+    def _activate(self, c: Change) -> None:
+        c.active = True
+        bisect.insort(self.live[c.setting], c, key=_made)
+
+    def _deactivate(self, c: Change) -> None:
+        c.active = False
+        self.live[c.setting].remove(c)
+
+    # ------------------------------------------------------------ reading the state
+
+    def any_active(self) -> bool:
+        return any(self.live.values())
+
+    def last_made(self) -> Change:
+        """The most recently made change in effect (some change must be in effect)."""
+        return max((hits[-1] for hits in self.live.values() if hits), key=_made)
+
+    def earliest_made(self) -> Change:
+        """The earliest-made change in effect (some change must be in effect)."""
+        return min((hits[0] for hits in self.live.values() if hits), key=_made)
+
+    def latest_activated(self) -> Change:
+        """The change in effect made or brought back most recently."""
+        return max((c for hits in self.live.values() for c in hits), key=_activated)
+
+    # ------------------------------------------------------------ the steps' parts
 
     def restore(self, setting: str) -> None:
         """Recompute ``setting`` of the uncoupled spec from the changes in effect."""
-        value = self.initial[setting]
-        for c in self.changes:
-            if c.active and c.setting == setting:
-                value = c.value
-        self.base[setting] = value
+        hits = self.live[setting]
+        self.base[setting] = hits[-1].value if hits else self.initial[setting]
 
     def make(self, t: int, setting: str, value: str) -> None:
         """A new change (a set or a drop): it clears the redo stack."""
-        self.changes.append(Change(len(self.changes), t, setting, value, self.seq))
+        c = Change(len(self.changes), t, setting, value, self.seq)
+        self._note(c, False)
+        self.changes.append(c)
+        self.live[setting].append(c)  # the latest made: last in the order made
         self.seq += 1
         self.redo.clear()
         self.base[setting] = value
 
     def undo(self, op: str, t: int, pick: Pick) -> None:
         """Deactivate the change ``pick`` chooses among those in effect; onto the redo stack."""
-        active = [c for c in self.changes if c.active]
-        if not active:
+        if not self.any_active():
             if self.guards:
                 raise Invalid(t, f"{op}: no change is in effect")
             return
-        target = pick(active)
+        target = pick()
         if target is None:
             return
-        target.active = False
+        self._note(target, True)
+        self._deactivate(target)
         self.redo.append(target)
         self.restore(target.setting)
         if self.guards:
-            order_guard(self.changes, target.setting, self.base, t)
+            order_guard(self.live[target.setting], target.setting, self.base, t)
 
     def bring_back(self, t: int) -> None:
         """A redo: the change undone most recently since the last new change, back in effect."""
@@ -99,19 +168,20 @@ class Engine:
                 raise Invalid(t, "redo: nothing has been undone since the last change")
             return
         c = self.redo.pop()
-        c.active = True
+        self._note(c, False)
+        self._activate(c)
         c.activated = self.seq
         c.redone = True
         self.seq += 1
         self.restore(c.setting)
         if self.guards:
-            order_guard(self.changes, c.setting, self.base, t)
+            order_guard(self.live[c.setting], c.setting, self.base, t)
 
-    def last(self, active: list[Change], t: int) -> Change:
+    def last(self, t: int) -> Change:
         """The most recently made change in effect (undo_last)."""
-        target = active[-1]
+        target = self.last_made()
         if self.guards:
-            latest = max(active, key=lambda c: c.activated)
+            latest = self.latest_activated()
             if latest is not target:
                 raise Invalid(
                     t,
@@ -120,13 +190,13 @@ class Engine:
                 )
         return target
 
-    def earliest(self, text: str, active: list[Change], t: int) -> Change:
+    def earliest(self, text: str, t: int) -> Change:
         """The earliest-made change in effect (undo_earliest), unshadowed, worded in effect."""
-        target = active[0]
+        target = self.earliest_made()
         if self.guards:
-            for c in active[1:]:
-                if c.setting == target.setting:
-                    raise Invalid(t, f"undo_earliest: {target} is shadowed by {c}")
+            hits = self.live[target.setting]
+            if len(hits) > 1:
+                raise Invalid(t, f"undo_earliest: {target} is shadowed by {hits[1]}")
             for cp in COUPLINGS:
                 if cp.forced == target.setting and self.base[cp.trigger] == cp.when:
                     raise Invalid(
@@ -142,9 +212,9 @@ class Engine:
                 )
         return target
 
-    def ref(self, setting: str, active: list[Change], t: int) -> Change | None:
+    def ref(self, setting: str, t: int) -> Change | None:
         """The one change in effect that assigned ``setting`` (undo_ref)."""
-        hits = [c for c in active if c.setting == setting]
+        hits = self.live[setting]
         if self.guards:
             if len(hits) != 1:
                 raise Invalid(
@@ -158,9 +228,17 @@ class Engine:
     def _forced_elsewhere(self, setting: str, t: int) -> None:
         for cp in COUPLINGS:
             if cp.forced == setting and self.base[cp.trigger] == cp.when:
-                src = source(self.changes, cp.trigger)
+                src = live_source(self.live, cp.trigger)
                 if src is not None:
                     raise Invalid(t, f"undo_ref: {setting} is also forced by {src} ('{cp.text}')")
+
+
+def _made(c: Change) -> int:
+    return c.index
+
+
+def _activated(c: Change) -> int:
+    return c.activated
 
 
 # ---------------------------------------------------------------- one step per op
@@ -175,18 +253,18 @@ def drop_step(e: Engine, turn: DropTurn, t: int) -> None:
 
 
 def undo_last_step(e: Engine, turn: UndoLastTurn, t: int) -> None:
-    e.undo(turn.op, t, lambda active: e.last(active, t))
+    e.undo(turn.op, t, lambda: e.last(t))
 
 
 def undo_ref_step(e: Engine, turn: UndoRefTurn, t: int) -> None:
-    e.undo(turn.op, t, lambda active: e.ref(turn.setting, active, t))
+    e.undo(turn.op, t, lambda: e.ref(turn.setting, t))
 
 
 def undo_earliest_step(e: Engine, turn: UndoEarliestTurn, t: int) -> None:
     if e.rules.earliest_as_last:
-        e.undo(turn.op, t, lambda active: e.last(active, t))
+        e.undo(turn.op, t, lambda: e.last(t))
     else:
-        e.undo(turn.op, t, lambda active: e.earliest(turn.text, active, t))
+        e.undo(turn.op, t, lambda: e.earliest(turn.text, t))
 
 
 def redo_step(e: Engine, turn: RedoTurn, t: int) -> None:

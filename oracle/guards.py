@@ -8,6 +8,8 @@ the target (:class:`oracle.engine.Engine`); :mod:`oracle.ops` names each op's tu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from oracle.catalogue import COUPLINGS, inapplicable
 from oracle.records import DropTurn, Turn
 from oracle.wording import drop_wording_problem
@@ -48,13 +50,16 @@ def drop_wording(turn: DropTurn, t: int) -> None:
         raise Invalid(t, problem)
 
 
-def source(changes: list[Change], setting: str) -> Change | None:
-    """The active change whose assignment of ``setting`` is visible, or None (initial spec)."""
-    src = None
-    for c in changes:
-        if c.active and c.setting == setting:
-            src = c
-    return src
+Live = Mapping[str, list[Change]]
+"""Setting -> the changes in effect that assign it, in the order made (the engine keeps it up
+to date, so a guard reads one setting's few changes, not the whole history)."""
+
+
+def live_source(live: Live, setting: str) -> Change | None:
+    """The change in effect whose assignment of ``setting`` is visible (the last made of those
+    that assign it), or None (the initial value)."""
+    hits = live.get(setting)
+    return hits[-1] if hits else None
 
 
 def order_guard(changes: list[Change], setting: str, base: dict[str, str], t: int) -> None:
@@ -86,15 +91,15 @@ def applicability_guard(
             )
 
 
-def coupling_guard(changes: list[Change], base: dict[str, str], t: int) -> None:
+def coupling_guard(live: Live, base: dict[str, str], t: int) -> None:
     """No explicit assignment may be overridden by a rule whose trigger was made before it."""
     for cp in COUPLINGS:
         if base[cp.trigger] != cp.when or base[cp.forced] == cp.then:
             continue
-        forced_src = source(changes, cp.forced)
+        forced_src = live_source(live, cp.forced)
         if forced_src is None:
             continue  # the initial value, overridden by a later trigger: allowed
-        trigger_src = source(changes, cp.trigger)
+        trigger_src = live_source(live, cp.trigger)
         if trigger_src is None or trigger_src.index < forced_src.index:
             made = "the initial spec" if trigger_src is None else str(trigger_src)
             raise Invalid(

@@ -12,6 +12,7 @@ stack, and the uncoupled spec kept up to date one setting at a time.
 
 from __future__ import annotations
 
+import bisect
 from typing import Final
 
 from oracle.catalogue import DOMAINS, UNSPECIFIED, apply_couplings
@@ -26,8 +27,8 @@ class Ledger:
     """Changes, redo stack and uncoupled spec; every op of the contract, no guard (each op's
     ``reread`` in :mod:`oracle.ops` says which method plays its turn)."""
 
-    __slots__ = ("activated", "active", "base", "by_setting", "clock", "initial", "redo",
-                 "settings", "values")
+    __slots__ = ("activated", "active", "base", "by_setting", "clock", "initial", "live",
+                 "redo", "settings", "values")
 
     def __init__(self, initial: dict[str, str]) -> None:
         self.initial = initial
@@ -37,6 +38,9 @@ class Ledger:
         self.active: list[bool] = []
         self.redo: list[int] = []
         self.by_setting: dict[str, list[int]] = {}
+        self.live: dict[str, list[int]] = {}
+        """Setting -> the changes in effect that assign it, in the order made (so that reading
+        the state costs one setting's changes in effect, not the whole history)."""
         self.activated: list[int] = []
         """When each change was made or last brought back by a redo (a tick of ``clock``)."""
         self.clock = 0
@@ -49,6 +53,7 @@ class Ledger:
         other.active = list(self.active)
         other.redo = list(self.redo)
         other.by_setting = {k: list(v) for k, v in self.by_setting.items()}
+        other.live = {k: list(v) for k, v in self.live.items()}
         other.activated = list(self.activated)
         other.clock = self.clock
         return other
@@ -58,6 +63,7 @@ class Ledger:
     def add(self, setting: str, value: str) -> None:
         """A new change (set, drop, or a link when ``value`` is :data:`LINK`)."""
         self.by_setting.setdefault(setting, []).append(len(self.settings))
+        self.live.setdefault(setting, []).append(len(self.settings))
         self.settings.append(setting)
         self.values.append(value)
         self.active.append(True)
@@ -67,6 +73,7 @@ class Ledger:
 
     def deactivate(self, i: int) -> None:
         self.active[i] = False
+        self.live[self.settings[i]].remove(i)
         self.redo.append(i)
         self._restore(self.settings[i])
 
@@ -81,7 +88,7 @@ class Ledger:
             self.deactivate(i)
 
     def undo_ref(self, setting: str) -> None:
-        hits = [i for i in self.by_setting.get(setting, ()) if self.active[i]]
+        hits = self.live.get(setting)
         if hits:
             self.deactivate(hits[-1])
 
@@ -89,6 +96,7 @@ class Ledger:
         if self.redo:
             i = self.redo.pop()
             self.active[i] = True
+            bisect.insort(self.live[self.settings[i]], i)
             self.activated[i] = self._tick()
             self._restore(self.settings[i])
 
@@ -96,15 +104,19 @@ class Ledger:
 
     def last_active(self) -> int | None:
         """The most recently made change still in effect."""
-        return next((i for i in range(len(self.active) - 1, -1, -1) if self.active[i]), None)
+        return max((hits[-1] for hits in self.live.values() if hits), default=None)
 
     def earliest_active(self) -> int | None:
         """The earliest-made change still in effect (the contract's "earliest")."""
-        return next((i for i, a in enumerate(self.active) if a), None)
+        return min((hits[0] for hits in self.live.values() if hits), default=None)
+
+    def in_effect(self, setting: str) -> list[int]:
+        """The changes in effect that assign ``setting``, in the order made."""
+        return self.live.get(setting, [])
 
     def longest_in_effect(self) -> int | None:
         """The change in effect that was made or brought back longest ago."""
-        live = [i for i, a in enumerate(self.active) if a]
+        live = [i for hits in self.live.values() for i in hits]
         return min(live, key=lambda i: self.activated[i]) if live else None
 
     def changes_to(self, setting: str) -> list[int]:
@@ -126,8 +138,5 @@ class Ledger:
         return self.clock
 
     def _restore(self, setting: str) -> None:
-        value = self.initial[setting]
-        for i in self.by_setting.get(setting, ()):
-            if self.active[i]:
-                value = self.values[i]
-        self.base[setting] = value
+        hits = self.live.get(setting)
+        self.base[setting] = self.values[hits[-1]] if hits else self.initial[setting]

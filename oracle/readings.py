@@ -116,7 +116,7 @@ def _original_value(ledger: Ledger, turn: Turn) -> bool:
     """"Back to the original value": every change to the setting in effect is undone. The
     undo_ref guard (exactly one change in effect assigns the setting) makes this the oracle's
     own reading today; it stays in the registry so that a change of that guard is caught."""
-    hits = [i for i in ledger.changes_to(_setting(turn)) if ledger.active[i]]
+    hits = list(ledger.in_effect(_setting(turn)))
     if len(hits) == 1:
         return False
     for i in hits:

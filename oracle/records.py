@@ -184,7 +184,10 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
 class Scenario(BaseModel):
-    """One scenario: an initial spec and 1 to 200 user turns (1 to 10 in ``butterfly-40``)."""
+    """One scenario: an initial spec and 1 to 10,000 user turns. The record allows
+    :data:`ASKED_MAX_TURNS`; a suite's own limit is stricter (:func:`turn_limit`: 200, 10 in
+    ``butterfly-40``) unless its manifest names default ask points (``SuiteManifest.ask_at``),
+    which allows up to 10,000; ``butterfly.suite.load.load_suite`` enforces it."""
 
     model_config = _STRICT
     schema_version: Literal[1] = SCHEMA_VERSION
@@ -193,7 +196,7 @@ class Scenario(BaseModel):
     source: Literal["handwritten", "generated"]
     seed: int | None = Field(default=None, description="Per-scenario seed (generated only).")
     initial: Spec
-    turns: tuple[Turn, ...] = Field(min_length=1, max_length=MAX_TURNS)
+    turns: tuple[Turn, ...] = Field(min_length=1, max_length=ASKED_MAX_TURNS)
 
     @model_validator(mode="after")
     def _seed_rule(self) -> Scenario:
@@ -239,6 +242,13 @@ class SuiteManifest(BaseModel):
         "chain is always asked. Null: every turn is asked."
     )
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+    @model_validator(mode="after")
+    def _asked_limit(self) -> SuiteManifest:
+        if self.max_turns > MAX_TURNS and not self.ask_at:
+            raise ValueError(f"max_turns {self.max_turns}: above {MAX_TURNS} only for a suite "
+                             "with default ask points (ask_at)")
+        return self
 
     def to_json(self) -> str:
         """The manifest file's text: ``ask_at`` written only when the suite names ask points,

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,16 +17,19 @@ from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
 from butterfly.suite.chains import generate_chains, parse_mix
 from butterfly.suite.code import generate_code_chains, generate_code_mixed
-from butterfly.suite.generate import generate_mixed, paraphrase_variants
+from butterfly.suite.generate import GENERATOR_VERSION, generate_mixed, paraphrase_variants
+from butterfly.suite.horizon import generate_horizon
 from butterfly.suite.load import (
     BUILTINS,
     build_builtin,
     check_code,
+    dumps_suite,
     load_suite,
     resolve_suite,
+    sha256_text,
     track_of,
 )
-from oracle import MAX_TURNS, Scenario, SuiteManifest, replay
+from oracle import ASKED_MAX_TURNS, MAX_TURNS, Scenario, SuiteManifest, replay
 from oracle.readings import Tally, audit
 
 
@@ -40,19 +44,24 @@ class Generated:
 def generate(*, suite: str | None = None, count: int | None = None, seed: int | None = None,
              lengths: str | list[int] | None = None, per_length: int | None = None,
              ops: str | None = None, paraphrase_variants: int | None = None,
-             track: Track = "spec") -> Generated:
+             track: Track = "spec", ask_at: str | list[int] | None = None) -> Generated:
     """``butterfly generate``: a frozen suite rebuilt byte for byte (``suite``), a seeded mix of
     ``count`` scenarios, or chains of exactly ``lengths`` turns (``per_length`` each, op
     weights ``ops``); ``paraphrase_variants`` poses each scenario K times re-worded. ``track``
-    "code" draws over the code catalogue (docs/code-track.md, "The suite")."""
+    "code" draws over the code catalogue (docs/code-track.md, "The suite"). ``ask_at`` (with
+    ``lengths``): the suite's default ask points; its chains, up to 10,000 turns, are drawn
+    by the planner of butterfly-horizon (hard ops at every length), and the result carries a
+    manifest that names the ask points (a suite longer than 200 turns loads only with it)."""
     _track_given(track, suite, paraphrase_variants)
     if suite is not None:
-        if any(x is not None for x in (count, seed, lengths, ops, per_length)):
+        if any(x is not None for x in (count, seed, lengths, ops, per_length, ask_at)):
             raise UserError("generate: --suite rebuilds a frozen suite; it takes no "
-                            "--count/--seed/--lengths/--per-length/--ops")
+                            "--count/--seed/--lengths/--per-length/--ops/--ask-at")
         scenarios, manifest = build_builtin(suite)
         return Generated(scenarios, manifest)
     s = 0 if seed is None else seed
+    if ask_at is not None:
+        return _asked(lengths, per_length, ops, count, s, track, ask_at, paraphrase_variants)
     try:
         drawn = (_chains(lengths, per_length, ops, count, s, track) if lengths is not None
                  else _mixed(count, ops, per_length, s, track))
@@ -103,15 +112,50 @@ def _variants(scenarios: list[Scenario], k: int | None) -> list[Scenario]:
     return [v for s in scenarios for v in paraphrase_variants(s, k)]
 
 
-def _lengths(text: str | list[int]) -> list[int]:
+def _asked(lengths: str | list[int] | None, per_length: int | None, ops: str | None,
+           count: int | None, seed: int, track: Track, ask_at: str | list[int],
+           variants: int | None) -> Generated:
+    """Chains with default ask points: the horizon planner's, and their manifest."""
+    if lengths is None or count is not None:
+        raise UserError("generate: --ask-at goes with --lengths (chains asked at chosen turns)")
+    if ops is not None or track != "spec" or variants is not None:
+        raise UserError("generate: --ask-at draws its own op mix (the horizon planner, "
+                        "docs/ladder.md); it takes no --ops, --track code or "
+                        "--paraphrase-variants")
+    points = _whole_numbers(ask_at, "--ask-at", ASKED_MAX_TURNS, "10,100,1000")
+    chain_lengths = _lengths(lengths, ASKED_MAX_TURNS)
+    per = 12 if per_length is None else per_length
     try:
-        lengths = [int(x) for x in (text.split(",") if isinstance(text, str) else text)]
+        scenarios = generate_horizon(chain_lengths, per, seed, prefix=f"s{seed}")
+    except GenerationError as e:
+        raise UserError(f"generate: {e}") from None
+    manifest = SuiteManifest(
+        name=f"s{seed}", version=1, file="-", generator_version=GENERATOR_VERSION, seed=seed,
+        handwritten=None, n_scenarios=len(scenarios), max_turns=ASKED_MAX_TURNS,
+        counts=dict(Counter(x.category for x in scenarios)),
+        lengths={str(n): per for n in chain_lengths}, ask_at=sorted(set(points)),
+        sha256=sha256_text(dumps_suite(scenarios)),
+    )
+    return Generated(scenarios, manifest)
+
+
+def _lengths(text: str | list[int], most: int = MAX_TURNS) -> list[int]:
+    """``--lengths``: 1 to 200 turns, or to 10,000 with ``--ask-at``."""
+    hint = "" if most > MAX_TURNS else (f" (up to {ASKED_MAX_TURNS:,} with --ask-at: a suite "
+                                        "asked at chosen turns)")
+    return _whole_numbers(text, "--lengths", most, "5,10,20", hint)
+
+
+def _whole_numbers(text: str | list[int], flag: str, most: int, example: str,
+                   hint: str = "") -> list[int]:
+    try:
+        numbers = [int(x) for x in (text.split(",") if isinstance(text, str) else text)]
     except ValueError:
-        lengths = []
-    if not lengths or not all(1 <= n <= MAX_TURNS for n in lengths):
-        raise UserError(f"generate: --lengths takes whole numbers 1 to {MAX_TURNS}, "
-                        "comma-separated (e.g. 5,10,20)")
-    return lengths
+        numbers = []
+    if not numbers or not all(1 <= n <= most for n in numbers):
+        raise UserError(f"generate: {flag} takes whole numbers 1 to {most}, comma-separated "
+                        f"(e.g. {example}){hint}")
+    return numbers
 
 
 class SuiteCheck(NamedTuple):
@@ -132,15 +176,20 @@ def validate(files: list[str], track: Track | None = None) -> list[SuiteCheck]:
         scenarios = load_suite(path)
         if track == "code" and track_of(path) != "code":  # else load_suite checked them
             check_code(path, scenarios)
+        seen: dict[str, str | None] = {}
         for s in scenarios:
-            _few_shot_free(path, s)
+            _few_shot_free(path, s, seen)
         checks.append(SuiteCheck(path, len(scenarios), sum(len(s.turns) for s in scenarios)))
     return checks
 
 
-def _few_shot_free(path: Path, s: Scenario) -> None:
+def _few_shot_free(path: Path, s: Scenario, seen: dict[str, str | None]) -> None:
+    """``seen``: each distinct text's clash, measured once (a 5,000-turn chain repeats its
+    few hundred wordings)."""
     for t, turn in enumerate(s.turns, 1):
-        example = few_shot_clash(turn.text)
+        if turn.text not in seen:
+            seen[turn.text] = few_shot_clash(turn.text)
+        example = seen[turn.text]
         if example is not None:
             raise UserError(f"{path}: scenario {s.id}, turn {t}: its wording is too close to "
                             f"the few-shot example {example!r} (a few-shot run would show the "

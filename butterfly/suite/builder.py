@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Final
 
 from butterfly.suite.templates import (
@@ -28,16 +28,16 @@ from oracle import (
     KEYS,
     UNDO_OPS,
     UNSPECIFIED,
-    InvalidScenario,
     Scenario,
     Turn,
     apply_couplings,
     canonical_initial,
-    replay,
 )
 from oracle.catalogue import inapplicable
+from oracle.ledger import Ledger
 from oracle.ops import REGISTRY
-from oracle.readings import triggered_at
+from oracle.readings import Context, Reading, normalise, triggered, triggered_at
+from oracle.replay import Replayer
 
 COUPLING_PLAYS: Final = (
     ("input_format", "tsv", "delimiter"),
@@ -96,10 +96,20 @@ class Builder:
         self.turns: list[dict[str, str]] = []
         self.records: list[Turn] = []
         self.specs: list[dict[str, str]] = [dict(initial)]
+        self.oracle = Replayer(initial)
+        """The oracle's replay of the turns so far, grown one tried turn at a time."""
+        self.ledger = Ledger(initial)
+        """The same turns on the guard-free ledger, for the second readings' triggers."""
+        self.previous_undo: str | None = None
 
     @property
     def spec(self) -> dict[str, str]:
         return self.specs[-1]
+
+    def triggers(self, record: Turn) -> tuple[Reading, ...]:
+        """The second readings ``record`` would trigger as the next turn."""
+        return triggered(Context(record, self.ledger, self.previous_undo,
+                                 normalise(record.text)))
 
     def add(self, drawn: dict[str, str]) -> bool:
         """Append the turn ``drawn`` (worded with one reading) if the oracle accepts it and it
@@ -108,23 +118,23 @@ class Builder:
         op = drawn["op"]
         if op == "undo_last" and self.turns and self.turns[-1]["op"] in UNDO_OPS:
             return False
-        worded = one_reading(self.initial, self.turns, self.records, drawn, self.spec)
+        worded = one_reading(self.initial, self.turns, self.records, drawn, self.spec,
+                             self.triggers)
         if worded is None:
             return False
         turn, record = worded
-        draft = Scenario.model_construct(
-            id="draft", category="long_chain", source="generated", seed=0,
-            initial=self.initial, turns=(*self.records, record),
-        )
-        try:
-            specs = replay(draft)  # every guard, on the whole partial scenario
-        except InvalidScenario:
+        spec = self.oracle.push(record)  # every guard, as on the whole partial scenario
+        if spec is None:
             return False
-        if REGISTRY[op].kind != "none" and specs[-1] == specs[-2]:
+        if REGISTRY[op].kind != "none" and spec == self.spec:
+            self.oracle.pop()
             return False
         self.turns.append(turn)
         self.records.append(record)
-        self.specs = specs
+        self.specs.append(spec)
+        REGISTRY[op].reread(self.ledger, record)
+        if REGISTRY[op].undo:
+            self.previous_undo = op
         return True
 
     def finish(self, category: str, seed: int, scenario_id: str) -> Scenario:
@@ -230,8 +240,9 @@ class Builder:
                 return True
         return False
 
-    def indirect(self) -> bool:
-        """A set by indirect reference ("double the timeout"), its value resolved here."""
+    def indirect(self, keys: Collection[str] | None = None) -> bool:
+        """A set by indirect reference ("double the timeout"), its value resolved here
+        (``keys``: only of these settings)."""
         spec = self.spec
         options: list[tuple[str, str, str]] = []
         out_domain = self.domain("output_format")
@@ -244,6 +255,8 @@ class Builder:
         tenfold = {"1000": "10000", "10000": "100000"}.get(spec["max_rows"])
         if tenfold:
             options.append(("indirect.tenfold_rows", "max_rows", tenfold))
+        if keys is not None:
+            options = [o for o in options if o[1] in keys]
         self.rng.shuffle(options)
         for family, key, value in options:
             text, para = self.word(family)
@@ -306,12 +319,15 @@ def build(recipe: Callable[[Builder], None], seed: int, tries: int, category: st
 def one_reading(
     initial: dict[str, str], before: Sequence[dict[str, str]], records: Sequence[Turn],
     turn: dict[str, str], spec: dict[str, str],
+    triggers: Callable[[Turn], tuple[Reading, ...]] | None = None,
 ) -> tuple[dict[str, str], Turn] | None:
     """``turn`` worded so that no second reading is triggered after ``before`` (its records
     ``records``; ``spec`` the spec before it): the wording as drawn, or the one-reading
-    paraphrase that stands in for it (``templates.ONE_READING``); None if there is none."""
+    paraphrase that stands in for it (``templates.ONE_READING``); None if there is none.
+    ``triggers``: the readings a record would trigger next (default: replays ``records``)."""
+    fire = triggers or (lambda r: triggered_at(initial, records, r))
     record = _record(turn)
-    if not triggered_at(initial, records, record):
+    if not fire(record):
         return turn, record
     for para in ONE_READING.get(turn.get("paraphrase", ""), ()):
         if para == DEEP_REDO and not _undos_then_redos(before):
@@ -321,7 +337,7 @@ def one_reading(
             continue
         new = {**turn, "text": text, "paraphrase": para}
         record = _record(new)
-        if not triggered_at(initial, records, record):
+        if not fire(record):
             return new, record
     return None
 

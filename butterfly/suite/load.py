@@ -23,7 +23,17 @@ from butterfly.suite.code import CODE_COUNTS, CODE_MAX_TURNS, generate_code
 from butterfly.suite.code_rules import code_violation
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
 from butterfly.suite.hard import generate_hard
-from oracle import CATEGORIES, OPS, Scenario, SuiteManifest, check, turn_limit
+from butterfly.suite.horizon import generate_horizon
+from oracle import (
+    ASKED_MAX_TURNS,
+    CATEGORIES,
+    MAX_TURNS,
+    OPS,
+    Scenario,
+    SuiteManifest,
+    check,
+    turn_limit,
+)
 from oracle.replay import played_before_v2
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -70,17 +80,23 @@ def _where(e: ValidationError) -> str:
 
 
 
-def parse_line(line: str, where: str, played: bool = False, readings: bool = True) -> Scenario:
+def parse_line(line: str, where: str, played: bool = False, readings: bool = True,
+               limit: int | None = None) -> Scenario:
     """One scenario from one JSON line; ``where`` is ``file:line`` for messages.
 
     ``played``: the line comes from a run's copy of the suite it played; a butterfly-40 v1
     record that only a v2 guard rejects is then accepted (``oracle.replay.PLAYED_BEFORE_V2``),
     and second readings (v3) are not checked: they reject wordings, never change a spec.
+    ``limit``: the suite's turn limit, checked before the guards (a long record is refused
+    before it is replayed).
     """
     try:
         scenario = Scenario.model_validate_json(line)
     except ValidationError as e:
         raise SuiteError(_describe(line, where, e)) from None
+    if limit is not None and len(scenario.turns) > limit:
+        raise SuiteError(f"{where}: scenario {scenario.id}: {len(scenario.turns)} turns, but the "
+                         f"suite's turn limit is {limit}{_asked_hint(limit, len(scenario.turns))}")
     violation = check(scenario, readings=readings and not played)
     if violation is not None and not (
         played and violation.since == 2 and played_before_v2(scenario)
@@ -157,11 +173,13 @@ def load_suite(path: Path | str, played: bool = False, readings: bool = True) ->
     scenarios: list[Scenario] = []
     seen: dict[str, int] = {}
     sharer = Sharer()
+    manifest = load_manifest(path)
+    limit = suite_turn_limit(path, manifest, played)
     for n, line in _lines(path):
         where = f"{path}:{n}"
         if not line.strip():
             raise SuiteError(f"{where}: blank line (a suite has one scenario per line)")
-        scenario = sharer.scenario(parse_line(line, where, played, readings))
+        scenario = sharer.scenario(parse_line(line, where, played, readings, limit))
         if scenario.id in seen:
             raise SuiteError(
                 f"{where}: scenario {scenario.id}: duplicate id (first on line {seen[scenario.id]})"
@@ -170,12 +188,6 @@ def load_suite(path: Path | str, played: bool = False, readings: bool = True) ->
         scenarios.append(scenario)
     if not scenarios:
         raise SuiteError(f"{path}: the suite is empty")
-    manifest = load_manifest(path)
-    limit = turn_limit(path.stem) if manifest is None else manifest.max_turns
-    for n, s in enumerate(scenarios, 1):
-        if len(s.turns) > limit:
-            raise SuiteError(f"{path}:{n}: scenario {s.id}: {len(s.turns)} turns, but the suite's "
-                             f"turn limit is {limit}")
     if manifest is not None and manifest.track == "code":
         check_code(path, scenarios)
     return scenarios
@@ -188,6 +200,23 @@ def check_code(path: Path, scenarios: list[Scenario]) -> None:
         reason = code_violation(s)
         if reason is not None:
             raise SuiteError(f"{path}:{n}: scenario {s.id}: {reason} (a code-track suite)")
+
+
+def suite_turn_limit(path: Path, manifest: SuiteManifest | None, played: bool = False) -> int:
+    """The most turns a scenario of the suite at ``path`` may have: its manifest's
+    ``max_turns`` (above 200 only with default ask points), else :func:`oracle.turn_limit` of
+    its name (200; 10 for butterfly-40). A run's copy of the suite it played (``played``) was
+    held to its suite's limit when the run started: only the record's own limit applies."""
+    if played:
+        return ASKED_MAX_TURNS
+    return turn_limit(path.stem) if manifest is None else manifest.max_turns
+
+
+def _asked_hint(limit: int, turns: int) -> str:
+    if limit >= ASKED_MAX_TURNS or turns <= MAX_TURNS:
+        return ""
+    return (f" (up to {ASKED_MAX_TURNS:,} only in a suite whose manifest names default ask "
+            "points, ask_at)")
 
 
 def track_of(suite: Path | str) -> Track:
@@ -227,6 +256,12 @@ def load_manifest(suite_path: Path) -> SuiteManifest | None:
         raise SuiteError(f"{mpath}: {_where(e)}") from None
 
 
+HORIZON_LENGTH: Final = 5000
+HORIZON_CHAINS: Final = 12
+HORIZON_ASK_AT: Final = (10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+"""butterfly-horizon's default ask points (contract v3, section 2)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Builtin:
     """A frozen suite the generator rebuilds byte for byte."""
@@ -237,6 +272,9 @@ class Builtin:
     track: Track = "spec"
     ask_at: tuple[int, ...] | None = None
     """The suite's default ask points (contract v3, section 4), written in its manifest."""
+    asked_only: bool = False
+    """Chains longer than 200 turns, meant to be asked at chosen turns only: the manifest's
+    turn limit is 10,000 (butterfly-long names ask points too, and keeps the limit of 200)."""
 
 
 BUILTINS: Final = {
@@ -244,6 +282,7 @@ BUILTINS: Final = {
     "butterfly-long": Builtin(seed=4080, version=2, ask_at=(5, 10, 20, 40, 80)),
     "butterfly-hard": Builtin(seed=1315, version=2),
     "butterfly-code": Builtin(seed=1414, version=1, track="code"),
+    "butterfly-horizon": Builtin(seed=5000, version=1, ask_at=HORIZON_ASK_AT, asked_only=True),
 }
 BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
@@ -301,9 +340,13 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     elif name == "butterfly-long":
         ordered = generate_chains(LONG_LENGTHS, LONG_PER_LENGTH, seed)
         lengths = {str(n): LONG_PER_LENGTH for n in LONG_LENGTHS}
+    elif name == "butterfly-horizon":
+        ordered = generate_horizon([HORIZON_LENGTH], HORIZON_CHAINS, seed)
+        lengths = {str(HORIZON_LENGTH): HORIZON_CHAINS}
     else:
         ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
-    limit = CODE_MAX_TURNS if BUILTINS[name].track == "code" else turn_limit(name)
+    limit = (CODE_MAX_TURNS if BUILTINS[name].track == "code"
+             else ASKED_MAX_TURNS if BUILTINS[name].asked_only else turn_limit(name))
     too_long = next((s for s in ordered if len(s.turns) > limit), None)
     if too_long is not None:  # pragma: no cover - the builders respect the limit
         raise SuiteError(f"{name}: {too_long.id} has {len(too_long.turns)} turns (limit {limit})")

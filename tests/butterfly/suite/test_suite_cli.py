@@ -79,9 +79,13 @@ CASES: list[tuple[str, str | None, tuple[str, ...]]] = [
      (":1:", "bad-1", "initial", "'45'")),
     ("missing-setting", json.dumps(_missing_setting()), (":1:", "bad-1", "missing", "encoding")),
     ("zero-turns", json.dumps(_record(turns=[])), (":1:", "bad-1", "turns", "at least 1")),
+    # 200 turns without ask points (a manifest's ask_at allows up to 10,000: test_horizon_suite.py)
     ("201-turns",
      json.dumps(_record(turns=[{"op": "distractor", "text": "hi"}] * 201)),
-     (":1:", "bad-1", "turns", "at most 200")),
+     (":1:", "bad-1", "201 turns", "turn limit is 200", "ask points")),
+    ("10001-turns",
+     json.dumps(_record(turns=[{"op": "distractor", "text": "hi"}] * 10_001)),
+     (":1:", "bad-1", "turns", "at most 10000")),
     # the default suite keeps 1 to 10 turns (a file of that name, or its manifest's max_turns)
     ("butterfly-40",
      json.dumps(_record(turns=[{"op": "distractor", "text": "hi"}] * 11)),
