@@ -177,6 +177,8 @@ def _tree_with_a_code_suite(tmp_path: Path) -> Path:
         shutil.copytree(ROOT / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "scenarios", root / "scenarios",
                     ignore=shutil.ignore_patterns("retired"))
+    (root / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks/estimate.json", root / "notebooks/estimate.json")
     text = SUITE.read_text(encoding="utf-8")
     (root / "scenarios/butterfly-code.jsonl").write_text(text, encoding="utf-8")
     manifest = {"name": "butterfly-code", "track": "code",
