@@ -28,6 +28,7 @@ from typing import Final
 
 from butterfly.suite.builder import (
     COUPLING_PLAYS,
+    FAMILIES,
     PLAIN,
     Builder,
     GenerationError,
@@ -124,11 +125,35 @@ def _plain(op: str) -> Hook:
     return lambda b: b.plain(op)
 
 
+AFTER_AN_UNDO: Final = {"undo_last.0": 1, "undo_last.2": 3}
+"""Undo-last wordings that point at the turn before them ("Undo that last change.", "Scratch
+the change I just made.") -> the wording used instead right after an undo or a redo (distractors
+between them ignored): "revert my most recent change", "go back on my last change". A careful
+reader of butterfly-horizon v1 read "that last change" after an undo as the undo itself (undo
+the undo) in 120 of its 985 undo-lasts; the system message says an undo is not a change, but
+defines only "my last change". The same draw is kept (no new random number)."""
+
+
+def _after_an_undo(b: Builder) -> bool:
+    """Whether the last turn that was not a distractor is an undo or a redo."""
+    last = next((t["op"] for t in reversed(b.turns) if t["op"] != "distractor"), None)
+    return last in ("undo_last", "undo_ref", "undo_earliest", "redo")
+
+
+def _undo_last(b: Builder) -> bool:
+    """An undo of the last change in effect, never worded as if it could be the undo before it."""
+    text, para = b.word("undo_last")
+    if para in AFTER_AN_UNDO and _after_an_undo(b):
+        i = AFTER_AN_UNDO[para]
+        text, para = FAMILIES["undo_last"][i], f"undo_last.{i}"
+    return b.add({"op": "undo_last", "text": text, "paraphrase": para})
+
+
 _HOOKS: Final[dict[str, Hook]] = {
     "set": _set_free,
     "drop": _drop_free,
     "distractor": Builder.distractor,
-    "undo_last": _plain("undo_last"),
+    "undo_last": _undo_last,
     "indirect": _indirect,
     "coupling": _coupling,
     "undo_ref": _undo_ref,
