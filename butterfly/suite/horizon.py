@@ -28,7 +28,6 @@ from typing import Final
 
 from butterfly.suite.builder import (
     COUPLING_PLAYS,
-    FAMILIES,
     PLAIN,
     Builder,
     GenerationError,
@@ -37,6 +36,7 @@ from butterfly.suite.builder import (
     need,
     scenario_seed,
 )
+from butterfly.suite.templates import FAMILIES
 from oracle import ASKED_MAX_TURNS, Scenario
 
 HORIZON_MIX: Final[dict[str, int]] = {
