@@ -87,7 +87,7 @@ LONG_PER_LENGTH = int(os.environ.get("BUTTERFLY_LONG_PER_LENGTH", "2"))
 MODE = os.environ.get("BUTTERFLY_MODE", "chat")
 ASK_AT_TEXT = os.environ.get("BUTTERFLY_ASK_AT", "")
 # The frozen suites in this notebook: the sha256, the track and the default ask points of each.
-SUITES: dict[str, dict[str, Any]] = json.loads('@SUITES@')
+SUITES: dict[str, rs.SuiteEntry] = json.loads('@SUITES@')
 if os.environ.get("BUTTERFLY_SUITE_FILE"):  # offline tests only: a suite file from disk
     with open(os.environ["BUTTERFLY_SUITE_FILE"], encoding="utf-8") as _f:
         SUITE = _f.read()
@@ -104,8 +104,8 @@ if TRACK not in ct.TRACKS:
 MODE = rs.mode_of(MODE)
 if MODE != "chat" and TRACK == "code":
     raise RuntimeError("the code track plays chat mode only: set MODE = \"chat\"")
-ASK_AT = rs.ask_at_of(ASK_AT_TEXT, MODE, SUITES.get(SUITE_NAME, {}).get("ask_at")
-                      if not os.environ.get("BUTTERFLY_SUITE_FILE") else None)
+ASK_AT = rs.ask_at_of(ASK_AT_TEXT, MODE, None if os.environ.get("BUTTERFLY_SUITE_FILE")
+                      else SUITES[SUITE_NAME]["ask_at"])
 SCENARIOS = bb.load_scenarios(SUITE)
 BY_ID = {s.id: s for s in SCENARIOS}
 RUN_IDS = [i.strip() for i in os.environ.get("BUTTERFLY_SCENARIOS", "").split(",") if i.strip()]

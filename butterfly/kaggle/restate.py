@@ -13,8 +13,8 @@ Inlined into the notebook after the runner, so it imports only ``core``, the run
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Final, TypedDict
 
 from butterfly.core.asking import EVERY, LAST
 from butterfly.core.prompts import Message
@@ -79,11 +79,41 @@ def play_asked(
             for t in asked_of(scenario, ask_at)]
 
 
-Rows = dict[str, dict[str, Any]]
-"""scenario id -> {"calls", "prompt": {model: tokens}, "completion": {model: tokens}}."""
+class SuiteEntry(TypedDict):
+    """A frozen suite the notebook carries (its ``SUITES``): sha256, track, default ask points."""
+
+    sha256: str
+    track: str
+    ask_at: list[int] | None
 
 
-def estimate_rows(estimate: Mapping[str, Any], suite: str, mode: str,
+class EstimateRow(TypedDict):
+    """One scenario's estimate: its calls, and its prompt and completion tokens per model."""
+
+    calls: int
+    prompt: dict[str, int]
+    completion: dict[str, int]
+
+
+Rows = dict[str, EstimateRow]
+"""scenario id -> its estimate."""
+
+
+class AskedEstimate(TypedDict):
+    ask_at: list[int]
+    scenarios: Rows
+
+
+class Estimate(TypedDict):
+    """What :func:`estimate_rows` reads of ``notebooks/estimate.json`` (suite -> rows): chat
+    mode (``suites``), restate mode asking every turn, and asked at the default points."""
+
+    suites: dict[str, Rows]
+    restate: dict[str, Rows]
+    asked: dict[str, AskedEstimate]
+
+
+def estimate_rows(estimate: Estimate, suite: str, mode: str,
                   ask_at: Sequence[int] | None) -> tuple[str, Rows]:
     """The estimate (``notebooks/estimate.json``, tools/kaggle_quota.py) of each scenario of
     ``suite`` played in ``mode`` with these ask points, and what it is of; no rows when the
@@ -93,8 +123,8 @@ def estimate_rows(estimate: Mapping[str, Any], suite: str, mode: str,
         return "chat mode", estimate["suites"].get(suite, {})
     if ask_at is None:
         return "restate mode, every turn asked", estimate["restate"].get(suite, {})
-    asked = estimate["asked"].get(suite, {})
-    if list(ask_at) != asked.get("ask_at"):
+    asked = estimate["asked"].get(suite)
+    if asked is None or list(ask_at) != asked["ask_at"]:
         return f"restate mode asked at {list(ask_at)}", {}
     return (f"restate mode asked at turns {', '.join(map(str, ask_at))} and the last",
             asked["scenarios"])
