@@ -208,7 +208,8 @@ replay), the pure core of the harness (`butterfly/core/`: vocabulary, statistics
 turns, scripted baselines, the horizon, results, scorer, prompts), the code track
 (`butterfly/code/`: its catalogue, the reference program, the conversation, the probes, the
 sandbox, the extractor and the judge), `butterfly/kaggle/runner.py` (the conversation loop, the
-retries and the verdicts) and `butterfly/kaggle/code_track.py` (the code track's verdicts).
+retries and the verdicts), `butterfly/kaggle/restate.py` (restate mode, asked at chosen turns)
+and `butterfly/kaggle/code_track.py` (the code track's verdicts).
 """
 
 DATA_NOTE: Final = """\

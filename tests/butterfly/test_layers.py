@@ -57,12 +57,12 @@ NOTEBOOK_INLINED = {
     "butterfly.code.sandbox": {"core", "code", "errors"},
 }
 """Modules the notebook inlines (``butterfly.kaggle.notebook.MODULES``), whatever their layer
-allows: the Kaggle-side runner and its restate mode, ``core`` and ``oracle`` only; the code track's Kaggle side, the
-code modules it needs too (the notebook observes and judges programs with the CLI's own code,
-so both give the same figures); those code modules, ``core``, ``code`` and ``oracle`` only (no
-``code.agents`` or ``code.rewrite``, which the notebook does not carry); the sandbox, also
-``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the notebook inlines that
-module too)."""
+allows: the Kaggle-side runner and its restate mode, ``core`` and ``oracle`` only; the code
+track's Kaggle side, the code modules it needs too (the notebook observes and judges programs
+with the CLI's own code, so both give the same figures); those code modules, ``core``, ``code``
+and ``oracle`` only (no ``code.agents`` or ``code.rewrite``, which the notebook does not carry);
+the sandbox, also ``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the
+notebook inlines that module too)."""
 
 MAX_LINES = 400
 MAX_TOP_LEVEL = 8
