@@ -5,8 +5,10 @@ estimator, as the notebook plays them (``--protocol json``, layout E, ``max_toke
 
 Prints the Markdown tables of docs/kaggle.md ("Sized to the daily quota"); ``--write`` puts
 them there (between the ``quota-table`` markers) and writes ``notebooks/estimate.json``, the
-per-scenario estimate the notebook's estimate cell sums over the scenarios it will play (chat
-mode), for each model below. Then rebuild the notebook (``butterfly notebook build``).
+per-scenario estimate the notebook's estimate cell sums over the scenarios it will play, for
+each model below and each mode the notebook plays: chat (``suites``), restate asking every turn
+(``restate``) and restate asked at a suite's default ask points (``asked``: the suites whose
+manifest names them). Then rebuild the notebook (``butterfly notebook build``).
 Costs are at the models' list prices in litellm's offline map, without any cached-token
 discount (the quota is charged on an estimate made before the call).
 """
@@ -25,7 +27,7 @@ from typing import Any
 from butterfly import api
 from butterfly.kaggle.runner import MAX_TOKENS, long_slice
 from butterfly.models.prices import rates
-from butterfly.suite.load import load_suite, resolve_suite
+from butterfly.suite.load import ask_at_of, load_suite, resolve_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "kaggle.md"
@@ -35,7 +37,12 @@ MODELS = ("openai/gpt-5", "anthropic/claude-sonnet-4-5", "gemini/gemini-2.5-flas
 """Models of the kind Kaggle's benchmarks offer, one per tokenizer family (Gemini's tokenizer
 is not shipped: counted with cl100k_base as a proxy)."""
 SUITES = ("butterfly-40", "butterfly-long", "butterfly-code")
-MODES = ("chat", "restate")
+MODES = ("chat", "restate", "asked")
+"""Chat mode; restate mode asking every turn (``--ask-at all``); restate mode asked at the
+suite's default ask points (``--mode restate`` alone, for a suite whose manifest names them)."""
+HEADINGS = {"chat": "chat mode", "restate": "restate mode, every turn asked",
+            "asked": "restate mode asked at the suite's default ask points"}
+ASK_AT = {"chat": None, "restate": "all", "asked": None}
 LONG_SLICE = 2
 """The notebook's default slice of butterfly-long (``LONG_PER_LENGTH``)."""
 BEGIN, END = "<!-- quota-table: begin -->", "<!-- quota-table: end -->"
@@ -44,10 +51,19 @@ Per = dict[str, tuple[int, int, int]]
 """scenario id -> (calls, prompt tokens, completion tokens)."""
 
 
+def modes(suite: str) -> tuple[str, ...]:
+    """The modes a suite is estimated in: the code track plays chat mode only; "asked" for a
+    suite with default ask points."""
+    if suite == "butterfly-code":
+        return ("chat",)
+    return MODES if ask_at_of(resolve_suite(suite)) else MODES[:2]
+
+
 def per_scenario(model: str, suite: str, mode: str, tmp: Path) -> tuple[str, Per]:
     """The dry run's tokenizer label and its bill per scenario."""
     code = suite == "butterfly-code"  # programs, not JSON: no protocol to choose
-    d = api.dry_run(model=model, suite=suite, mode=mode, protocol=None if code else "json",
+    d = api.dry_run(model=model, suite=suite, mode="chat" if mode == "chat" else "restate",
+                    ask_at=ASK_AT[mode], protocol=None if code else "json",
                     max_tokens=MAX_TOKENS, slice_by="scenario", out=tmp / "never-written")
     return d.tokenizer, {b.slice: (b.calls, b.prompt_tokens, b.completion_tokens)
                          for b in d.slices}
@@ -87,23 +103,19 @@ def table(lines: list[list[str]]) -> str:
 
 def main(write: bool) -> None:
     tables: dict[str, list[list[str]]] = {m: [] for m in MODES}
-    estimate: dict[str, Any] = {"models": {}, "suites": {}, "max_tokens": MAX_TOKENS}
+    estimate: dict[str, Any] = {"models": {}, "suites": {}, "restate": {}, "asked": {},
+                                "max_tokens": MAX_TOKENS}
     with tempfile.TemporaryDirectory() as tmp:
         for suite in SUITES:
-            for mode in MODES if suite != "butterfly-code" else ("chat",):  # chat mode only
+            for mode in modes(suite):
                 for model in MODELS:
                     label, per = per_scenario(model, suite, mode, Path(tmp))
                     tables[mode] += [rows(model, n, ids, per) for n, ids in variants(suite)]
-                    if mode == "chat":
-                        r = rates(model)
-                        estimate["models"][model] = {"tokenizer": label, "usd_per_token": None
-                                                     if r is None else [r.prompt, r.completion]}
-                        into = estimate["suites"].setdefault(suite, {})
-                        for sid, (calls, p, c) in per.items():
-                            into.setdefault(sid, {"calls": calls, "prompt": {},
-                                                  "completion": {}})
-                            into[sid]["prompt"][model], into[sid]["completion"][model] = p, c
-    text = "\n\n".join(f"**{mode} mode**\n\n{table(sorted(tables[mode], key=_order))}"
+                    r = rates(model)
+                    estimate["models"][model] = {"tokenizer": label, "usd_per_token": None
+                                                 if r is None else [r.prompt, r.completion]}
+                    _keep(estimate, suite, mode, model, per)
+    text = "\n\n".join(f"**{HEADINGS[mode]}**\n\n{table(sorted(tables[mode], key=_order))}"
                        for mode in MODES)
     print(text)
     if write:
@@ -112,6 +124,19 @@ def main(write: bool) -> None:
                      lambda _: f"{BEGIN}\n{text}\n{END}", doc, flags=re.DOTALL)
         DOC.write_text(doc, encoding="utf-8")
         ESTIMATE.write_text(json.dumps(estimate, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _keep(estimate: dict[str, Any], suite: str, mode: str, model: str, per: Per) -> None:
+    """Put one model's bill per scenario into the estimate's part for ``mode``."""
+    if mode == "asked":
+        part = estimate["asked"].setdefault(suite, {"ask_at": ask_at_of(resolve_suite(suite)),
+                                                    "scenarios": {}})
+        into = part["scenarios"]
+    else:
+        into = estimate["suites" if mode == "chat" else "restate"].setdefault(suite, {})
+    for sid, (calls, p, c) in per.items():
+        into.setdefault(sid, {"calls": calls, "prompt": {}, "completion": {}})
+        into[sid]["prompt"][model], into[sid]["completion"][model] = p, c
 
 
 def _order(row: list[str]) -> tuple[int, int]:

@@ -230,17 +230,31 @@ def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | 
     """The horizon over complete conversations, clustered by scenario (core/horizon.py). A
     conversation asked at chosen turns gives one point per ask: the ask at turn t is a chain of
     length t (contract v3, section 4); its survival curve is over the asked turns."""
-    if not scores:
+    return horizon_over([(k.scenario, v.turns, v.turn_match, v.asked)
+                         for k, v in scores.items()])
+
+
+Chain = tuple[str, int, Sequence[bool], Sequence[int] | None]
+"""(scenario id, chain length, turn match per asked turn, the asked turns or None: every
+turn): what the horizon reads of one complete conversation."""
+
+
+def horizon_over(chains: Sequence[Chain]) -> HorizonResult | None:
+    """The horizon of these conversations (:func:`horizon_of`; the Kaggle notebook calls it
+    with its verdicts): asked at chosen turns, each ask at turn t is a chain of length t."""
+    if not chains:
         return None
-    if all(v.asked is None for v in scores.values()):
-        convs = [Conversation(k.scenario, v.turns, v.final_match, v.turn_match)
-                 for k, v in scores.items()]
+    if all(asked is None for _, _, _, asked in chains):
+        convs = [Conversation(sid, n, bool(match[-1]), tuple(match))
+                 for sid, n, match, _ in chains]
         return HorizonResult.model_validate(horizon(convs).to_json())
-    points = [Conversation(k.scenario, t, ok) for k, v in scores.items()
-              for t, ok in zip(v.turn_numbers(), v.turn_match, strict=True)]
-    chains = [Conversation(k.scenario, v.turns, v.final_match, v.turn_match,
-                           asked=tuple(v.turn_numbers())) for k, v in scores.items()]
-    return HorizonResult.model_validate(horizon(points, chains=chains).to_json())
+    turns = [(sid, n, match, range(1, n + 1) if asked is None else asked)
+             for sid, n, match, asked in chains]
+    points = [Conversation(sid, t, ok) for sid, _, match, asked in turns
+              for t, ok in zip(asked, match, strict=True)]
+    whole = [Conversation(sid, n, bool(match[-1]), tuple(match), asked=tuple(asked))
+             for sid, n, match, asked in turns]
+    return HorizonResult.model_validate(horizon(points, chains=whole).to_json())
 
 
 def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec | None]],

@@ -71,15 +71,23 @@ def butterfly_data(line: str, cell: str) -> None:
 import hashlib
 import json
 
+from butterfly.core.asking import asked_line, asked_only
 from butterfly.kaggle import code_track as ct
+from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
 
 # "butterfly-40" (the default), "butterfly-long" (a slice) or "butterfly-code" (the code track:
 # the suite's manifest says which track it plays; TRACK below follows from it).
 SUITE_NAME = os.environ.get("BUTTERFLY_SUITE", "butterfly-40")
 LONG_PER_LENGTH = int(os.environ.get("BUTTERFLY_LONG_PER_LENGTH", "2"))
-# The frozen suites in this notebook: the sha256 and the track of each.
-SUITES: dict[str, dict[str, str]] = json.loads('@SUITES@')
+# "chat" (the default: one conversation per scenario) or "restate" (`butterfly run --mode
+# restate`: each asked turn one stateless call), and in restate mode the turns asked, as
+# `--ask-at` takes them: "5,10,20,40,80", "last" or "all"; "" (the default) asks at the suite's
+# default ask points (butterfly-long: 5,10,20,40,80), or every turn if it names none.
+MODE = os.environ.get("BUTTERFLY_MODE", "chat")
+ASK_AT_TEXT = os.environ.get("BUTTERFLY_ASK_AT", "")
+# The frozen suites in this notebook: the sha256, the track and the default ask points of each.
+SUITES: dict[str, rs.SuiteEntry] = json.loads('@SUITES@')
 if os.environ.get("BUTTERFLY_SUITE_FILE"):  # offline tests only: a suite file from disk
     with open(os.environ["BUTTERFLY_SUITE_FILE"], encoding="utf-8") as _f:
         SUITE = _f.read()
@@ -93,14 +101,21 @@ else:
     TRACK = SUITES[SUITE_NAME]["track"]
 if TRACK not in ct.TRACKS:
     raise RuntimeError(f"track {TRACK!r}: the notebook plays {' or '.join(ct.TRACKS)}")
+MODE = rs.mode_of(MODE)
+if MODE != "chat" and TRACK == "code":
+    raise RuntimeError("the code track plays chat mode only: set MODE = \"chat\"")
+ASK_AT = rs.ask_at_of(ASK_AT_TEXT, MODE, None if os.environ.get("BUTTERFLY_SUITE_FILE")
+                      else SUITES[SUITE_NAME]["ask_at"])
 SCENARIOS = bb.load_scenarios(SUITE)
 BY_ID = {s.id: s for s in SCENARIOS}
 RUN_IDS = [i.strip() for i in os.environ.get("BUTTERFLY_SCENARIOS", "").split(",") if i.strip()]
 if not RUN_IDS and SUITE_NAME == "butterfly-long":
     RUN_IDS = [s.id for s in bb.long_slice(SCENARIOS, LONG_PER_LENGTH)]
 RUN_IDS = RUN_IDS or [s.id for s in SCENARIOS]
-print(f"{SUITE_NAME} ({TRACK} track): {len(RUN_IDS)} conversations, "
-      f"{sum(len(BY_ID[i].turns) for i in RUN_IDS)} calls")
+print(f"{SUITE_NAME} ({TRACK} track, {MODE} mode): {len(RUN_IDS)} conversations, "
+      f"{sum(len(bb.asked_of(BY_ID[i], ASK_AT)) for i in RUN_IDS)} calls")
+if ASK_AT is not None:  # as `butterfly score` says it
+    print(asked_line(ASK_AT))
 if TRACK == "code":  # model-written programs run in a child process, never in this kernel
     print(ct.use_fallback_sandbox())
     OBSERVE = ct.observe_cached()
@@ -118,11 +133,11 @@ print(f"{len(RUN_IDS)} of {len(SCENARIOS)} scenarios, {EXTRA_API_PARAMS}, "
 # (docs/cost.md), made per scenario when the notebook was built (tools/kaggle_quota.py), summed
 # over the scenarios chosen above, for a few models (docs/kaggle.md, "Sized to the daily quota").
 ESTIMATE = json.loads('@ESTIMATE@')
-_rows = ESTIMATE["suites"].get(SUITE_NAME, {})
+_what, _rows = rs.estimate_rows(ESTIMATE, SUITE_NAME, MODE, ASK_AT)
 if RUN_IDS and all(i in _rows for i in RUN_IDS) and not os.environ.get("BUTTERFLY_SUITE_FILE"):
     _calls = sum(_rows[i]["calls"] for i in RUN_IDS)
-    print(f"estimate: {_calls} calls; at most {_calls * MAX_TOKENS:,} completion tokens "
-          f"(max_tokens {MAX_TOKENS})")
+    print(f"estimate ({_what}): {_calls} calls; at most {_calls * MAX_TOKENS:,} completion "
+          f"tokens (max_tokens {MAX_TOKENS})")
     for _model, _about in ESTIMATE["models"].items():
         _prompt = sum(_rows[i]["prompt"][_model] for i in RUN_IDS)
         _completion = sum(_rows[i]["completion"][_model] for i in RUN_IDS)
@@ -133,7 +148,8 @@ if RUN_IDS and all(i in _rows for i in RUN_IDS) and not os.environ.get("BUTTERFL
         print(f"  {_model} ({_about['tokenizer']}): {_prompt:,} prompt tokens, "
               f"{_completion:,} completion tokens expected; {_usd}")
 else:
-    print("estimate: none for these scenarios (the notebook carries one per frozen suite)")
+    print(f"estimate: none for these scenarios in {_what} (the notebook carries one per frozen "
+          "suite in chat mode, restate mode, and restate mode asked at its default ask points)")
 
 
 # %% model
@@ -162,12 +178,21 @@ print(f"model: {MODEL_NAME}; temperature sent: {llm.support_temperature}")
 VERDICTS: dict[str, bb.Verdict] = {}
 
 
+def ask_in_a_new_chat(messages: list[dict[str, str]], respond: Any) -> bb.Answer:
+    """One stateless call (restate mode): a chat of its own holding only these messages."""
+    with kbench.chats.new("ask"):
+        for m in messages:
+            (kbench.system if m["role"] == "system" else kbench.user).send(m["content"])
+        return respond()  # type: ignore[no-any-return]
+
+
 @kbench.task(name="@TASK@ scenario", store_task=False)
 def butterflybench_scenario(llm: Any, scenario_id: str) -> bool:
     """One ButterflyBench conversation: passes when the final spec equals the oracle's."""
     scenario = BY_ID[scenario_id]
     code = TRACK == "code"
-    kbench.system.send(ct.system_text() if code else bb.system_text(scenario))
+    if MODE == "chat":  # restate mode: each ask in a chat of its own, below
+        kbench.system.send(ct.system_text() if code else bb.system_text(scenario))
     # As llm.prompt() does: temperature only for a model that takes it.
     request = {**SEED_ARGS, "reasoning": None,
                "temperature": bb.TEMPERATURE if llm.support_temperature else None}
@@ -178,7 +203,10 @@ def butterflybench_scenario(llm: Any, scenario_id: str) -> bool:
         message = llm.respond(schema=str, **request, **EXTRA_API_PARAMS)
         return bb.Answer(message.content, message.usage.output_tokens)
 
-    if code:  # the program's behaviour is observed in the sandbox, then scored
+    if MODE == "restate":  # each asked turn one stateless call; unasked turns: no call
+        answers = rs.play_asked(scenario, ASK_AT, lambda m: ask_in_a_new_chat(m, respond))
+        VERDICTS[scenario_id] = bb.verdict(scenario, answers, MAX_TOKENS, ASK_AT)
+    elif code:  # the program's behaviour is observed in the sandbox, then scored
         answers = ct.play_code(scenario, kbench.user.send, respond)
         VERDICTS[scenario_id] = ct.code_verdict(scenario, answers, MAX_TOKENS, OBSERVE)
     else:
@@ -207,7 +235,8 @@ def butterflybench(llm: Any) -> tuple[float, float]:
         f.write(bb.dumps({"model": MODEL_NAME, "max_tokens": MAX_TOKENS,
                           "api_params": EXTRA_API_PARAMS,
                           "temperature": bb.TEMPERATURE, "seed": SEED_ARGS.get("seed"),
-                          "suite": SUITE_NAME, "track": TRACK,
+                          "suite": SUITE_NAME, "track": TRACK, "mode": MODE,
+                          "ask_at": None if ASK_AT is None else list(ASK_AT),
                           "protocol": None if TRACK == "code" else bb.PROTOCOL,
                           "parse": None if TRACK == "code" else bb.PARSE, **head,
                           "scenarios": rows}))
@@ -218,8 +247,11 @@ def butterflybench(llm: Any) -> tuple[float, float]:
 run = butterflybench.run(llm=llm)
 if run.status != "success":
     raise RuntimeError(f"ButterflyBench did not complete: {run.error_message}")
-print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS]))  # value, CI, horizon
+# value, CI, turn match, wobble, first divergent turn, horizon: as `butterfly score` says them
+print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS], scenarios=BY_ID,
+                       ask_at=ASK_AT))
 if TRACK == "code":  # settings broken per turn, the sandbox: as `butterfly score` prints them
     print(ct.code_text([VERDICTS[i] for i in RUN_IDS]))  # type: ignore[misc]  # CodeVerdicts
-pd.DataFrame([{k: v[k] for k in ("id", "category", "final_match", "first_divergent_turn",
-                                 "abstentions")} for v in (VERDICTS[i] for i in RUN_IDS)])
+pd.DataFrame([{asked_only(k, ASK_AT) if k in ("first_divergent_turn", "wobble") else k: v[k]
+               for k in ("id", "category", "final_match", "first_divergent_turn", "wobble",
+                         "abstentions")} for v in (VERDICTS[i] for i in RUN_IDS)])

@@ -85,6 +85,7 @@ MODULES: Final = (
     "butterfly/code/judge.py",
     "butterfly/kaggle/__init__.py",
     "butterfly/kaggle/runner.py",
+    "butterfly/kaggle/restate.py",
     "butterfly/kaggle/code_track.py",
 )
 """The inlined modules, in the order they run: each may import only those before it. The code
@@ -207,7 +208,8 @@ replay), the pure core of the harness (`butterfly/core/`: vocabulary, statistics
 turns, scripted baselines, the horizon, results, scorer, prompts), the code track
 (`butterfly/code/`: its catalogue, the reference program, the conversation, the probes, the
 sandbox, the extractor and the judge), `butterfly/kaggle/runner.py` (the conversation loop, the
-retries and the verdicts) and `butterfly/kaggle/code_track.py` (the code track's verdicts).
+retries and the verdicts), `butterfly/kaggle/restate.py` (restate mode, asked at chosen turns)
+and `butterfly/kaggle/code_track.py` (the code track's verdicts).
 """
 
 DATA_NOTE: Final = """\
@@ -234,13 +236,15 @@ DESCRIPTION: Final = (
 
 @dataclass(frozen=True)
 class Frozen:
-    """A frozen suite the notebook carries: its name, file, text, sha256 and track."""
+    """A frozen suite the notebook carries: its name, file, text, sha256 and track, and its
+    default ask points (its manifest's ``ask_at``: restate mode asks there unless told)."""
 
     name: str
     path: str
     text: str
     sha256: str
     track: str
+    ask_at: list[int] | None = None
 
 
 def frozen_suites(root: Path) -> list[Frozen]:
@@ -257,7 +261,8 @@ def frozen_suites(root: Path) -> list[Frozen]:
         if sha != manifest.get("sha256"):
             raise NotebookBuildError(f"{path}: sha256 {sha[:12]} differs from its manifest's "
                                      f"({str(manifest.get('sha256'))[:12]})")
-        out.append(Frozen(name, path, text, sha, str(manifest.get("track", "spec"))))
+        out.append(Frozen(name, path, text, sha, str(manifest.get("track", "spec")),
+                          manifest.get("ask_at")))
     return out
 
 
@@ -271,7 +276,8 @@ def build(root: Path = ROOT) -> str:
     suites = frozen_suites(root)
     suite = suites[0].text
     n = sum(1 for line in suite.splitlines() if line.strip())
-    table = {x.name: {"sha256": x.sha256, "track": x.track} for x in suites}
+    table = {x.name: {"sha256": x.sha256, "track": x.track, "ask_at": x.ask_at}
+             for x in suites}
     code = code_cells(_read(CELLS, root), {"SUITES": json.dumps(table),
                                             "ESTIMATE": _quoted(_read(ESTIMATE, root).strip()),
                                             "TASK": TASK_NAME, "DESCRIPTION": DESCRIPTION})

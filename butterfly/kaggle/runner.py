@@ -28,12 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict, TypeVar
 
-from butterfly.core.horizon import Conversation, horizon
+from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
 from butterfly.core.horizon_text import horizon_line
-from butterfly.core.metrics import score_scenario
+from butterfly.core.metrics import ScenarioScore, aggregate, horizon_over, score_scenario
 from butterfly.core.parse import parse_answer
-from butterfly.core.prompts import messages
-from butterfly.core.results import HorizonResult
+from butterfly.core.prompts import Message, messages
+from butterfly.core.results import Aggregate, HorizonResult
 from butterfly.core.stats import proportion_interval
 from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy
 from butterfly.core.wire import exception_kind
@@ -43,6 +43,8 @@ T = TypeVar("T")
 
 LAYOUT: Final = "E"
 MODE: Final = "chat"
+"""The default mode (``BUTTERFLY_MODE``, ``butterfly.kaggle.restate``): a conversation, the
+model's answers in its history."""
 STRATEGY: Final = "zero-shot"
 PROTOCOL: Final = "json"
 PARSE: Final = "structured"
@@ -171,10 +173,16 @@ def user_text(scenario: Scenario, turn: int) -> str:
     return messages_for(scenario, turn, [""] * (turn - 1))[-1]["content"]
 
 
-def messages_for(scenario: Scenario, turn: int, answers: Sequence[str]) -> list[dict[str, str]]:
-    """Every message the CLI (``butterfly run --protocol json``) sends for ``turn`` after these
-    earlier answers."""
-    return messages(scenario, turn, answers, LAYOUT, MODE, STRATEGY, PROTOCOL)
+def messages_for(scenario: Scenario, turn: int, answers: Sequence[str],
+                 mode: str = MODE) -> list[Message]:
+    """Every message the CLI (``butterfly run --protocol json --mode MODE``) sends for
+    ``turn`` after these earlier answers (restate mode: none, each call is stateless)."""
+    return messages(scenario, turn, answers, LAYOUT, mode, STRATEGY, PROTOCOL)
+
+
+def asked_of(scenario: Scenario, ask_at: Sequence[int] | None) -> Sequence[int]:
+    """The turns of ``scenario`` asked (:func:`butterfly.core.asking.asked_turns`)."""
+    return asked_turns(len(scenario.turns), ask_at)
 
 
 @dataclass(frozen=True)
@@ -228,8 +236,12 @@ class Verdict(TypedDict):
     final_match: bool
     turn_match: list[bool]
     first_divergent_turn: int | None
+    wobble: bool
     change_radius: int | None
     abstentions: int
+    asked: list[int] | None
+    """The turns asked (restate mode asked at chosen turns), None: every turn. ``turn_match``,
+    ``answers`` and ``first_divergent_turn`` are then over these turns only."""
     answers: list[AnswerRow]
 
 
@@ -241,22 +253,27 @@ class Headline(TypedDict):
     ci: float
 
 
-def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int) -> Verdict:
-    """Parse and score one complete conversation with the CLI's parser and scorer."""
+def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
+            ask_at: Sequence[int] | None = None) -> Verdict:
+    """Parse and score one complete conversation with the CLI's parser and scorer;
+    ``answers`` are to the asked turns when the run asks at chosen turns (``ask_at``)."""
     parsed = [parse_answer(a.text, PARSE, truncated=truncated(a, max_tokens)) for a in answers]
-    score = score_scenario(scenario, [p.spec for p in parsed], replay(scenario))
+    asked = None if ask_at is None else asked_of(scenario, ask_at)
+    score = score_scenario(scenario, [p.spec for p in parsed], replay(scenario), asked)
     return Verdict(
         id=scenario.id,
         category=scenario.category,
         final_match=score.final_match,
         turn_match=list(score.turn_match),
         first_divergent_turn=score.first_divergent,
+        wobble=score.wobble,
         change_radius=score.change_radius,
         abstentions=score.abstentions,
+        asked=None if asked is None else list(asked),
         answers=[
             AnswerRow(turn=t, raw=a.text, output_tokens=a.output_tokens, spec=p.spec,
                       abstention=p.reason)
-            for t, (a, p) in enumerate(zip(answers, parsed, strict=True), 1)
+            for t, a, p in zip(score.turn_numbers(), answers, parsed, strict=True)
         ],
     )
 
@@ -279,21 +296,58 @@ def headline(final_matches: Sequence[bool]) -> Headline:
 
 
 def horizon_of(verdicts: Sequence[Verdict]) -> HorizonResult:
-    """The horizon of the notebook's conversations, computed as ``butterfly score`` computes it
-    (a chain's length is its number of turns)."""
-    return HorizonResult.model_validate(horizon([
-        Conversation(v["id"], len(v["turn_match"]), v["final_match"], tuple(v["turn_match"]))
-        for v in verdicts]).to_json())
+    """The horizon of the notebook's conversations, computed by ``butterfly score``'s function
+    (``core.metrics.horizon_over``): a chain's length is its number of turns, and asked at
+    chosen turns, each ask at turn t is a chain of length t."""
+    result = horizon_over([(v["id"], v["asked"][-1] if v["asked"] else len(v["turn_match"]),
+                            v["turn_match"], v["asked"]) for v in verdicts])
+    if result is None:
+        raise ValueError("no scenario was scored")
+    return result
 
 
-def headline_text(model: str, verdicts: Sequence[Verdict]) -> str:
-    """What the notebook prints under its run: the leaderboard number (the task's value and
-    ci), and the horizon in the words ``butterfly score`` prints."""
+def scores_of(verdicts: Sequence[Verdict], scenarios: Mapping[str, Scenario]
+              ) -> list[ScenarioScore]:
+    """Each verdict scored again by ``butterfly score``'s scorer, from its answers' specs."""
+    return [score_scenario(scenarios[v["id"]], [a["spec"] for a in v["answers"]],
+                           asked=v["asked"]) for v in verdicts]
+
+
+def figures(verdicts: Sequence[Verdict], scenarios: Mapping[str, Scenario]) -> Aggregate:
+    """The figures ``butterfly score`` reports for the same answers (``core.metrics.
+    aggregate``): final and turn match, wobble, first divergent turn, abstention, ..."""
+    return aggregate(scores_of(verdicts, scenarios))
+
+
+def figures_line(agg: Aggregate, ask_at: Sequence[int] | None) -> str:
+    """Turn match, wobble and first divergent turn in one line, the last two labelled "over
+    asked turns only" for a run asked at chosen turns (as ``butterfly score`` labels them)."""
+    note = "" if ask_at is None else f" ({ASKED_NOTE})"
+    first = ", ".join(f"{k if k == 'none' else f'turn {k}'}: {n}"
+                      for k, n in agg.first_divergent_turn.items())
+    turn = "n/a" if agg.turn_match is None else f"{agg.turn_match:.1%}"
+    return (f"turn match {turn} of {agg.n_answers} answers; wobble {agg.wobbles} of "
+            f"{agg.n_conversations} conversations{note}; conversations by first divergent "
+            f"turn{note}: {first}")
+
+
+def headline_text(model: str, verdicts: Sequence[Verdict], *,
+                  scenarios: Mapping[str, Scenario] | None = None,
+                  ask_at: Sequence[int] | None = None) -> str:
+    """What the notebook prints under its run: how it asked (a run asked at chosen turns, in
+    the words of ``butterfly score``), the leaderboard number (the task's value and ci), with
+    ``scenarios`` the line of :func:`figures_line`, and the horizon in the words ``butterfly
+    score`` prints."""
     head = headline([v["final_match"] for v in verdicts])
     lo, hi = head["interval"]
-    return (f"{model}: final match {head['final_match']:.1%} ({head['final_matches']}/"
-            f"{head['n_scenarios']}), 95% interval [{lo:.1%}, {hi:.1%}] (± {head['ci']:.1%})\n"
-            + horizon_line(horizon_of(verdicts)))
+    asked = asked_line(ask_at)
+    lines = [] if asked is None else [asked]
+    lines.append(f"{model}: final match {head['final_match']:.1%} ({head['final_matches']}/"
+                 f"{head['n_scenarios']}), 95% interval [{lo:.1%}, {hi:.1%}] "
+                 f"(± {head['ci']:.1%})")
+    if scenarios is not None:
+        lines.append(figures_line(figures(verdicts, scenarios), ask_at))
+    return "\n".join([*lines, horizon_line(horizon_of(verdicts))])
 
 
 def dumps(obj: Any) -> str:

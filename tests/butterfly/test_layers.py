@@ -50,18 +50,19 @@ on first use (``butterfly.run``: a deferred import in ``__getattr__``, never at 
 
 NOTEBOOK_INLINED = {
     "butterfly.kaggle.runner": {"core", "kaggle"},
+    "butterfly.kaggle.restate": {"core", "kaggle"},
     "butterfly.kaggle.code_track": {"core", "code", "kaggle"},
     **{f"butterfly.code.{m}": {"core", "code"}
        for m in ("catalogue", "program", "conversation", "probes", "runner", "extract", "judge")},
     "butterfly.code.sandbox": {"core", "code", "errors"},
 }
 """Modules the notebook inlines (``butterfly.kaggle.notebook.MODULES``), whatever their layer
-allows: the Kaggle-side runner, ``core`` and ``oracle`` only; the code track's Kaggle side, the
-code modules it needs too (the notebook observes and judges programs with the CLI's own code,
-so both give the same figures); those code modules, ``core``, ``code`` and ``oracle`` only (no
-``code.agents`` or ``code.rewrite``, which the notebook does not carry); the sandbox, also
-``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the notebook inlines that
-module too)."""
+allows: the Kaggle-side runner and its restate mode, ``core`` and ``oracle`` only; the code
+track's Kaggle side, the code modules it needs too (the notebook observes and judges programs
+with the CLI's own code, so both give the same figures); those code modules, ``core``, ``code``
+and ``oracle`` only (no ``code.agents`` or ``code.rewrite``, which the notebook does not carry);
+the sandbox, also ``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the
+notebook inlines that module too)."""
 
 MAX_LINES = 400
 MAX_TOP_LEVEL = 8

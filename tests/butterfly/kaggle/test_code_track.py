@@ -178,7 +178,7 @@ def _tree_with_a_code_suite(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "scenarios", root / "scenarios",
                     ignore=shutil.ignore_patterns("retired"))
     (root / "notebooks").mkdir()
-    shutil.copy(ROOT / "notebooks/estimate.json", root / "notebooks/estimate.json")
+    shutil.copy(ROOT / notebook.ESTIMATE, root / notebook.ESTIMATE)
     text = SUITE.read_text(encoding="utf-8")
     (root / "scenarios/butterfly-code.jsonl").write_text(text, encoding="utf-8")
     manifest = {"name": "butterfly-code", "track": "code",
@@ -210,7 +210,7 @@ def test_the_build_carries_butterfly_code_once_it_is_frozen(tmp_path: Path) -> N
                               "BUTTERFLY_SUITE": "butterfly-code",
                               "BUTTERFLY_SCENARIOS": "code-coupling"}, path=path)
     shown = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
-    assert "butterfly-code (code track): 1 conversations, 3 calls" in shown
+    assert "butterfly-code (code track, chat mode): 1 conversations, 3 calls" in shown
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
     assert verdicts["suite"] == "butterfly-code" and verdicts["track"] == "code"
     assert verdicts["scenarios"][0]["change_radius"] == 1  # the collateral agent's programs

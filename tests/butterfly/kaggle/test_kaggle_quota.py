@@ -10,6 +10,7 @@ from types import ModuleType
 
 from conftest import ROOT
 
+from butterfly.core.asking import n_asked
 from butterfly.kaggle.notebook import ESTIMATE, frozen_suites
 from butterfly.suite.load import load_suite
 
@@ -31,6 +32,30 @@ def test_the_estimate_has_every_scenario_of_every_suite_the_notebook_carries() -
             i: r["calls"] for i, r in rows.items()}, f"{suite.name}: run tools/kaggle_quota.py"
         for r in rows.values():
             assert set(r["prompt"]) == set(estimate["models"]) == set(r["completion"])
+        if suite.track == "spec":  # restate mode: every turn asked, and at the default points
+            assert {i: r["calls"] for i, r in estimate["restate"][suite.name].items()} == {
+                s.id: len(s.turns) for s in scenarios}
+        if suite.ask_at:
+            asked = estimate["asked"][suite.name]
+            assert asked["ask_at"] == suite.ask_at
+            assert {i: r["calls"] for i, r in asked["scenarios"].items()} == {
+                s.id: n_asked(len(s.turns), suite.ask_at) for s in scenarios}
+
+
+def test_the_docs_asked_table_is_the_estimates() -> None:
+    """The table of restate mode asked at the default points holds the notebook's estimate."""
+    tool = _tool()
+    estimate = json.loads((ROOT / ESTIMATE).read_text(encoding="utf-8"))
+    doc = (ROOT / "docs/kaggle.md").read_text(encoding="utf-8")
+    asked = doc.split(f"**{tool.HEADINGS['asked']}**")[1].split(tool.END)[0]
+    assert list(estimate["asked"]) == ["butterfly-long"]
+    per = estimate["asked"]["butterfly-long"]["scenarios"]
+    for model in tool.MODELS:
+        mine = {i: (r["calls"], r["prompt"][model], r["completion"][model])
+                for i, r in per.items()}
+        for name, ids in tool.variants("butterfly-long"):
+            line = "| " + " | ".join(tool.rows(model, name, ids, mine)) + " |"
+            assert line in asked, f"{line}: run tools/kaggle_quota.py --write"
 
 
 def test_the_docs_chat_table_is_the_estimates() -> None:

@@ -5,16 +5,25 @@ No server and no kaggle-benchmarks: the scripted agents' answers are handed to `
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
+from fakeserver import FakeServer
 
 import butterfly
+from butterfly import RunOptions, api
 from butterfly.core.agents import agent_specs
+from butterfly.core.asking import ASKED_NOTE, asked_line
+from butterfly.core.prompts import restate_message
+from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
 from butterfly.present.display import horizon_line
-from butterfly.suite.load import load_suite
+from butterfly.runs.options import parse_ask_at
+from butterfly.suite.load import load_manifest, load_suite
+from oracle import replay
 
 SCENARIOS = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")
 
@@ -40,3 +49,96 @@ def test_the_headline_says_what_score_says(agent: str, words: str, tmp_path: Pat
     assert first.startswith(f"script/{agent}: final match {head['final_match']:.1%} "
                             f"({head['final_matches']}/40), 95% interval [")
     assert second == horizon_line(cli) and second.startswith(f"horizon: {words}; ")
+
+
+# -- restate mode asked at chosen turns, beside `butterfly run --mode restate --ask-at` ---------
+
+LONG = load_suite(ROOT / "scenarios" / "butterfly-long.jsonl")
+CHAINS = [next(s for s in LONG if len(s.turns) == n) for n in (5, 10, 20)]
+WRONG = {(CHAINS[1].id, 10), (CHAINS[2].id, 10), (CHAINS[2].id, 12)}
+"""Asks answered with the initial spec: the 10-turn chain fails at its end, and the 20-turn one
+wobbles when asked at 10 or 12 (it matches at 20)."""
+
+
+def _asker(body: dict[str, Any]) -> str:
+    """The oracle's spec for the ask a request holds, except at :data:`WRONG`."""
+    user = body["messages"][-1]["content"]
+    sid, t = next((s.id, t) for s in CHAINS for t in range(1, len(s.turns) + 1)
+                  if restate_message(s, t, "E", "json") == user)
+    specs = replay(next(s for s in CHAINS if s.id == sid))
+    return json.dumps(specs[0] if (sid, t) in WRONG else specs[t])
+
+
+def _post(api_base: str, messages: list[dict[str, str]]) -> bb.Answer:
+    """One stateless call, as the notebook's fresh chat sends it."""
+    body = {"model": "fake", "messages": messages, "temperature": 0, "seed": 0,
+            "max_tokens": 300}
+    req = urllib.request.Request(f"{api_base}/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        got = json.load(r)
+    return bb.Answer(got["choices"][0]["message"]["content"], got["usage"]["completion_tokens"])
+
+
+@pytest.mark.parametrize("ask", ["5,10,20,40,80", "last", "7,12", "all"])
+def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) -> None:
+    ask_at = rs.ask_at_of(ask, "restate", None)
+    assert ask_at == parse_ask_at(ask)
+    with FakeServer(_asker) as srv:
+        answers = [rs.play_asked(s, ask_at, lambda m: _post(srv.api_base, m)) for s in CHAINS]
+        mine = [b["messages"] for b in srv.requests]
+    suite = tmp_path / "chains.jsonl"
+    suite.write_text("".join(s.to_json() + "\n" for s in CHAINS), encoding="utf-8")
+    with FakeServer(_asker) as srv:
+        run = butterfly.run(model="openai/fake", api_base=srv.api_base, suite=str(suite),
+                            mode="restate", ask_at=ask, protocol="json", max_tokens=300,
+                            out=tmp_path / "cli", cache=None)
+        theirs = [b["messages"] for b in srv.requests]
+    asked = [(s, t) for s in CHAINS for t in bb.asked_of(s, ask_at)]
+    assert len(mine) == len(asked) and sorted(map(json.dumps, mine)) == sorted(
+        map(json.dumps, theirs))  # the same asks, one call each, none for an unasked turn
+    assert mine == [rs.ask_messages(s, t) for s, t in asked]
+    verdicts = [bb.verdict(s, a, 300, ask_at) for s, a in zip(CHAINS, answers, strict=True)]
+    score = butterfly.score_run(run)
+    agg = bb.figures(verdicts, {s.id: s for s in CHAINS})
+    for field in ("final_match", "final_matches", "turn_match", "n_answers", "wobbles",
+                  "first_divergent_turn", "abstention"):
+        assert getattr(agg, field) == getattr(score, field), field
+    assert bb.horizon_of(verdicts) == score.horizon
+    cli = {c.id: (c.final_match, c.first_divergent_turn, c.wobble, c.abstentions)
+           for c in score.scenarios}
+    assert cli == {v["id"]: (v["final_match"], v["first_divergent_turn"], v["wobble"],
+                             v["abstentions"]) for v in verdicts}
+    text = bb.headline_text("fake", verdicts, scenarios={s.id: s for s in CHAINS},
+                            ask_at=ask_at)
+    assert text.splitlines()[-1] == horizon_line(score.horizon)
+    if ask_at is not None:
+        assert text.splitlines()[0] == asked_line(ask_at) and text.count(ASKED_NOTE) == 3
+        assert [v["asked"] for v in verdicts] == [list(t) for t in
+                                                  (bb.asked_of(s, ask_at) for s in CHAINS)]
+
+
+def test_restate_settings_read_as_the_cli_reads_them() -> None:
+    default = load_manifest(ROOT / "scenarios" / "butterfly-long.jsonl")
+    assert default is not None and default.ask_at == [5, 10, 20, 40, 80]
+    cli = api.run_params(RunOptions(model="script/oracle", suite="butterfly-long",
+                                    mode="restate"))
+    assert rs.ask_at_of("", "restate", default.ask_at) == cli.ask_at == (5, 10, 20, 40, 80)
+    assert rs.ask_at_of("", "restate", None) is None and rs.ask_at_of("", "chat", [5]) is None
+    assert rs.mode_of("") == "chat" and rs.mode_of(" restate ") == "restate"
+    for bad, match in [(("x", "restate"), "takes turns"), (("0", "restate"), "takes turns"),
+                       (("5", "chat"), "for BUTTERFLY_MODE=restate")]:
+        with pytest.raises(ValueError, match=match):
+            rs.ask_at_of(*bad, None)
+    with pytest.raises(ValueError, match="plays chat or restate"):
+        rs.mode_of("asked")
+
+
+def test_the_estimate_cell_picks_the_asked_run() -> None:
+    estimate = json.loads((ROOT / "notebooks" / "estimate.json").read_text(encoding="utf-8"))
+    ids = [s.id for s in LONG]
+    for mode, ask_at, calls in [("chat", None, 1860), ("restate", None, 1860),
+                                ("restate", (5, 10, 20, 40, 80), 12 * (1 + 2 + 3 + 4 + 5))]:
+        what, rows = rs.estimate_rows(estimate, "butterfly-long", mode, ask_at)
+        assert sum(rows[i]["calls"] for i in ids) == calls, what
+    assert rs.estimate_rows(estimate, "butterfly-long", "restate", (7,))[1] == {}

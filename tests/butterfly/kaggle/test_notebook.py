@@ -22,6 +22,8 @@ import pytest
 from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
+from butterfly.core.asking import ASKED_NOTE
+from butterfly.core.prompts import restate_message
 from butterfly.kaggle import notebook
 from butterfly.kaggle import runner as bb
 from butterfly.suite.load import load_suite
@@ -483,3 +485,69 @@ def test_notebook_sends_the_cli_model_arguments(tmp_path: Path, cwd: Path) -> No
         assert mine["messages"] == cli["messages"]
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
     assert verdicts["api_params"] == {"max_tokens": 300, **args} and verdicts["seed"] is None
+
+
+LONG_IDS = ("long-005-01", "long-010-01", "long-020-01")
+"""Chains of 5, 10 and 20 turns of butterfly-long, asked by default at 5, 10, 20 (6 calls)."""
+
+
+def _ask_key(body: dict[str, Any]) -> tuple[str, int]:
+    """(scenario id, turn) of a restate-mode ask, from its one user message."""
+    long = {s.id: s for s in load_suite(ROOT / notebook.LONG) if s.id in LONG_IDS}
+    user = body["messages"][-1]["content"]
+    return next((s.id, t) for s in long.values() for t in range(1, len(s.turns) + 1)
+                if restate_message(s, t, "E", "json") == user)
+
+
+def _asked_answer(body: dict[str, Any]) -> str:
+    """The oracle's spec, except the initial spec at turn 10 (the 20-turn chain wobbles)."""
+    sid, t = _ask_key(body)
+    specs = replay(next(s for s in load_suite(ROOT / notebook.LONG) if s.id == sid))
+    return json.dumps(specs[0] if t == 10 else specs[t])
+
+
+@pytest.mark.timeout(600)
+def test_notebook_asks_at_the_suites_turns_as_the_cli_does(tmp_path: Path, cwd: Path) -> None:
+    """BUTTERFLY_MODE=restate on butterfly-long asks at its manifest's points: each ask one
+    stateless call with the CLI's body, and the verdicts are ``butterfly score``'s."""
+    _need_kbench()
+    env = {**_notebook_env("", "fake", LONG_IDS, 300), "BUTTERFLY_SUITE": "butterfly-long",
+           "BUTTERFLY_MODE": "restate"}
+    with FakeServer(_asked_answer) as srv:
+        env["BUTTERFLY_OPENAI_BASE_URL"] = srv.api_base
+        nb, _ = execute(cwd, env)
+        mine = {_ask_key(b): b for b in srv.requests}
+        assert len(srv.requests) == 6
+    suite = tmp_path / "chains.jsonl"
+    long = {s.id: s for s in load_suite(ROOT / notebook.LONG)}
+    suite.write_text("".join(long[i].to_json() + "\n" for i in LONG_IDS), encoding="utf-8")
+    with FakeServer(_asked_answer) as srv:
+        out = tmp_path / "cli"
+        r = run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
+                    str(suite), "--protocol", "json", "--max-tokens", "300", "--no-cache",
+                    "--mode", "restate", "--ask-at", "5,10,20,40,80", "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        theirs = {_ask_key(b): b for b in srv.requests}
+    assert sorted(mine) == sorted(theirs) == [
+        ("long-005-01", 5), ("long-010-01", 5), ("long-010-01", 10), ("long-020-01", 5),
+        ("long-020-01", 10), ("long-020-01", 20)]
+    for key, cli in theirs.items():
+        assert set(mine[key]) == set(cli) == set(ANSWER_KEYS), key
+        for field in ANSWER_KEYS:
+            assert mine[key][field] == cli[field], (key, field)
+    s = run_cli("score", str(out), "--json")
+    assert s.returncode == 0, s.stderr
+    score = json.loads(s.stdout)
+    verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
+    assert verdicts["mode"] == "restate" and verdicts["ask_at"] == [5, 10, 20, 40, 80]
+    assert {c["id"]: (c["final_match"], c["first_divergent_turn"], c["wobble"])
+            for c in score["scenarios"]} == {
+        v["id"]: (v["final_match"], v["first_divergent_turn"], v["wobble"])
+        for v in verdicts["scenarios"]} == {
+        "long-005-01": (True, None, False), "long-010-01": (False, 10, False),
+        "long-020-01": (True, 10, True)}
+    shown = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "butterfly-long (spec track, restate mode): 3 conversations, 6 calls" in shown
+    assert "estimate (restate mode asked at turns 5, 10, 20, 40, 80 and the last): 6 calls" \
+        in shown
+    assert f"wobble 1 of 3 conversations ({ASKED_NOTE})" in shown
