@@ -19,14 +19,15 @@ LLAMA_TESTS := tests/butterfly/models/test_embedded.py tests/butterfly/runs/test
   tests/butterfly/kaggle/test_notebook.py
 # The order check samples the tests where state can outlive a test in its process (litellm's
 # globals, the provider seam, the client, servers): the models layer, the runs tests that play
-# through the seam in-process, the API and the isolation tests. The runs tests of run
-# directories on disk (digest, integrity, repair, shards, preflight, prompt versions), the
-# runner's tests (most start `butterfly` in a new interpreter), the owned-argument checks (pure
-# functions) and the rest are left out so that make test stays under 10 minutes
-# (docs/install.md).
-ORDER_TESTS := tests/butterfly/models tests/butterfly/runs/test_failures.py \
-  tests/butterfly/runs/test_misbehaving_runs.py tests/butterfly/runs/test_model_args_cost.py \
-  tests/butterfly/test_api.py tests/test_isolation.py tests/test_fakeserver.py
+# through the seam in-process, the API and the isolation tests. They run once, shuffled (the
+# first pytest below leaves them out), not once in file order and once shuffled. The runs tests
+# of run directories on disk, the runner's tests (most start `butterfly` in a new interpreter),
+# the owned-argument checks (pure functions) and the rest run in file order only, so that make
+# test stays under 10 minutes (docs/install.md).
+ORDER_TESTS := $(filter-out $(LLAMA_TESTS),$(sort $(wildcard tests/butterfly/models/test_*.py))) \
+  tests/butterfly/runs/test_failures.py tests/butterfly/runs/test_misbehaving_runs.py \
+  tests/butterfly/runs/test_model_args_cost.py tests/butterfly/test_api.py \
+  tests/test_isolation.py tests/test_fakeserver.py
 
 .PHONY: venv demo test browser sandbox lock
 
@@ -71,13 +72,13 @@ test: venv browser sandbox
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	# Two workers (the brief's machine has two cores); tests that start a llama.cpp server share
-	# one xdist group, so no two servers ever run at once.
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
-	# The order check (docs/install.md): the tests again but those that start a llama.cpp server,
-	# shuffled by pytest-randomly from ORDER_SEED, as two fixed sequences of whole modules, one
-	# per worker: a test that depends on what ran before it in its process fails, every time.
+	# one xdist group, so no two servers ever run at once. Every test but the order check's.
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(addprefix --ignore=,$(ORDER_TESTS))
+	# The order check (docs/install.md): its sample, shuffled by pytest-randomly from
+	# ORDER_SEED, as two fixed sequences of whole modules, one per worker: a test that depends
+	# on what ran before it in its process fails, every time.
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -p randomly --randomly-seed=$(ORDER_SEED) \
-	  -p no:cacheprovider --order-check $(addprefix --ignore=,$(LLAMA_TESTS)) $(ORDER_TESTS)
+	  -p no:cacheprovider --order-check $(ORDER_TESTS)
 
 # requirements/lock.txt from pyproject.toml (dependencies and every extra) and
 # requirements/lock.in, for CPython 3.11 on Linux x86_64, every file's sha256.

@@ -26,10 +26,11 @@ import pytest
 from fakeserver import FakeServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sweep import examples
 
 from butterfly.cli import main
 
-SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=examples(50), deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 CODES = {0, 1, 2, 3, 4, 5, 6, 130}

@@ -14,6 +14,7 @@ import pytest
 import strategies as gen
 from hypothesis import HealthCheck, given, settings
 from strategies import HISTORY_EARLIEST, drop_turn, make, set_turn, simple_turn, undo_ref_turn
+from sweep import examples
 
 import oracle
 from oracle.catalogue import APPLICABILITY, canonical_initial, inapplicable
@@ -106,7 +107,7 @@ def test_the_reason_is_one_line_naming_the_setting_and_the_format() -> None:
     assert "input_format becomes json" in v.reason
 
 
-@settings(CI, max_examples=300)
+@settings(CI, max_examples=examples(300))
 @given(gen.valid_scenarios())
 def test_no_valid_turn_makes_a_declared_setting_inapplicable(scenario: oracle.Scenario) -> None:
     specs = oracle.replay(scenario)

@@ -70,8 +70,13 @@ def test_generators_reach_every_guard_and_both_agree(kind: str) -> None:
         r = naive.naive(s)
         return isinstance(r, tuple) and r[1] == kind
 
+    # a second reading is searched for in the strategy that rewords turns to reach one: in the
+    # union it is rare enough that the search once found it after 2,000 examples and once (in a
+    # make test worker, whose example stream differed) not in 3,000
+    strategy = (gen.read_scenarios() if kind.startswith("reading_") else
+                st.one_of(gen.scenarios(), gen.near_valid_scenarios(), gen.read_scenarios()))
     found = find(
-        st.one_of(gen.scenarios(), gen.near_valid_scenarios(), gen.read_scenarios()),
+        strategy,
         fires,
         settings=settings(CI, max_examples=3000, phases=[Phase.generate]),
     )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from sweep import examples
 
 from butterfly.core.parse import (
     ABSTENTION_REASONS,
@@ -34,7 +35,7 @@ PROPS = settings(
     derandomize=True,  # the same examples on every run: a failure is never a matter of luck
     database=None,
     deadline=None,
-    max_examples=int(os.environ.get("PARSE_EXAMPLES", "300")),  # raise it for a long soak
+    max_examples=int(os.environ.get("PARSE_EXAMPLES", examples(300))),  # raise it for a long soak
     suppress_health_check=[HealthCheck.too_slow],
 )
 

@@ -13,6 +13,7 @@ from conftest import run_inproc as run_cli  # in this process: no interpreter st
 from fakeserver import FakeServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweep import examples
 
 from butterfly.core.agents import noisy_rate, noisy_spec
 from butterfly.core.vote import vote
@@ -63,7 +64,7 @@ def test_abstaining_samples_vote_to_abstain() -> None:
 spec_st = st.fixed_dictionaries({k: st.sampled_from(DOMAIN[k][:3]) for k in KEYS})
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(300), deadline=None, derandomize=True, database=None)
 @given(st.lists(st.one_of(st.none(), spec_st), min_size=1, max_size=7), st.randoms())
 def test_vote_laws(specs: list[dict[str, str] | None], rnd: Any) -> None:
     v = vote(specs)

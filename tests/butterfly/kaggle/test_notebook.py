@@ -378,6 +378,15 @@ def other_llama_servers() -> list[int]:
 
 
 
+REAL_NOTEBOOK = os.environ.get("BUTTERFLY_REAL_NOTEBOOK") == "1"
+"""The notebook on the embedded model is checked by ``bench/notebook_real.py``, which sets
+``BUTTERFLY_REAL_NOTEBOOK=1``: about 90 s beside make test's other worker (llama.cpp slows to a
+few tokens a second there), which kept make test over its 10 minutes. ``make test`` checks the
+pipeline for real once, through the CLI (tests/butterfly/runs/test_real_model.py), and the
+notebook against a fake server (the tests above: what it sends is what the CLI sends)."""
+
+
+@pytest.mark.skipif(not REAL_NOTEBOOK, reason="bench/notebook_real.py runs it (docs/install.md)")
 @pytest.mark.timeout(1200)
 @pytest.mark.xdist_group("llama")  # one llama.cpp server at a time (tests/.../test_embedded.py)
 def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) -> None:
