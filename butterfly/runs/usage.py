@@ -19,6 +19,9 @@ from butterfly.runs.records import Tokens
 UNPRICED_NOTE = ("litellm's offline price map has no price for this model (a local or "
                  "self-hosted model, or a name it does not know): cost not counted (give "
                  "one with --price)")
+LOCAL_NOTE = "nothing to pay: the model runs on this machine (a scripted agent or a local/ model)"
+"""The note of a run of a model that is never priced (``script/``, ``local/``): its cost is
+unknown for no want of a price, so the note does not ask for one (as the dry run says)."""
 
 
 class Priced(Protocol):
@@ -75,22 +78,25 @@ class UsageTally:
         if not rec.cached:
             self.spent += rec.cost_usd
 
-    def usage(self, price: UserPrice | None = None) -> Usage:
-        """The totals; ``price``: the user's price the run's calls were priced by."""
+    def usage(self, price: UserPrice | None = None, local: bool = False) -> Usage:
+        """The totals; ``price``: the user's price the run's calls were priced by; ``local``:
+        the model runs on this machine (nothing to pay, :data:`LOCAL_NOTE`)."""
         return Usage(
             calls=self.calls, prompt_tokens=self.prompt, completion_tokens=self.completion,
             cached_tokens=self.cached, reasoning_tokens=self.reasoning,
             cost_usd=None if self.unpriced else round(self.cost, 8),
             spent_usd=None if self.unpriced_sent else round(self.spent, 8),
-            priced_calls=self.priced, note=UNPRICED_NOTE if self.unpriced else "",
+            priced_calls=self.priced,
+            note=(LOCAL_NOTE if local else UNPRICED_NOTE) if self.unpriced else "",
             saved_usd=round(self.saved, 8) if self.saved_calls else None, price=price,
         )
 
 
-def total_usage(records: Iterable[Priced], price: UserPrice | None = None) -> Usage:
+def total_usage(records: Iterable[Priced], price: UserPrice | None = None,
+                local: bool = False) -> Usage:
     """The usage of ``records`` (see :class:`UsageTally`), priced by ``price`` when the user
-    gave one."""
+    gave one; ``local``: the model runs on this machine (never priced)."""
     tally = UsageTally()
     for rec in records:
         tally.add(rec)
-    return tally.usage(price)
+    return tally.usage(price, local)

@@ -11,11 +11,13 @@ import pytest
 from conftest import ROOT, run_cli, run_inproc
 from fakeserver import FakeServer
 
+import butterfly
 from butterfly.core.prompts import messages
 from butterfly.errors import UserError
 from butterfly.models.cache import cache_key
 from butterfly.models.provider import Request
 from butterfly.runs.options import parse_model_args
+from butterfly.runs.usage import LOCAL_NOTE, UNPRICED_NOTE
 from butterfly.suite.load import load_suite
 from oracle import replay
 
@@ -152,6 +154,11 @@ def test_an_unpriced_model_costs_null_with_a_note(tmp_path: Path) -> None:
         assert _run(out, srv, model="openai/fake").returncode == 0
     score = _score(out)
     assert score["usage"]["cost_usd"] is None and "price" in score["usage"]["note"]
+    assert score["usage"]["note"] == UNPRICED_NOTE  # it asks for a price (--price)
+    local = tmp_path / "local"
+    butterfly.run(model="script/oracle", out=local, limit=1, cache=None)
+    usage = butterfly.score_run(local).usage
+    assert usage.cost_usd is None and usage.note == LOCAL_NOTE  # nothing to pay, no price asked
     n_unsure = len(SCENARIOS[0].turns)
     assert score["abstention_by_reason"] == {"unsure": n_unsure}
     assert score["effective_final_match"] == pytest.approx(
