@@ -27,27 +27,25 @@ from typing import IO, Final
 
 from pydantic import ValidationError
 
-from butterfly import __version__
-from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.errors import UserError
 from butterfly.runs.calls import Tally
-from butterfly.runs.digest import START, UNSEALED, Chain
+from butterfly.runs.digest import START, Chain
 from butterfly.runs.integrity import ParseCheck, key_of
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.reader import load_run
-from butterfly.runs.records import CallRecord, Repair, RunManifest, RunParams, SuiteRef
+from butterfly.runs.records import CallRecord, Repair, RunManifest, RunParams
 from butterfly.runs.scope import asked, conversation_keys, select
 from butterfly.runs.store import (
     CALLS,
     MANIFEST,
     SUITE_COPY,
-    git_commit,
     manifest_and_json,
+    new_manifest,
     now,
     write_manifest,
 )
-from butterfly.runs.tracks import params_prompt_sha256, turn_messages
+from butterfly.runs.tracks import turn_messages
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
@@ -104,15 +102,11 @@ def _rebuilt(out: Path, who: Identity) -> RunManifest:
     if (out / SUITE_COPY).exists() and _suite_sha(out / SUITE_COPY) != sha:
         raise UserError(f"repair: {out / SUITE_COPY} is not the suite {who.suite_path} (sha256 "
                         f"{sha[:12]}): give the --suite the run was made with")
-    p = who.params
-    chosen = select(load_suite(who.suite_path, played=True), p)
-    stamp = now()
-    return RunManifest(
-        butterfly_version=__version__, git_commit=git_commit(), model=who.model,
-        suite=SuiteRef(path=str(who.suite_path), sha256=sha, n_scenarios=len(chosen)),
-        params=p, prompt_sha256=params_prompt_sha256(p),
-        prompt_version=PROMPT_VERSION,  # its first prompts were checked to be this version's
-        started_at=stamp, updated_at=stamp, status="interrupted", seal=UNSEALED)
+    chosen = select(load_suite(who.suite_path, played=True), who.params)
+    # as a new run's (its first prompts were checked to be this version's; a code run's
+    # sandbox is this machine's), interrupted
+    fresh = new_manifest(who.model, who.suite_path, sha, chosen, who.params)
+    return fresh.model_copy(update={"status": "interrupted"})
 
 
 def _manifest(out: Path, who: Identity | None) -> tuple[RunManifest, bool]:

@@ -246,3 +246,16 @@ def test_an_observation_of_another_extractor_is_made_again(oracle_run: Path) -> 
     fresh = [json.loads(x) for x in path.read_text().splitlines()][len(records):]
     assert len(fresh) == len(records) and {r["extractor"] for r in fresh} == {
         records[0]["extractor"]}
+
+
+def test_a_code_run_whose_manifest_is_lost_is_rebuilt_as_a_code_run(oracle_run: Path) -> None:
+    """``repair`` with the run's flags rebuilds a code run's manifest as a new code run's: the
+    code track's prompt version and this machine's sandbox, and it scores as before."""
+    before = api.score(oracle_run).final_match
+    (oracle_run / "manifest.json").unlink()
+    flags = api.RunOptions(model="script/oracle", suite=str(SUITE), track="code", cache=None)
+    api.repair(oracle_run, flags)
+    manifest = json.loads((oracle_run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["prompt_version"] == conversation.CODE_PROMPT_VERSION
+    assert manifest["sandbox"] is not None and manifest["params"]["track"] == "code"
+    assert api.score(oracle_run).final_match == before == 1.0
