@@ -33,6 +33,7 @@ from butterfly.present.board import board_columns
 from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
 from butterfly.present.headline import Headline, head_row, headline
+from butterfly.present.heatmap import grid
 from butterfly.present.horizon_chart import horizon_figure
 from butterfly.present.packing import pack
 from butterfly.runs.reader import check_same_scenarios, load_run
@@ -384,6 +385,7 @@ def render_html(model: ReportModel) -> str:
         svgs=charts(model),
         data=pack(page_data),
         board=board_columns(),
+        heat=grid([r["by_category"] for r in model["runs"]], model["categories"]),
         ops=[op for op in OPS if any(op in r["by_op"] for r in model["runs"])],
         undo_ops=list(UNDO_OPS),
     )

@@ -134,3 +134,28 @@ def _viewport(d: object, w: int, h: int) -> None:
     iw, ih = d.execute_script(  # type: ignore[attr-defined]
         "return [window.innerWidth, window.innerHeight]")
     d.set_window_size(2 * w - iw, 2 * h - ih)  # type: ignore[attr-defined]
+
+
+def test_heatmap_cells_are_the_scores(runs: dict[str, Path]) -> None:
+    order = [runs["oracle"], runs["last"]]
+    html = render_html(build(order))
+    cells = re.findall(r'<td class="heat" data-category="([^"]+)" data-run="(\d+)" '
+                       r'data-fm="([^"]*)" data-k="(\d+)" data-n="(\d+)" '
+                       r'style="background: (#[0-9a-f]{6})', html)
+    scores = [butterfly.score_run(butterfly.load_run(p)).to_json()["by_category"] for p in order]
+    assert len(cells) == sum(len(s) for s in scores) and len(cells) > 2 * 5
+    colours = {}
+    for cat, run, fm, k, n, bg in cells:
+        want = scores[int(run)][cat]
+        assert float(fm) == pytest.approx(want["final_match"])
+        assert (int(k), int(n)) == (want["final_matches"], want["n_conversations"])
+        colours[float(fm)] = bg
+    assert colours[0.0] != colours[1.0]  # the scale runs from 0% to 100%
+    assert html.index('id="heatmap"') < html.index("<details><summary>Final match by category")
+
+
+def test_every_chart_has_a_caption(runs: dict[str, Path]) -> None:
+    html = render_html(build([runs["oracle"], runs["last"]]))
+    figures = re.findall(r'<figure class="chart"[^>]*>.*?</figure>', html, re.S)
+    assert len(figures) >= 3 and all("<figcaption" in f for f in figures)
+    assert '<p class="note caption">' in html.split('id="headline"')[1].split("</section>")[0]
