@@ -32,6 +32,8 @@ from butterfly.files import write_text_atomic
 from butterfly.present.board import board_columns
 from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
+from butterfly.present.headline import Headline, head_row, headline
+from butterfly.present.heatmap import grid
 from butterfly.present.horizon_chart import horizon_figure
 from butterfly.present.packing import pack
 from butterfly.runs.reader import check_same_scenarios, load_run
@@ -95,6 +97,7 @@ class ReportModel(TypedDict):
     categories: list[str]
     flips: FlipGrid | None
     compare: list[Comparison]
+    headline: Headline
     scenarios: dict[str, ScenarioData]
     conversations: list[ConversationData]
     modes: list[ModePair]
@@ -251,6 +254,8 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
     comparisons = compare_view(loaded, [e["suite_sha256"] for e in entries], labels,
                                compare_method, q)
     return ReportModel(
+        headline=headline(loaded, [head_row(e) for e in entries],
+                          {k: b["final_match"] for k, b in baselines.items()}),
         modes=mode_pairs(entries),
         schema_version=REPORT_SCHEMA_VERSION,
         butterfly_version=__version__,
@@ -380,6 +385,7 @@ def render_html(model: ReportModel) -> str:
         svgs=charts(model),
         data=pack(page_data),
         board=board_columns(),
+        heat=grid([r["by_category"] for r in model["runs"]], model["categories"]),
         ops=[op for op in OPS if any(op in r["by_op"] for r in model["runs"])],
         undo_ops=list(UNDO_OPS),
     )

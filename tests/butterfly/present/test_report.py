@@ -86,7 +86,9 @@ def test_html_is_self_contained_and_escaped(report: Path) -> None:
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
     assert "@import" not in html and "url(http" not in html
     assert "default-src 'none'" in html
-    assert html.count("<svg") == 4  # category, first divergent turn, change radius, horizon
+    # the headline (its axis and one row per run), then category, first divergent turn,
+    # change radius and horizon
+    assert html.count("<svg") == 1 + 3 + 4
     data = _page_data(html)
     evil = [c for c in data["conversations"] if c["r"] == 2]
     assert evil and all(t[1] == EVIL for c in evil for t in c["t"])

@@ -1,0 +1,228 @@
+"""The report's headline, first on the page: final match per run with its 95% interval as a
+dot-and-whisker chart (inline SVG written here, no chart library), the no-op and last-edit
+baselines as labelled reference lines, each run's effective final match and cost beside it, and
+two or three sentences generated from the data (docs/report.md, "Headline").
+
+The sentences claim a difference only where the statistics support it: for two runs of one
+suite, the paired difference in final match of ``butterfly compare`` (its 95% interval, clustered
+by scenario) must exclude zero; for runs of different suites (no pairing), their 95% intervals
+must not overlap. Otherwise the runs are "within each other's intervals"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final, TypedDict, cast
+
+from butterfly.runs.reader import Run
+
+if TYPE_CHECKING:  # compare imports scipy: loaded only when two runs share a suite
+    from butterfly.analysis.compare import RunAnswers
+
+WIDTH: Final = 420
+"""The chart's width in pixels (each row's SVG and the axis share it)."""
+PAD: Final = 22
+ROW_H: Final = 22
+BASE_NAMES: Final = {"noop": "no-op", "last-edit": "last-edit"}
+
+
+class HeadRow(TypedDict):
+    """A run as the headline shows it (shares in [0, 1]; None where the run has no figure)."""
+
+    label: str
+    final_match: float | None
+    lo: float | None
+    hi: float | None
+    effective: float | None
+    cost_usd: float | None
+    n: int
+
+
+class RowIn(TypedDict):
+    """What the headline reads of a report's run entry."""
+
+    label: str
+    final_match: float | None
+    final_match_ci: list[float] | None
+    effective_final_match: float | None
+    usage: Mapping[str, object] | None
+    n_conversations: int
+    suite_sha256: str
+    same_scenarios_as_baselines: bool
+
+
+class Headline(TypedDict):
+    rows: list[HeadRow]
+    baselines: dict[str, float]
+    sentences: list[str]
+    axis_svg: str
+    row_svgs: list[str]
+
+
+def x_of(share: float) -> float:
+    """A share's x position in the chart, in pixels."""
+    return round(PAD + share * (WIDTH - 2 * PAD), 2)
+
+
+def separated(runs: Sequence[Run], rows: Sequence[HeadRow],
+              suites: Sequence[str]) -> set[tuple[int, int]]:
+    """The pairs (i, j) where run i's final match is above run j's with the statistics' support:
+    the paired difference's 95% interval (runs of one suite) lies above zero, or (other suites)
+    run i's 95% interval lies wholly above run j's."""
+    answers: dict[int, RunAnswers] = {}
+    out: set[tuple[int, int]] = set()
+    for i in range(len(rows)):
+        for j in range(i + 1, len(rows)):
+            ci = _paired_ci(runs, rows, suites, answers, i, j)
+            if ci is None:
+                continue
+            if ci[1] < 0:  # B - A below zero: A above B
+                out.add((i, j))
+            elif ci[0] > 0:
+                out.add((j, i))
+    return out
+
+
+def _paired_ci(runs: Sequence[Run], rows: Sequence[HeadRow], suites: Sequence[str],
+               answers: dict[int, RunAnswers], i: int, j: int) -> tuple[float, float] | None:
+    """The 95% interval of j's final match minus i's: paired when they share a suite, else
+    a conservative one from their own intervals (empty-overlap test); None if unknown."""
+    a, b = rows[i], rows[j]
+    if suites[i] != suites[j]:
+        if a["lo"] is None or a["hi"] is None or b["lo"] is None or b["hi"] is None:
+            return None
+        return (b["lo"] - a["hi"], b["hi"] - a["lo"])
+    from butterfly.analysis.compare import load_answers, paired_difference, paired_matrix
+    from butterfly.errors import UserError
+
+    try:
+        for k in (i, j):
+            if k not in answers:
+                answers[k] = load_answers(runs[k])
+        _, aa, bb = paired_matrix(answers[i], answers[j])
+    except UserError:
+        return None
+    ci = paired_difference(aa.tolist(), bb.tolist()).ci
+    return None if ci is None else (ci[0], ci[1])
+
+
+def _names(labels: Sequence[str]) -> str:
+    if len(labels) <= 2:
+        return " and ".join(labels)
+    return ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def sentences(rows: Sequence[HeadRow], above: set[tuple[int, int]],
+              baselines: dict[str, float], on_baseline_scenarios: Sequence[bool]) -> list[str]:
+    """Two or three sentences a careful reader would say: who leads (only over the runs it is
+    separated from), who is within the leader's interval, who sits at the no-op baseline."""
+    scored = sorted((i for i, r in enumerate(rows) if r["final_match"] is not None),
+                    key=lambda i: -(rows[i]["final_match"] or 0.0))
+    out: list[str] = []
+    if not scored:
+        return ["No run has a complete conversation: there is no final match to show."]
+    top = scored[0]
+    lead = rows[top]["label"]
+    beaten = [rows[j]["label"] for j in scored[1:] if (top, j) in above]
+    tied = [rows[j]["label"] for j in scored[1:] if (top, j) not in above]
+    if len(scored) == 1:
+        r = rows[top]
+        out.append(f"{lead} has a final match of {_pct(r['final_match'])} "
+                   f"(95% interval {_pct(r['lo'])} to {_pct(r['hi'])}).")
+    elif beaten:
+        out.append(f"{lead} leads {_names(beaten)} in final match "
+                   "(the 95% interval of each difference excludes zero).")
+    if tied:
+        out.append(f"{_names([lead, *tied])} are within each other's intervals: "
+                   "the data do not separate them.")
+    noop = baselines.get("noop")
+    if noop is not None:
+        at = [rows[i]["label"] for i in scored if on_baseline_scenarios[i]
+              and (rows[i]["lo"] or 0.0) <= noop <= (rows[i]["hi"] or 0.0)]
+        if at:
+            verb = "is" if len(at) == 1 else "are"
+            whose = "its" if len(at) == 1 else "each one's"
+            out.append(f"{_names(at)} {verb} at the no-op baseline: {whose} 95% interval "
+                       f"includes the no-op's {_pct(noop)} (answering the initial spec every "
+                       "turn).")
+    return out
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _base_lines(baselines: dict[str, float], height: int) -> list[str]:
+    return [f'<line class="baseline" data-baseline="{name}" data-value="{v:.6f}" '
+            f'x1="{x_of(v)}" x2="{x_of(v)}" y1="0" y2="{height}" stroke="#888" '
+            f'stroke-dasharray="3 3"/>' for name, v in baselines.items()]
+
+
+def row_svg(r: HeadRow, baselines: dict[str, float]) -> str:
+    """One run's dot and whisker on the shared axis, its figures in data- attributes."""
+    parts = [f'<svg class="dw" width="{WIDTH}" height="{ROW_H}" viewBox="0 0 {WIDTH} {ROW_H}" '
+             'xmlns="http://www.w3.org/2000/svg" role="img" '
+             f'aria-label="final match of {_esc(r["label"])}">',
+             *_base_lines(baselines, ROW_H)]
+    fm, lo, hi = r["final_match"], r["lo"], r["hi"]
+    mid = ROW_H / 2
+    if fm is not None:
+        lo_, hi_ = (fm if lo is None else lo), (fm if hi is None else hi)
+        parts.append(f'<g class="run" data-label="{_esc(r["label"])}" data-fm="{fm:.6f}" '
+                     f'data-lo="{lo_:.6f}" data-hi="{hi_:.6f}">'
+                     f'<line x1="{x_of(lo_)}" x2="{x_of(hi_)}" y1="{mid}" y2="{mid}" '
+                     'stroke="#0b5394" stroke-width="2"/>'
+                     f'<circle cx="{x_of(fm)}" cy="{mid}" r="5" fill="#0b5394"/></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def axis_svg(baselines: dict[str, float]) -> str:
+    """The axis above the rows: ticks at 0-100% and each baseline's label over its line."""
+    h = 40
+    parts = [f'<svg class="dw-axis" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" '
+             'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="final match axis">']
+    for t in range(0, 101, 25):
+        x = x_of(t / 100)
+        parts.append(f'<text x="{x}" y="{h - 4}" font-size="11" text-anchor="middle" '
+                     f'fill="#555">{t}%</text><line x1="{x}" x2="{x}" y1="{h - 16}" '
+                     f'y2="{h - 12}" stroke="#555"/>')
+    for k, (name, v) in enumerate(sorted(baselines.items(), key=lambda kv: kv[1])):
+        anchor = "start" if v < 0.5 else "end"
+        parts.append(f'<text class="baseline-label" x="{x_of(v)}" y="{10 + 11 * (k % 2)}" '
+                     f'font-size="11" text-anchor="{anchor}" fill="#666">'
+                     f'{BASE_NAMES.get(name, name)} {_pct(v)}</text>')
+    parts += _base_lines(baselines, h - 16)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _esc(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def head_row(entry: Mapping[str, object]) -> RowIn:
+    """A run entry of the report model (its open dict) as the headline reads it."""
+    return cast(RowIn, {k: entry[k] for k in RowIn.__annotations__})
+
+
+def _cost(usage: Mapping[str, object] | None) -> float | None:
+    cost = None if usage is None else usage.get("cost_usd")
+    return float(cost) if isinstance(cost, int | float) else None
+
+
+def headline(runs: Sequence[Run], entries: Sequence[RowIn],
+             baselines: Mapping[str, float | None]) -> Headline:
+    """The headline's figures, sentences and SVG (the SVG strings are escaped here).
+    ``baselines``: name to final match. Runs of one suite (``suite_sha256``) are paired."""
+    rows = [HeadRow(label=e["label"], final_match=e["final_match"],
+                    lo=None if e["final_match_ci"] is None else e["final_match_ci"][0],
+                    hi=None if e["final_match_ci"] is None else e["final_match_ci"][1],
+                    effective=e["effective_final_match"],
+                    cost_usd=_cost(e["usage"]),
+                    n=e["n_conversations"]) for e in entries]
+    base = {k: v for k, v in baselines.items() if v is not None}
+    above = separated(runs, rows, [e["suite_sha256"] for e in entries])
+    same = [e["same_scenarios_as_baselines"] for e in entries]
+    return Headline(rows=rows, baselines=base, sentences=sentences(rows, above, base, same),
+                    axis_svg=axis_svg(base), row_svgs=[row_svg(r, base) for r in rows])
