@@ -14,7 +14,6 @@ from butterfly.core.metrics import score_conversations
 from butterfly.core.results import FlipCounts, RunScore, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
-from butterfly.models.registry import prefix_of
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.scope import asked, conversation_keys, select
 from butterfly.runs.usage import total_usage
@@ -72,8 +71,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        prompt=prompt_label(run.manifest),
                        horizon=horizon, effective_final_match=effective,
                        abstention_by_reason=dict(sorted(reasons.items())),
-                       usage=total_usage(run.records.values(), params.price,
-                                         not prefix_of(run.manifest.model).priced),
+                       usage=total_usage(run.records.values(), params.price, run.manifest.model),
                        shard=shard,
                        sweep_conversations=sweep, ask_at=params.ask_at,
                        asked_turns_only=params.ask_at is not None,

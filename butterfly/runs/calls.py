@@ -111,8 +111,8 @@ class Tally:
             self.errors += 1
         self._usage.add(rec)
 
-    def usage(self, price: UserPrice | None = None) -> Usage:
-        return self._usage.usage(price)
+    def usage(self, price: UserPrice | None = None, model: str | None = None) -> Usage:
+        return self._usage.usage(price, model)
 
 
 def _cut(path: Path) -> tuple[int, int]:

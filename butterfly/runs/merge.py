@@ -178,7 +178,7 @@ def _merged_manifest(paths: Sequence[Path], shards: Sequence[RunManifest],
                      records: Iterator[CallRecord]) -> RunManifest:
     counts = [0, 0]
     first = shards[0]
-    usage = total_usage(_counted(records, counts), first.params.price)
+    usage = total_usage(_counted(records, counts), first.params.price, first.model)
     bases = {m.params.api_base for m in shards}
     routers = [m.params.router for m in shards]
     params = first.params.model_copy(update={

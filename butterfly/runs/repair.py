@@ -291,7 +291,8 @@ def _write(out: Path, manifest: RunManifest, kept: Kept, found: str, rebuilt: bo
     new = manifest.model_copy(update={
         "schema_version": 2, "status": "interrupted", "updated_at": now(), "failure": None,
         "n_calls": kept.tally.answered, "n_provider_errors": kept.tally.errors,
-        "incomplete_scenarios": (), "usage": kept.tally.usage(manifest.params.price),
+        "incomplete_scenarios": (),
+        "usage": kept.tally.usage(manifest.params.price, manifest.model),
         "repaired": (*manifest.repaired, repair)})
     try:
         os.replace(out / CALLS, out / (CALLS + BEFORE))

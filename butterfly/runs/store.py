@@ -345,7 +345,8 @@ def close_run(out: Path, state: RunState, status: RunStatus,
         "n_provider_errors": state.tally.errors,
         "incomplete_scenarios": incomplete,
         "failure": failure,
-        "usage": state.tally.usage((params or state.manifest.params).price),
+        "usage": state.tally.usage((params or state.manifest.params).price,
+                                   state.manifest.model),
     }
     if params is not None:
         update["params"] = params

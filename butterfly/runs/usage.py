@@ -14,6 +14,7 @@ from typing import Protocol
 
 from butterfly.core.price import UserPrice
 from butterfly.core.results import Usage
+from butterfly.models.registry import prefix_of
 from butterfly.runs.records import Tokens
 
 UNPRICED_NOTE = ("litellm's offline price map has no price for this model (a local or "
@@ -78,9 +79,11 @@ class UsageTally:
         if not rec.cached:
             self.spent += rec.cost_usd
 
-    def usage(self, price: UserPrice | None = None, local: bool = False) -> Usage:
-        """The totals; ``price``: the user's price the run's calls were priced by; ``local``:
-        the model runs on this machine (nothing to pay, :data:`LOCAL_NOTE`)."""
+    def usage(self, price: UserPrice | None = None, model: str | None = None) -> Usage:
+        """The totals; ``price``: the user's price the run's calls were priced by; ``model``:
+        the run's, whose note says there is nothing to pay (:data:`LOCAL_NOTE`) when it runs
+        on this machine (``script/``, ``local/``)."""
+        local = model is not None and not prefix_of(model).priced
         return Usage(
             calls=self.calls, prompt_tokens=self.prompt, completion_tokens=self.completion,
             cached_tokens=self.cached, reasoning_tokens=self.reasoning,
@@ -93,10 +96,10 @@ class UsageTally:
 
 
 def total_usage(records: Iterable[Priced], price: UserPrice | None = None,
-                local: bool = False) -> Usage:
+                model: str | None = None) -> Usage:
     """The usage of ``records`` (see :class:`UsageTally`), priced by ``price`` when the user
-    gave one; ``local``: the model runs on this machine (never priced)."""
+    gave one, of the run of ``model``."""
     tally = UsageTally()
     for rec in records:
         tally.add(rec)
-    return tally.usage(price, local)
+    return tally.usage(price, model)

@@ -37,7 +37,7 @@ from butterfly.suite.builder import (
     scenario_seed,
 )
 from butterfly.suite.templates import FAMILIES
-from oracle import ASKED_MAX_TURNS, Scenario
+from oracle import ASKED_MAX_TURNS, UNDO_OPS, Scenario
 
 HORIZON_MIX: Final[dict[str, int]] = {
     "set": 18, "drop": 3, "distractor": 20, "undo_last": 3, "indirect": 2, "coupling": 4,
@@ -137,7 +137,7 @@ defines only "my last change". The same draw is kept (no new random number)."""
 def _after_an_undo(b: Builder) -> bool:
     """Whether the last turn that was not a distractor is an undo or a redo."""
     last = next((t["op"] for t in reversed(b.turns) if t["op"] != "distractor"), None)
-    return last in ("undo_last", "undo_ref", "undo_earliest", "redo")
+    return last in UNDO_OPS
 
 
 def _undo_last(b: Builder) -> bool:

@@ -22,7 +22,7 @@ from butterfly.suite.load import (
     load_suite,
 )
 from butterfly.suite.mix import BANDS, mix_table, op_mix, overall, reaches
-from oracle import ASKED_MAX_TURNS, MAX_TURNS, Scenario, SuiteManifest, replay
+from oracle import ASKED_MAX_TURNS, MAX_TURNS, UNDO_OPS, Scenario, SuiteManifest, replay
 from oracle.readings import contexts, triggered
 from oracle.replay import Replayer
 
@@ -220,14 +220,13 @@ def test_no_undo_last_is_worded_as_if_it_could_be_the_undo_before_it(
     """A careful reader read "Undo that last change." right after an undo as undoing that undo:
     after an undo or a redo (distractors between them ignored), an undo-last says "my most
     recent change" or "my last change" (``horizon.AFTER_AN_UNDO``)."""
-    undos = ("undo_last", "undo_ref", "undo_earliest", "redo")
     seen = after = 0
     for s in frozen[0]:
         last = None
         for t in s.turns:
             if t.op == "undo_last":
                 seen += 1
-                if last in undos:
+                if last in UNDO_OPS:
                     after += 1
                     assert t.paraphrase not in AFTER_AN_UNDO, (s.id, t.text)
             last = t.op if t.op != "distractor" else last
