@@ -54,11 +54,16 @@ def model(runs: list[Path]) -> Any:
     return build(runs)
 
 
-def _page_data(html: str) -> Any:
+def _blob(html: str) -> str:
+    """The page's packed data (base64 of gzip of JSON)."""
     blob = re.search(r'<script id="report-data" type="application/octet-stream">([^<]*)</script>',
                      html)
     assert blob is not None
-    return json.loads(gzip.decompress(base64.b64decode(blob.group(1))))
+    return blob.group(1)
+
+
+def _page_data(html: str) -> Any:
+    return json.loads(gzip.decompress(base64.b64decode(_blob(html))))
 
 
 def test_each_turn_carries_its_program_diff_and_the_marks_show_computes(
@@ -162,3 +167,17 @@ def test_in_chromium(runs: list[Path], model: Any, tmp_path: Path) -> None:
         shutil.copyfile(shot, SHOTS / shot.name)
         severe = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
         assert not severe, severe
+
+
+
+TURN_BUDGET = 400
+"""Bytes of packed page data a code-track turn may cost (docs/report.md, "Size"): at that rate
+10 runs of butterfly-code (3,490 turns) carry 1.4 MB of transcripts, and their page, with its
+charts and tables (about 0.25 MB for 10 runs), stays under 2 MB. Measured: 116 to 220."""
+
+
+def test_a_code_turn_costs_the_page_at_most_its_budget(model: Any) -> None:
+    data = _blob(render_html(model))
+    turns = sum(len(c["t"]) for c in model["conversations"])
+    assert turns == 3 * 12 + 5 and all(c["c"] for c in model["conversations"])
+    assert len(data) <= TURN_BUDGET * turns
