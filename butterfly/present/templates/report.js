@@ -189,8 +189,9 @@
         const code = c.c ? c.c[i] : null;  // the code track: [program diff, broken settings]
         if (code) {
           const a = el("details", "answer");
-          a.appendChild(el("summary", null, "the model's whole answer (" +
-            (t[1] || "").split("\n").length + " lines)"));
+          const n = (t[1] || "").split("\n").length;
+          a.appendChild(el("summary", null, "the model's whole answer (" + (!t[1] ? "empty" :
+            n + (n === 1 ? " line" : " lines")) + ")"));
           a.appendChild(rawBlock(t[1]));
           turn.appendChild(a);
         } else {
