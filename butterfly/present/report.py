@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from butterfly import __version__
 from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
@@ -30,6 +30,7 @@ from butterfly.core.transcript import TranscriptTurn, conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 from butterfly.present.board import board_columns
+from butterfly.present.code_view import code_turns
 from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
 from butterfly.present.headline import Headline, head_row, headline
@@ -75,6 +76,7 @@ class ConversationData(TypedDict):
     v: str
     fd: int | None
     t: list[list[Any]]
+    c: NotRequired[list[list[Any]]]  # the code track: present/code_view.py
 
 
 RunEntry = dict[str, Any]
@@ -183,8 +185,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
     check_same_scenarios(loaded)  # scenarios are keyed by id: one id, one scenario
     for i, (path, run) in enumerate(zip(runs, loaded, strict=True)):
         manifest, params = run.manifest, run.params
-        chosen = run.scenarios
-        answered = run.turns()
+        chosen, answered = run.scenarios, run.turns()
         run_score = score_run(run)
         score: RunEntry = run_score.to_json()
         for s in chosen:
@@ -197,7 +198,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
             convs_out.append(ConversationData(
                 r=i, id=c["id"], l=c["layout"], k=c["repeat"], v=c["verdict"],
                 fd=c["first_divergent"], t=[_compact_turn(row) for row in c["turns"]],
-            ))
+                **code_turns(c, by_id[c["id"]], params.track)))
         ids = sorted({s["id"] for s in score["scenarios"]})
         if baselines is None:
             baselines, baseline_ids = score["baselines"], ids

@@ -117,6 +117,42 @@
     return wrap;
   }
 
+  // ---- the code track: a turn's program diff, one line a span coloured by its sign
+  function diffLines(pre, lines) {
+    pre.replaceChildren();
+    lines.forEach(function (line, j) {
+      const head = j < 2 && (line.startsWith("--- ") || line.startsWith("+++ "));
+      pre.appendChild(el("span", head ? "hdr" : line.startsWith("+") ? "add" :
+        line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "ctx", line));
+    });
+  }
+
+  function programSide(diff) {
+    const side = el("div", "pside");
+    side.appendChild(el("b", null, "program diff:"));
+    if (diff === null || diff === "") {
+      side.appendChild(el("div", "note", diff === null ? "no program (the turn abstained)" :
+        "program: unchanged"));
+      return side;
+    }
+    const lines = diff.split("\n"), most = 2 * LINES;
+    const pre = el("pre", "pdiff");
+    diffLines(pre, lines.length > most ? lines.slice(0, most) : lines);
+    side.appendChild(pre);
+    if (lines.length > most) {
+      const more = el("button", "more", "show all " + lines.length + " lines");
+      more.type = "button";
+      more.addEventListener("click", function () {
+        const full = pre.dataset.full === "1";
+        diffLines(pre, full ? lines.slice(0, most) : lines);
+        pre.dataset.full = full ? "0" : "1";
+        more.textContent = full ? "show all " + lines.length + " lines" : "show less";
+      });
+      side.appendChild(more);
+    }
+    return side;
+  }
+
   function view(c) {
     const box = document.getElementById("t-view");
     box.replaceChildren();
@@ -150,8 +186,18 @@
           r.appendChild(rawBlock(t[9]));
           turn.appendChild(r);
         }
-        turn.appendChild(el("b", null, "model:"));
-        turn.appendChild(rawBlock(t[1]));
+        const code = c.c ? c.c[i] : null;  // the code track: [program diff, broken settings]
+        if (code) {
+          const a = el("details", "answer");
+          const n = (t[1] || "").split("\n").length;
+          a.appendChild(el("summary", null, "the model's whole answer (" + (!t[1] ? "empty" :
+            n + (n === 1 ? " line" : " lines")) + ")"));
+          a.appendChild(rawBlock(t[1]));
+          turn.appendChild(a);
+        } else {
+          turn.appendChild(el("b", null, "model:"));
+          turn.appendChild(rawBlock(t[1]));
+        }
         if (t[7] && t[7].length) {
           const d = el("details");
           d.appendChild(el("summary", null, t[7].length + " samples voted (the spec is the vote)"));
@@ -161,10 +207,18 @@
           });
           turn.appendChild(d);
         }
+        const spec = code ? el("div", "sside") : turn;
+        if (code) {
+          const pair = el("div", "codepair");
+          pair.appendChild(programSide(code[0]));
+          spec.appendChild(el("b", null, "observed spec:"));
+          pair.appendChild(spec);
+          turn.appendChild(pair);
+        }
         if (t[0] === "a") {
-          turn.appendChild(el("div", "abst", "abstention: " + t[5] + (t[6] ? " (" + t[6] + ")" : "")));
+          spec.appendChild(el("div", "abst", "abstention: " + t[5] + (t[6] ? " (" + t[6] + ")" : "")));
         } else if (t[0] === "m") {
-          turn.appendChild(el("div", "okline", "spec matches the oracle"));
+          spec.appendChild(el("div", "okline", "spec matches the oracle"));
         }
         const keys = Object.keys(t[2]);
         if (keys.length || Object.keys(t[8]).length) {
@@ -173,13 +227,16 @@
           ["setting", "model", "oracle", ""].forEach(function (h) { hr.appendChild(el("th", null, h)); });
           tab.appendChild(hr);
           keys.forEach(function (k) {
+            // the marks of butterfly show, in its order: collateral, edit not made, broken, wrong
             const coll = t[3].includes(k), missed = t[4].includes(k);
-            const tr = el("tr", coll ? "coll" : (missed ? "missed" : "wrong"));
+            const broken = !coll && !missed && code !== null && code[1].includes(k);
+            const tr = el("tr", coll ? "coll" : (missed ? "missed" : (broken ? "broken" : "wrong")));
             tr.appendChild(el("td", null, k));
             tr.appendChild(el("td", null, t[2][k]));
             tr.appendChild(el("td", null, oracle[k]));
             tr.appendChild(el("td", null, coll ? "collateral: changed, not asked" :
-              (missed ? "edit not made" : "wrong")));
+              (missed ? "edit not made" : (broken ? "broken: the program showed no value of it" :
+                "wrong"))));
             tab.appendChild(tr);
           });
           Object.keys(t[8]).forEach(function (k) {
@@ -190,7 +247,7 @@
             tr.appendChild(el("td", null, "changed, not asked (now equal to the oracle)"));
             tab.appendChild(tr);
           });
-          turn.appendChild(tab);
+          spec.appendChild(tab);
         }
       }
       box.appendChild(turn);
