@@ -55,9 +55,21 @@ def _mark(ax: Any, i: int, h: HorizonResult, color: str) -> None:
                 ha="center", va="bottom", gid=f"censored-label-{i}")
 
 
+def spaced(lengths: Sequence[int]) -> list[int]:
+    """The tested lengths to label on the log axis: the shortest, the longest, and those in
+    between at least a tenth of the axis from the last one kept (labels would overlap)."""
+    gap = 0.1 * math.log(lengths[-1] / lengths[0])
+    out = [lengths[0]]
+    for n in lengths[1:-1]:
+        if math.log(n / out[-1]) >= gap and math.log(lengths[-1] / n) >= gap:
+            out.append(n)
+    return out + ([lengths[-1]] if lengths[-1] != lengths[0] else [])
+
+
 def horizon_figure(runs: Sequence[tuple[str, HorizonResult]]) -> Any:
     """The figure of (label, horizon) runs, one colour each."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
     for i, (label, h) in enumerate(runs):
@@ -76,7 +88,7 @@ def horizon_figure(runs: Sequence[tuple[str, HorizonResult]]) -> Any:
     left.set_xlim(shortest / ARROW ** 1.3, longest * ARROW ** 1.3)  # room for the arrows
     left.axhline(50, color="#999", linewidth=0.8, linestyle=":")
     left.set_xscale("log")
-    tested = sorted({int(n) for _, h in runs for n in h.by_length})
+    tested = spaced(sorted({int(n) for _, h in runs for n in h.by_length}))
     left.set_xticks(tested, [str(n) for n in tested])
     left.minorticks_off()
     left.set_xlabel("chain length (turns, log scale)")
@@ -84,6 +96,7 @@ def horizon_figure(runs: Sequence[tuple[str, HorizonResult]]) -> Any:
     left.set_ylim(-2, 102)
     left.set_title("Final match by chain length, logistic fit")
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    right.xaxis.set_major_locator(MaxNLocator(integer=True))
     right.set_xlabel("turn (0: before the first)")
     right.set_ylabel("matched at every turn so far (%)")
     right.set_ylim(-2, 102)
