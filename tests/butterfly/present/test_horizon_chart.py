@@ -89,7 +89,8 @@ def test_a_run_without_a_fit_draws_no_curve(ladder_runs: list[Path]) -> None:
     assert {v.final_match for v in perfect.by_length.values()} == {1.0}
     assert {v.final_match for v in failing.by_length.values()} == {0.0}
     svg = _figure_svg([("perfect", perfect), ("mixed", mixed), ("failing", failing)])
-    assert _group(svg, "points-0") and _group(svg, "points-2")
+    for i, h in enumerate((perfect, mixed, failing)):  # one marker per tested length
+        assert _group(svg, f"points-{i}").count("<use ") == len(h.by_length) == 3
     assert not _group(svg, "fit-0") and not _group(svg, "fit-2")
     assert "<path" in _group(svg, "fit-1")  # the mixed run's fit is drawn
 
