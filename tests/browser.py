@@ -59,3 +59,10 @@ def wait_ready(driver: Any, timeout: float = 60) -> str:
             return str(state)
         time.sleep(0.05)
     raise AssertionError("the report did not finish loading")
+
+
+def viewport(driver: Any, w: int, h: int) -> None:
+    """Size the window so that the page's viewport is w x h."""
+    driver.set_window_size(w, h)
+    iw, ih = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    driver.set_window_size(2 * w - iw, 2 * h - ih)

@@ -3,7 +3,8 @@
     .venv/bin/python tools/screenshots.py
 
 - docs/report-butterfly-40.html: `butterfly report` of the committed SmolLM2 and scripted runs;
-- docs/img/report.png, docs/img/report-transcript.png: that report in headless Chromium;
+- docs/img/report.png, docs/img/report-transcript.png: that report in headless Chromium, and
+  its charts: report-undo.png, report-radius.png, report-horizon.png;
 - docs/img/show.svg: `butterfly show` of one SmolLM2 conversation, as the terminal draws it.
 """
 
@@ -24,6 +25,8 @@ RUNS = ["runs/smollm2-butterfly-40-layouts", "runs/smollm2-sc3-per-category-1",
         "runs/script-noisy-butterfly-40"]
 REPORT = ROOT / "docs" / "report-butterfly-40.html"
 SHOW = ("runs/smollm2-butterfly-40-layouts", "hw-undo-earliest-after-undo")
+CHARTS = (("report-undo.png", "chart-undo"), ("report-radius.png", "chart-change-radius"),
+          ("report-horizon.png", "chart-horizon"))
 
 
 def main() -> None:
@@ -49,6 +52,11 @@ def main() -> None:
         d.get(REPORT.as_uri())
         wait_ready(d)
         d.save_screenshot(str(ROOT / "docs" / "img" / "report.png"))
+        d.set_window_size(1400, 700)
+        for name, anchor in CHARTS:
+            d.execute_script(f"document.getElementById('{anchor}').scrollIntoView()")
+            d.save_screenshot(str(ROOT / "docs" / "img" / name))
+        d.set_window_size(1400, 1250)
         from selenium.webdriver.support.select import Select
 
         Select(d.find_element(By.ID, "f-run")).select_by_index(len(RUNS))
@@ -57,7 +65,7 @@ def main() -> None:
         d.execute_script("document.getElementById('transcripts').scrollIntoView()")
         d.save_screenshot(str(ROOT / "docs" / "img" / "report-transcript.png"))
     print(f"wrote {REPORT}, docs/img/report.png, docs/img/report-transcript.png, "
-          "docs/img/show.svg")
+          f"docs/img/show.svg, {', '.join('docs/img/' + name for name, _ in CHARTS)}")
 
 
 if __name__ == "__main__":

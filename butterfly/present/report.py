@@ -2,7 +2,7 @@
 
 Built from run records only (``load_run`` and ``score_run``), in two steps: ``build``
 makes a JSON-able report model, ``render_html`` turns it into one file with its CSS, script,
-charts (matplotlib SVG) and data inline, so it opens from a file URL with no network.
+charts (SVG: ``present/charts.py``) and data inline, so it opens from a file URL with no network.
 
 Model answers are untrusted text. The page is rendered by Jinja2 with autoescape and strict
 undefined variables; the transcripts travel as gzip-compressed JSON (base64) and the page's
@@ -13,7 +13,6 @@ a report of 5 runs x 2,000 scenarios stays usable (``bench/report.py`` measures 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
@@ -25,25 +24,25 @@ from butterfly.analysis.transcripts import with_reasoning
 from butterfly.core.asking import ask_label, asked_line
 from butterfly.core.horizon_text import horizon_words
 from butterfly.core.metric_registry import aggregate_fields
-from butterfly.core.results import HorizonResult
 from butterfly.core.transcript import TranscriptTurn, conversation_of
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 from butterfly.present.board import board_columns
+from butterfly.present.charts import charts
 from butterfly.present.code_view import code_turns
 from butterfly.present.compare_view import Comparison, compare_view
 from butterfly.present.display import suite_name
 from butterfly.present.headline import Headline, head_row, headline
 from butterfly.present.heatmap import grid
-from butterfly.present.horizon_chart import horizon_figure
 from butterfly.present.packing import pack
+from butterfly.present.radius_chart import radius_chart, radius_row
+from butterfly.present.undo_chart import undo_chart, undo_row
 from butterfly.runs.reader import check_same_scenarios, load_run
 from butterfly.runs.versions import version_name
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
 REPORT_SCHEMA_VERSION: Final = 1
-FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")
 
 
 def _label(manifest: Any, path: Path) -> str:
@@ -285,84 +284,6 @@ def _add_scenario(out: dict[str, ScenarioData], s: Scenario) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Charts: matplotlib to inline SVG (text kept as text, no timestamps, fixed ids)
-
-
-def _svg(fig: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
-def charts(model: ReportModel) -> dict[str, str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "butterfly",
-                                "font.size": 9})
-    runs = model["runs"]
-    names = [r["label"] for r in runs]
-    out: dict[str, str] = {}
-
-    # per-category final match
-    cats = model["categories"]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(cats) + 2), 3.2))
-    width = 0.8 / max(1, len(runs))
-    for i, r in enumerate(runs):
-        vals = [100 * (r["by_category"].get(c, {}).get("final_match") or 0) for c in cats]
-        ax.bar([x + i * width for x in range(len(cats))], vals, width, label=r["label"])
-    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(cats))], cats,
-                  rotation=30, ha="right")
-    ax.set_ylabel("final match (%)")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="upper right")
-    ax.set_title("Final match by category")
-    out["category"] = _svg(fig)
-
-    # first divergent turn distribution (share of conversations)
-    fig, ax = plt.subplots(figsize=(7, 3.0))
-    for i, r in enumerate(runs):
-        hist = r["first_divergent_turn"]
-        total = sum(hist.values()) or 1
-        vals = [100 * hist.get(b, 0) / total for b in FDT_BINS]
-        ax.bar([x + i * width for x in range(len(FDT_BINS))], vals, width, label=r["label"])
-    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
-                  list(FDT_BINS))
-    asked = " (over asked turns only where a run asked at chosen turns)" if any(
-        r.get("asked") for r in runs) else ""
-    ax.set_xlabel(f"first divergent turn{asked} (none = matched throughout)")
-    ax.set_ylabel("conversations (%)")
-    ax.legend(fontsize=7)
-    ax.set_title("Where conversations first go wrong")
-    out["first_divergent"] = _svg(fig)
-
-    # change radius with its interval
-    fig, ax = plt.subplots(figsize=(6, 0.5 + 0.45 * len(runs)))
-    ys = list(range(len(runs)))[::-1]
-    vals = [r["change_radius"] or 0 for r in runs]
-    errs = [[max(0.0, v - (r["change_radius_ci"] or [v, v])[0]) for v, r in zip(vals, runs,
-                                                                                strict=True)],
-            [max(0.0, (r["change_radius_ci"] or [v, v])[1] - v) for v, r in zip(vals, runs,
-                                                                               strict=True)]]
-    ax.barh(ys, vals, xerr=errs, color="#8e44ad", capsize=3)
-    ax.set_yticks(ys, names)
-    ax.set_xlabel("change radius: settings wrong at the end that no turn targeted (mean, 95% CI)")
-    ax.set_title("Change radius")
-    out["change_radius"] = _svg(fig)
-    laddered = [(r["label"], HorizonResult.model_validate(r["horizon"])) for r in runs
-                if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
-    if laddered:
-        out["horizon"] = _svg(horizon_figure(laddered))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
 # HTML
 
 
@@ -384,6 +305,9 @@ def render_html(model: ReportModel) -> str:
         css=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
         js=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
         svgs=charts(model),
+        radius=radius_chart([radius_row(r) for r in model["runs"]],
+                            [radius_row(b) for b in model["baselines"]]),
+        undo=undo_chart([undo_row(r) for r in model["runs"]]),
         data=pack(page_data),
         board=board_columns(),
         heat=grid([r["by_category"] for r in model["runs"]], model["categories"]),

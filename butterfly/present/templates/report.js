@@ -12,27 +12,49 @@
     return e;
   }
 
-  // ---- sortable tables
-  document.querySelectorAll("table.sortable").forEach(function (table) {
-    table.querySelectorAll("th").forEach(function (th, col) {
+  // ---- sortable tables: click a header to sort by its column (descending first, then
+  // ascending); numbers as numbers (a cell's data-value, else the number its text starts
+  // with), text as text; an empty cell or "–" always last
+  function sortKey(td, num) {
+    const raw = (td.dataset.value !== undefined ? td.dataset.value : td.textContent).trim();
+    if (raw === "" || raw === "–" || raw === "-") return null;
+    if (!num) return raw;
+    const v = parseFloat(raw.replace(/^[$+]/, ""));
+    return isNaN(v) ? null : v;
+  }
+
+  function numeric(rows, col) {
+    return rows.every(function (r) {
+      const td = r.cells[col];
+      return !td || sortKey(td, false) === null || sortKey(td, true) !== null;
+    });
+  }
+
+  function sortable(table) {
+    if (!table.tHead || !table.tBodies.length) return;
+    const heads = Array.from(table.tHead.rows[0].cells);
+    heads.forEach(function (th, col) {
       th.addEventListener("click", function () {
         const body = table.tBodies[0];
         const rows = Array.from(body.rows);
-        const num = th.dataset.type === "num";
+        const num = th.dataset.type ? th.dataset.type === "num" : numeric(rows, col);
         const dir = th.dataset.dir === "desc" ? 1 : -1;
+        heads.forEach(function (h) { delete h.dataset.dir; });
         th.dataset.dir = dir === 1 ? "asc" : "desc";
+        const keys = new Map(rows.map(function (r) {
+          return [r, r.cells[col] ? sortKey(r.cells[col], num) : null];
+        }));
         rows.sort(function (a, b) {
-          const x = a.cells[col], y = b.cells[col];
-          if (num) {
-            const vx = parseFloat(x.dataset.value), vy = parseFloat(y.dataset.value);
-            return dir * ((isNaN(vx) ? -1 : vx) - (isNaN(vy) ? -1 : vy));
-          }
-          return dir * x.textContent.localeCompare(y.textContent);
+          const x = keys.get(a), y = keys.get(b);
+          if (x === null || y === null) return (x === null) - (y === null);
+          if (num) return dir * (x - y);
+          return dir * x.localeCompare(y, undefined, {numeric: true});
         });
         rows.forEach(function (r) { body.appendChild(r); });
       });
     });
-  });
+  }
+  document.querySelectorAll("table.sortable").forEach(sortable);
 
   // ---- transcripts
   const status = document.getElementById("t-status");

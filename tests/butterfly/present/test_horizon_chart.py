@@ -1,31 +1,37 @@
 """The report's horizon (butterfly/present/horizon_chart.py and the Horizon section): the table
-and the chart's legend say what ``butterfly score`` says, and the fitted curve is drawn over
-the tested lengths only."""
+and the chart's legend say what ``butterfly score`` says, the fitted curve is drawn over the
+tested lengths only and only where there is a fit, a censored horizon is an arrow labelled in
+words, and no interval end outside the tested lengths is printed as a number."""
 
 from __future__ import annotations
 
 import html as htmllib
+import re
 from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
 import butterfly
-from butterfly.core.horizon_text import horizon_words
-from butterfly.present.horizon_chart import fitted_curve
-from butterfly.present.report import build, charts, render_html
+from butterfly.core.horizon import Conversation, horizon
+from butterfly.core.horizon_text import horizon_line, horizon_words, value_text
+from butterfly.core.results import HorizonResult
+from butterfly.present.charts import charts
+from butterfly.present.horizon_chart import fitted_curve, horizon_figure
+from butterfly.present.report import build, render_html
 
 
 @pytest.fixture(scope="module")
 def ladder_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """script/oracle (every turn matched) and script/last-edit on chains of 3, 8 and 20 turns."""
+    """script/oracle (every turn matched), script/last-edit and script/drift:p=0.1 on chains of
+    3, 8 and 20 turns."""
     base = tmp_path_factory.mktemp("ladder")
     suite = base / "ladder.jsonl"
     r = run_cli("generate", "--lengths", "3,8,20", "--per-length", "4", "--seed", "5", "--out",
                 str(suite))
     assert r.returncode == 0, r.stderr
     return [butterfly.run(model=f"script/{a}", suite=str(suite), out=base / a, cache=None).path
-            for a in ("oracle", "last-edit")]
+            for a in ("oracle", "last-edit", "drift:p=0.1")]
 
 
 def test_the_table_and_the_legend_say_what_score_says(ladder_runs: list[Path]) -> None:
@@ -51,3 +57,79 @@ def test_the_fitted_curve_spans_the_tested_lengths_only(ladder_runs: list[Path])
     oracle = butterfly.score_run(ladder_runs[0]).horizon
     assert oracle is not None and oracle.fit is None and fitted_curve(oracle) == ([], [])
 
+
+
+def _figure_svg(runs: list[tuple[str, HorizonResult]]) -> str:
+    from butterfly.present.charts import _svg
+
+    return _svg(horizon_figure(runs))
+
+
+def _group(svg: str, gid: str) -> str:
+    """The SVG of the group matplotlib wrote for the artist with this gid ('' if none)."""
+    m = re.search(rf'<g id="{gid}">(.*?)</g>', svg, re.S)
+    return "" if m is None else m.group(1)
+
+
+def _failing(lengths: tuple[int, ...]) -> HorizonResult:
+    """A crafted horizon in which every conversation failed."""
+    convs = [Conversation(f"s{n}-{k}", n, False) for n in lengths for k in range(3)]
+    return HorizonResult.model_validate(horizon(convs).to_json())
+
+
+def test_a_run_without_a_fit_draws_no_curve(ladder_runs: list[Path]) -> None:
+    """Issue 25: a run that matched every turn was drawn as a logistic curve rising from 87%.
+    A run with every point at 100% (or at 0%) has no fit: no curve, only its points and its
+    censored horizon."""
+    perfect = butterfly.score_run(ladder_runs[0]).horizon
+    mixed = butterfly.score_run(ladder_runs[1]).horizon
+    failing = _failing((3, 8, 20))
+    assert perfect is not None and mixed is not None
+    assert perfect.fit is None and failing.fit is None and mixed.fit is not None
+    assert {v.final_match for v in perfect.by_length.values()} == {1.0}
+    assert {v.final_match for v in failing.by_length.values()} == {0.0}
+    svg = _figure_svg([("perfect", perfect), ("mixed", mixed), ("failing", failing)])
+    for i, h in enumerate((perfect, mixed, failing)):  # one marker per tested length
+        assert _group(svg, f"points-{i}").count("<use ") == len(h.by_length) == 3
+    assert not _group(svg, "fit-0") and not _group(svg, "fit-2")
+    assert "<path" in _group(svg, "fit-1")  # the mixed run's fit is drawn
+
+
+def _arrow_ends(svg: str, gid: str) -> tuple[float, float]:
+    """The x of an arrow's tail and of its tip (the first and last point of its shaft)."""
+    shaft = re.search(r'<path d="([^"]+)"', _group(svg, gid))
+    assert shaft is not None, gid
+    xs = [float(x) for x in re.findall(r"([-\d.]+) [-\d.]+", shaft.group(1))]
+    return xs[0], xs[-1]
+
+
+def test_censored_horizons_are_arrows_labelled_in_words(ladder_runs: list[Path]) -> None:
+    above = butterfly.score_run(ladder_runs[0]).horizon
+    below = _failing((3, 8, 20))
+    assert above is not None and (above.censored, below.censored) == ("above", "below")
+    svg = _figure_svg([("above", above), ("below", below)])
+    words = [re.sub(r"<[^>]+>", "", _group(svg, f"censored-label-{i}")).strip()
+             for i in range(2)]
+    assert words == [value_text(above), value_text(below)] == ["above 20 turns", "below 3 turns"]
+    assert horizon_words(above).startswith(words[0])  # the words score prints
+    tail, tip = _arrow_ends(svg, "censored-0")
+    assert tip > tail  # above the longest length: the arrow points right
+    tail, tip = _arrow_ends(svg, "censored-1")
+    assert tip < tail  # below the shortest: left
+
+
+def test_no_interval_end_beyond_the_tested_lengths(ladder_runs: list[Path]) -> None:
+    """Issue 25: the horizon table printed 43.7 turns for chains of at most 10. An interval end
+    beyond the tested lengths is words ("above 20", "below 3"), never a number outside them,
+    in the report's table and in ``butterfly score``'s line."""
+    page = render_html(build(ladder_runs))
+    rows = re.findall(r'<td class="horizon-words">([^<]*)</td>', page)
+    drift = butterfly.score_run(ladder_runs[2]).horizon
+    assert drift is not None and drift.turns is not None
+    assert drift.ci == [None, None]  # the interval is open at both ends...
+    assert "95% CI below 3 to above 20" in rows[2]  # ...and says so in words
+    for text in [*rows, *(horizon_line(butterfly.score_run(p).horizon)  # type: ignore[arg-type]
+                          .split(";")[0] for p in ladder_runs)]:
+        lengths = re.sub(r"[\d.]+%", "", text)  # "50%" is a share, not a length
+        numbers = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", lengths)]
+        assert numbers and all(3 <= x <= 20 for x in numbers), text

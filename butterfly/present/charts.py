@@ -1,0 +1,89 @@
+"""The report's charts below the headline and the heatmap, as inline SVG (docs/report.md,
+"Charts"): matplotlib draws final match per category, the first-divergent-turn distribution
+and the horizon (text kept as text, no timestamps, fixed ids); the change-radius dot plot and
+undo recovery by op are hand-written SVG with each point's figures in data- attributes
+(``present/radius_chart.py``, ``present/undo_chart.py``), like the headline."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any, Final
+
+from butterfly.core.results import HorizonResult
+from butterfly.present.horizon_chart import horizon_figure
+
+if TYPE_CHECKING:  # report.py imports this module
+    from butterfly.present.report import ReportModel
+
+FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")
+
+
+def _svg(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _category(plt: Any, runs: list[Any], cats: list[str]) -> str:
+    """Final match per category: one group of bars per category, one bar per run."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(cats) + 2), 3.2))
+    width = 0.8 / max(1, len(runs))
+    for i, r in enumerate(runs):
+        vals = [100 * (r["by_category"].get(c, {}).get("final_match") or 0) for c in cats]
+        ax.bar([x + i * width for x in range(len(cats))], vals, width, label=r["label"])
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(cats))], cats,
+                  rotation=30, ha="right")
+    ax.set_ylabel("final match (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title("Final match by category")
+    return _svg(fig)
+
+
+def _first_divergent(plt: Any, runs: list[Any]) -> str:
+    """The first-divergent-turn distribution (share of each run's conversations)."""
+    fig, ax = plt.subplots(figsize=(7, 3.0))
+    width = 0.8 / max(1, len(runs))
+    for i, r in enumerate(runs):
+        hist = r["first_divergent_turn"]
+        total = sum(hist.values()) or 1
+        vals = [100 * hist.get(b, 0) / total for b in FDT_BINS]
+        ax.bar([x + i * width for x in range(len(FDT_BINS))], vals, width, label=r["label"])
+    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
+                  list(FDT_BINS))
+    asked = " (over asked turns only where a run asked at chosen turns)" if any(
+        r.get("asked") for r in runs) else ""
+    ax.set_xlabel(f"first divergent turn{asked} (none = matched throughout)")
+    ax.set_ylabel("conversations (%)")
+    ax.legend(fontsize=7)
+    ax.set_title("Where conversations first go wrong")
+    return _svg(fig)
+
+
+def laddered(runs: list[Any]) -> list[tuple[str, HorizonResult]]:
+    """The runs over two chain lengths or more, with their typed horizons."""
+    return [(r["label"], HorizonResult.model_validate(r["horizon"])) for r in runs
+            if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
+
+
+def charts(model: ReportModel) -> dict[str, str]:
+    """The matplotlib charts of the report model, by name (``horizon`` only when a run is
+    laddered)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "butterfly",
+                                "font.size": 9})
+    runs = model["runs"]
+    out = {"category": _category(plt, runs, model["categories"]),
+           "first_divergent": _first_divergent(plt, runs)}
+    ladder = laddered(runs)
+    if ladder:
+        out["horizon"] = _svg(horizon_figure(ladder))
+    return out
