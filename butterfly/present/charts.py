@@ -1,8 +1,8 @@
 """The report's charts below the headline and the heatmap, as inline SVG (docs/report.md,
-"Charts"): matplotlib draws final match per category, the first-divergent-turn distribution
-and the horizon (text kept as text, no timestamps, fixed ids); the change-radius dot plot and
-undo recovery by op are hand-written SVG with each point's figures in data- attributes
-(``present/radius_chart.py``, ``present/undo_chart.py``), like the headline."""
+"Charts"): matplotlib draws the first-divergent-turn distribution and the horizon (text kept as
+text, no timestamps, fixed ids); the change-radius dot plot and undo recovery by op are
+hand-written SVG with each point's figures in data- attributes (``present/radius_chart.py``,
+``present/undo_chart.py``), like the headline."""
 
 from __future__ import annotations
 
@@ -28,31 +28,24 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg"):]
 
 
-def _category(plt: Any, runs: list[Any], cats: list[str]) -> str:
-    """Final match per category: one group of bars per category, one bar per run."""
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(cats) + 2), 3.2))
-    width = 0.8 / max(1, len(runs))
-    for i, r in enumerate(runs):
-        vals = [100 * (r["by_category"].get(c, {}).get("final_match") or 0) for c in cats]
-        ax.bar([x + i * width for x in range(len(cats))], vals, width, label=r["label"])
-    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(cats))], cats,
-                  rotation=30, ha="right")
-    ax.set_ylabel("final match (%)")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="upper right")
-    ax.set_title("Final match by category")
-    return _svg(fig)
+def fdt_shares(run: Any) -> list[float]:
+    """A run's first-divergent-turn distribution: the share (%) of its conversations in each of
+    :data:`FDT_BINS`, all 0 for a run with none."""
+    hist = run["first_divergent_turn"]
+    total = sum(hist.values()) or 1
+    return [100 * hist.get(b, 0) / total for b in FDT_BINS]
 
 
-def _first_divergent(plt: Any, runs: list[Any]) -> str:
-    """The first-divergent-turn distribution (share of each run's conversations)."""
+def first_divergent_figure(plt: Any, runs: list[Any]) -> Any:
+    """The first-divergent-turn distribution (share of each run's conversations); run i's bars
+    carry the gids ``fdt-I-BIN``, so tests read the drawn heights."""
     fig, ax = plt.subplots(figsize=(7, 3.0))
     width = 0.8 / max(1, len(runs))
     for i, r in enumerate(runs):
-        hist = r["first_divergent_turn"]
-        total = sum(hist.values()) or 1
-        vals = [100 * hist.get(b, 0) / total for b in FDT_BINS]
-        ax.bar([x + i * width for x in range(len(FDT_BINS))], vals, width, label=r["label"])
+        bars = ax.bar([x + i * width for x in range(len(FDT_BINS))], fdt_shares(r), width,
+                      label=r["label"])
+        for b, bar in zip(FDT_BINS, bars, strict=True):
+            bar.set_gid(f"fdt-{i}-{b}")
     ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
                   list(FDT_BINS))
     asked = " (over asked turns only where a run asked at chosen turns)" if any(
@@ -61,7 +54,7 @@ def _first_divergent(plt: Any, runs: list[Any]) -> str:
     ax.set_ylabel("conversations (%)")
     ax.legend(fontsize=7)
     ax.set_title("Where conversations first go wrong")
-    return _svg(fig)
+    return fig
 
 
 def laddered(runs: list[Any]) -> list[tuple[str, HorizonResult]]:
@@ -70,9 +63,8 @@ def laddered(runs: list[Any]) -> list[tuple[str, HorizonResult]]:
             if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
 
 
-def charts(model: ReportModel) -> dict[str, str]:
-    """The matplotlib charts of the report model, by name (``horizon`` only when a run is
-    laddered)."""
+def pyplot() -> Any:
+    """matplotlib's pyplot, drawing to no screen, text kept as text in the SVG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,9 +72,15 @@ def charts(model: ReportModel) -> dict[str, str]:
 
     matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "butterfly",
                                 "font.size": 9})
+    return plt
+
+
+def charts(model: ReportModel) -> dict[str, str]:
+    """The matplotlib charts of the report model, by name (``horizon`` only when a run is
+    laddered)."""
+    plt = pyplot()
     runs = model["runs"]
-    out = {"category": _category(plt, runs, model["categories"]),
-           "first_divergent": _first_divergent(plt, runs)}
+    out = {"first_divergent": _svg(first_divergent_figure(plt, runs))}
     ladder = laddered(runs)
     if ladder:
         out["horizon"] = _svg(horizon_figure(ladder))

@@ -145,10 +145,9 @@ def test_in_a_real_browser(report: Path, tmp_path: Path) -> None:
         last = d.find_elements(By.CSS_SELECTOR, "#board tbody tr td:first-child")[-1].text
         assert last == "script/oracle"
         # a chart, drawn
-        bars = d.find_elements(By.CSS_SELECTOR, "#chart-category svg path, "
-                                                "#chart-category svg rect")
-        assert len(bars) > 10
-        assert d.find_element(By.CSS_SELECTOR, "#chart-category svg").size["width"] > 200
+        bars = d.find_elements(By.CSS_SELECTOR, "#chart-first-divergent svg g[id^=fdt-]")
+        assert len(bars) == 3 * 11
+        assert d.find_element(By.CSS_SELECTOR, "#chart-first-divergent svg").size["width"] > 200
         assert d.find_elements(By.CSS_SELECTOR, "#flips table tr")
         _shot(d, "report-top.png", tmp_path)
         # transcripts: filter, open, and the hostile answer stays text

@@ -15,6 +15,7 @@ from browser import chrome, missing, viewport, wait_ready
 from conftest import ROOT
 
 import butterfly
+from butterfly.present.charts import FDT_BINS, first_divergent_figure, pyplot
 from butterfly.present.report import build, render_html
 from butterfly.present.undo_chart import undo_chart
 from oracle import UNDO_OPS
@@ -67,6 +68,23 @@ def test_undo_points_are_the_scores(runs: dict[str, Path]) -> None:
     assert words[labels[1], "redo"][0] == "not-scored"  # noop: never matches before an undo
     assert words[labels[3], "redo"][0] == "not-played"  # thin: no redo among 2 scenarios
     assert points[labels[0], "redo"][0] == 1.0 and points[labels[3], "undo_ref"][2] == 2
+
+
+def test_first_divergent_bars_are_the_scores(runs: dict[str, Path]) -> None:
+    """Each drawn bar's height is the share of the run's conversations whose first divergent
+    turn is the bar's (score_run's figures); the perfect run's are all at "none"."""
+    order = [runs[k] for k in ("oracle", "noop", "noisy", "thin")]
+    m = build(order)
+    plt = pyplot()
+    fig = first_divergent_figure(plt, m["runs"])
+    heights = {p.get_gid(): p.get_height() for p in fig.axes[0].patches}
+    plt.close(fig)
+    for i, s in enumerate(_scores(order)):
+        convs = s.scenarios  # one ConversationScore per complete conversation
+        for b in FDT_BINS:
+            want = sum(1 for c in convs if str(c.first_divergent_turn or "none") == b)
+            assert heights[f"fdt-{i}-{b}"] == pytest.approx(100 * want / len(convs)), (i, b)
+    assert heights["fdt-0-none"] == 100.0 and heights["fdt-1-none"] == 0.0
 
 
 def test_an_op_no_run_played_is_left_out(runs: dict[str, Path]) -> None:
