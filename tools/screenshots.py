@@ -3,7 +3,8 @@
     .venv/bin/python tools/screenshots.py
 
 - docs/report-butterfly-40.html: `butterfly report` of the committed SmolLM2 and scripted runs;
-- docs/img/report.png, docs/img/report-transcript.png: that report in headless Chromium, and
+- docs/img/report.png, docs/img/report-transcript.png: that report in headless Chromium (and
+  its first screen at 1400 x 900 and 1024 x 768, report-1400x900.png, report-1024x768.png), and
   its charts: report-undo.png, report-radius.png, report-horizon.png;
 - docs/img/show.svg: `butterfly show` of one SmolLM2 conversation, as the terminal draws it.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "tests"))
 
-from browser import chrome, missing, wait_ready  # noqa: E402
+from browser import chrome, missing, viewport, wait_ready  # noqa: E402
 
 RUNS = ["runs/smollm2-butterfly-40-layouts", "runs/smollm2-sc3-per-category-1",
         "runs/script-oracle-butterfly-40", "runs/script-last-edit-butterfly-40",
@@ -25,6 +26,7 @@ RUNS = ["runs/smollm2-butterfly-40-layouts", "runs/smollm2-sc3-per-category-1",
         "runs/script-noisy-butterfly-40"]
 REPORT = ROOT / "docs" / "report-butterfly-40.html"
 SHOW = ("runs/smollm2-butterfly-40-layouts", "hw-undo-earliest-after-undo")
+VIEWPORTS = ((1400, 900), (1024, 768))
 CHARTS = (("report-undo.png", "chart-undo"), ("report-radius.png", "chart-change-radius"),
           ("report-horizon.png", "chart-horizon"))
 
@@ -52,6 +54,9 @@ def main() -> None:
         d.get(REPORT.as_uri())
         wait_ready(d)
         d.save_screenshot(str(ROOT / "docs" / "img" / "report.png"))
+        for w, h in VIEWPORTS:  # what a person sees first, at the two sizes the tests check
+            viewport(d, w, h)
+            d.save_screenshot(str(ROOT / "docs" / "img" / f"report-{w}x{h}.png"))
         d.set_window_size(1400, 700)
         for name, anchor in CHARTS:
             d.execute_script(f"document.getElementById('{anchor}').scrollIntoView()")
@@ -65,7 +70,8 @@ def main() -> None:
         d.execute_script("document.getElementById('transcripts').scrollIntoView()")
         d.save_screenshot(str(ROOT / "docs" / "img" / "report-transcript.png"))
     print(f"wrote {REPORT}, docs/img/report.png, docs/img/report-transcript.png, "
-          f"docs/img/show.svg, {', '.join('docs/img/' + name for name, _ in CHARTS)}")
+          "docs/img/show.svg, docs/img/report-1400x900.png, docs/img/report-1024x768.png, "
+          f"{', '.join('docs/img/' + name for name, _ in CHARTS)}")
 
 
 if __name__ == "__main__":
