@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html as htmllib
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,23 @@ def test_no_interval_end_beyond_the_tested_lengths(ladder_runs: list[Path]) -> N
         lengths = re.sub(r"[\d.]+%", "", text)  # "50%" is a share, not a length
         numbers = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", lengths)]
         assert numbers and all(3 <= x <= 20 for x in numbers), text
+
+
+def test_the_survival_curves_are_the_scores(ladder_runs: list[Path]) -> None:
+    """Each run's Kaplan-Meier steps are drawn from score's survival points, starting at 100% at
+    turn 0; the perfect run's stays at 100%, the failing ones never rise."""
+    import matplotlib.pyplot as plt
+
+    runs = [(p.name, butterfly.score_run(p).horizon) for p in ladder_runs]
+    fig = horizon_figure(runs)  # type: ignore[arg-type]
+    lines = {ln.get_gid(): ln for ln in fig.axes[1].get_lines()}
+    plt.close(fig)
+    for i, (_, h) in enumerate(runs):
+        assert h is not None
+        line = lines[f"survival-{i}"]
+        assert list(line.get_xdata()) == [0] + [s.turn for s in h.survival]
+        ys = list(line.get_ydata())
+        assert ys == pytest.approx([100.0] + [100 * s.still_matched for s in h.survival])
+        assert all(b <= a for a, b in pairwise(ys))
+    assert set(lines["survival-0"].get_ydata()) == {100.0}
+    assert lines["survival-1"].get_ydata()[-1] < 100
