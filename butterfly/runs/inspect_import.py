@@ -22,6 +22,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -53,6 +54,8 @@ from butterfly.runs.tracks import parse_call, turn_messages
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
+T = TypeVar("T", int, float)
+
 
 @dataclass(frozen=True)
 class Imported:
@@ -78,6 +81,11 @@ class Played:
     complete: bool
 
 
+def _given(meta: T | None, config: T | None, default: T) -> T:
+    """The metadata's value, else the eval's generate config's, else butterfly's default."""
+    return meta if meta is not None else config if config is not None else default
+
+
 def _params(logged: LoggedEval, suite: Sequence[Scenario]) -> RunParams:
     m = logged.meta
     want = CODE_PROMPT_VERSION if m.track == "code" else PROMPT_VERSION
@@ -85,12 +93,12 @@ def _params(logged: LoggedEval, suite: Sequence[Scenario]) -> RunParams:
         raise UserError(f"{logged.path}: the eval sent prompt version {m.prompt_version}; this "
                         f"butterfly's is {want}: import it with the butterfly version that "
                         "made it (its records hold the prompts butterfly rebuilds)")
+    tokens = DEFAULTS.code_max_tokens if m.track == "code" else DEFAULTS.max_tokens
     try:
         base = RunParams(
-            temperature=DEFAULTS.temperature if logged.temperature is None
-            else logged.temperature,
-            max_tokens=logged.max_tokens or DEFAULTS.max_tokens,
-            seed=DEFAULTS.seed if logged.seed is None else logged.seed,
+            temperature=_given(m.temperature, logged.temperature, DEFAULTS.temperature),
+            max_tokens=_given(m.max_tokens, logged.max_tokens, tokens),
+            seed=_given(m.seed, logged.seed, DEFAULTS.seed),
             schema_output=m.protocol == "schema", parse=m.parse or DEFAULTS.parse,
             layouts=m.layouts, repeats=logged.epochs, mode=m.mode, ask_at=m.ask_at,
             strategy=m.strategy, samples=m.samples, protocol=m.protocol,

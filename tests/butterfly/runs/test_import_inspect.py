@@ -34,6 +34,7 @@ from butterfly import api
 from butterfly.errors import UserError
 from butterfly.models.prices import cost_usd
 from butterfly.runs.reader import Run, load_run
+from butterfly.runs.records import RunParams
 
 SUITE = ROOT / "scenarios" / "butterfly-40.jsonl"
 
@@ -53,11 +54,13 @@ def _records(run: Run) -> list[dict[str, Any]]:
 
 def _turns(recs: list[dict[str, Any]], restate: bool) -> list[dict[str, Any]]:
     """The store entries butterfly's solver writes for one conversation's records."""
-    out, sent = [], 0
-    for r in sorted(recs, key=lambda r: r["turn"]):
-        sent = len(r["messages_added"]) + (0 if restate else sent)
+    out, sent, counted = [], 0, 0
+    for r in sorted(recs, key=lambda r: (r["turn"], r["sample"])):
+        if r["turn"] != counted:  # the samples of a turn share one prompt
+            sent, counted = len(r["messages_added"]) + (0 if restate else sent), r["turn"]
         t = r["tokens"]
-        out.append({"turn": r["turn"], "raw": r["raw"] or "", "messages_sent": sent,
+        out.append({"turn": r["turn"], "sample": r["sample"], "raw": r["raw"] or "",
+                    "messages_sent": sent,
                     "usage": {"prompt_tokens": t["prompt"], "completion_tokens": t["completion"],
                               "reasoning_tokens": t["reasoning"]},
                     "latency_s": r["latency_s"], "finish_reason": r["finish_reason"],
@@ -154,6 +157,8 @@ def test_the_cli_imports_and_refuses_a_used_out(played: Run, tmp_path: Path,
     out = str(tmp_path / "imported")
     code, _, err = cli_in_process(capsys, "import-inspect", log, "--out", out)
     assert code == 0 and "status complete" in err, err
+    code, text, _ = cli_in_process(capsys, "score", out)
+    assert code == 0 and f"imported from the inspect log {log} (eval EVAL1" in text
     code, _, err = cli_in_process(capsys, "import-inspect", log, "--out", out)
     assert code == 1 and "--out" in err and "holds a run" in err and err.count("\n") == 1
     code, _, err = cli_in_process(capsys, "run", "--model", "script/lifo", "--suite",
@@ -256,3 +261,26 @@ def test_tokens_are_carried_and_priced_as_butterfly_prices_them(played: Run,
                for r in recs)
     usage = run.manifest.usage
     assert usage is not None and usage.cost_usd is not None and usage.cost_usd > 0
+
+
+@pytest.mark.parametrize("flags", [
+    {"mode": "restate", "ask_at": "2"},
+    {"strategy": "self-consistency", "samples": 3, "temperature": 0.7, "per_category": None,
+     "limit": 4}])
+def test_restate_asked_at_chosen_turns_and_self_consistency_import_alike(
+        flags: dict[str, Any], tmp_path: Path) -> None:
+    played = api.run(**{"model": "script/last-edit", "suite": str(SUITE), "per_category": 1,
+                        "out": tmp_path / "p", "cache": None, **flags})
+    log = build_log(played)
+    log.eval.model = "butterfly/script/last-edit"
+    got = api.import_inspect(_written(log, tmp_path / "l.eval"), tmp_path / "i")
+    mine, theirs = got.manifest.params, played.params
+    assert mine.answer_key() == theirs.answer_key()
+
+    def scope(p: RunParams) -> tuple[object, ...]:
+        return p.limit, p.per_category, p.layouts, p.repeats, p.ask_at, p.parse
+
+    assert scope(mine) == scope(theirs)
+    assert len(_records(load_run(got.out))) == len(_records(played))
+    assert _score(tmp_path / "i") == _score(played)
+    assert _verdicts(tmp_path / "i") == _verdicts(played)
