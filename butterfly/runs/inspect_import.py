@@ -210,10 +210,13 @@ def _source(logged: LoggedEval) -> InspectSource:
         cost_usd=logged.cost_usd)
 
 
-def _status(logged: LoggedEval, incomplete: Sequence[str]) -> tuple[RunStatus, str | None]:
+def _status(logged: LoggedEval, incomplete: Sequence[str], unplayed: int
+            ) -> tuple[RunStatus, str | None]:
+    """The run's status (and failure) from the log's and from what it played: interrupted
+    when a selected conversation has no call, as a run stopped before it."""
     if logged.status == "error":
         return "failed", f"inspect's eval ended in an error: {logged.error or 'none recorded'}"
-    if logged.status in ("cancelled", "started"):
+    if logged.status in ("cancelled", "started") or unplayed:
         return "interrupted", None
     return ("incomplete" if incomplete else "complete"), None
 
@@ -256,11 +259,11 @@ def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: R
                 unfinished += 1
     finally:
         log.close()
-    status, failure = _status(logged, tuple(incomplete))
+    every = len(conversation_keys(chosen, params))
+    status, failure = _status(logged, tuple(incomplete), every - begun)
     state.manifest = state.manifest.model_copy(update={
         "imported_from": _source(logged), "started_at": logged.created})
     manifest = close_run(tmp, state, status, tuple(incomplete), failure=failure)
-    every = len(conversation_keys(chosen, params))
     return Imported(out, manifest, len(logged.samples), every, unfinished, every - begun)
 
 
@@ -279,6 +282,9 @@ def import_log(log: Path, out: Path, suite: Path | None = None) -> Imported:
     module's docstring); ``suite``: the suite file to use instead of the one the log names."""
     _check_out(out)
     logged = read_log(log)
+    if not logged.samples:
+        raise UserError(f"{log}: the log holds no samples (an eval run with --no-log-samples, "
+                        "or stopped before its first): there is nothing to import")
     suite_path = find_suite(logged, suite)
     params = _params(logged, load_suite(suite_path, played=True))
     created = not out.exists()

@@ -196,6 +196,13 @@ def test_refusals_are_one_line(played: Run, tmp_path: Path) -> None:
     _one_line(lambda: api.import_inspect(log, tmp_path / "f"), "not empty")
     _one_line(lambda: api.import_inspect(tmp_path / "none.eval", tmp_path / "g"),
               "no such file")
+    empty = build_log(played)
+    empty.samples = None
+    path = _written(empty, tmp_path / "empty.eval")
+    _one_line(lambda: api.import_inspect(path, tmp_path / "g"), "holds no samples")
+    (tmp_path / "junk.eval").write_text("not a zip")
+    _one_line(lambda: api.import_inspect(tmp_path / "junk.eval", tmp_path / "g"),
+              "not an inspect eval log")
     for left in ("a", "b", "d", "g"):
         assert not (tmp_path / left).exists()
 
@@ -229,6 +236,12 @@ def test_errors_and_a_stopped_eval_are_counted_honestly(played: Run, tmp_path: P
     failed = [r for r in _records(load_run(tmp_path / "r")) if r["error"]]
     assert [r["error"]["kind"] for r in failed] == ["rate_limit", "server"]
     assert failed[1]["turn"] == 1 and failed[1]["error"]["message"] == "boom"
+    log.status = "success"  # inspect says done, yet a selected sample is missing
+    again = api.import_inspect(_written(log, tmp_path / "s.eval"), tmp_path / "s")
+    assert again.manifest.status == "interrupted" and again.not_played == 1
+    log.status, log.error = "error", EvalError(message="quota", traceback="", traceback_ansi="")
+    failed_run = api.import_inspect(_written(log, tmp_path / "e.eval"), tmp_path / "e")
+    assert failed_run.manifest.status == "failed" and "quota" in str(failed_run.manifest.failure)
 
 
 def test_messages_that_are_not_butterfly_s_are_refused(played: Run, tmp_path: Path) -> None:
