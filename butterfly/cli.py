@@ -150,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     ii.add_argument("log", metavar="LOG", help="an inspect eval log (.eval or .json)")
     ii.add_argument("--out", required=True, metavar="RUN", help="the run directory to write "
                     "(new or empty)")
-    ii.add_argument("--suite", metavar="FILE", help="the suite file the eval played, when it "
-                    "is not where the log says (its sha256 must be the log's)")
+    ii.add_argument("--suite", metavar="FILE", help="the suite file (or frozen suite's name) "
+                    "the eval played, when it is not where the log says (its sha256 must be the "
+                    "log's)")
     ii.set_defaults(func=commands.cmd_import_inspect)
 
     rr = _documented(sub, "repair")

@@ -91,8 +91,9 @@ def _params(logged: LoggedEval, suite: Sequence[Scenario]) -> RunParams:
     want = CODE_PROMPT_VERSION if m.track == "code" else PROMPT_VERSION
     if m.prompt_version != want:
         raise UserError(f"{logged.path}: the eval sent prompt version {m.prompt_version}; this "
-                        f"butterfly's is {want}: import it with the butterfly version that "
-                        "made it (its records hold the prompts butterfly rebuilds)")
+                        f"butterfly's is {want}, and an import rebuilds each call's messages "
+                        "from its own prompts: import the log with the butterfly version that "
+                        "made it")
     tokens = DEFAULTS.code_max_tokens if m.track == "code" else DEFAULTS.max_tokens
     try:
         base = RunParams(

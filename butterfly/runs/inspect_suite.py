@@ -13,7 +13,7 @@ from butterfly.errors import UserError
 from butterfly.runs.inspect_log import LoggedEval
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
-from butterfly.suite.load import SCENARIOS_DIR
+from butterfly.suite.load import SCENARIOS_DIR, resolve_suite
 from oracle import Scenario
 
 
@@ -25,9 +25,9 @@ def _sha(path: Path) -> str:
 
 
 def find_suite(logged: LoggedEval, given: Path | None) -> Path:
-    """The suite file the log played: ``given`` (``--suite``), else the path the log names,
-    else (that path missing) the frozen suite of the log's suite name; its sha256 must be the
-    log's."""
+    """The suite file the log played: ``given`` (``--suite``: a file, or a suite's name as
+    ``run --suite`` takes it), else the path the log names, else (that path missing) the frozen
+    suite of the log's suite name; its sha256 must be the log's."""
     want, named = logged.meta.suite_sha256, Path(logged.meta.suite_path)
     if given is None and not named.is_file():
         frozen = SCENARIOS_DIR / f"{logged.meta.suite}.jsonl"
@@ -35,9 +35,7 @@ def find_suite(logged: LoggedEval, given: Path | None) -> Path:
             raise UserError(f"{logged.path}: the suite it played, {named}, is missing: give "
                             "that suite with --suite FILE")
         return frozen
-    path = given or named
-    if not path.is_file():
-        raise UserError(f"--suite {path}: no such file")
+    path = named if given is None else resolve_suite(str(given))  # a file, or a suite's name
     sha = _sha(path)
     if sha != want:
         raise UserError(f"{path} is not the suite the log played (its sha256 is {sha[:12]}, "

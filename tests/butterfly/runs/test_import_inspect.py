@@ -141,7 +141,7 @@ def test_show_report_flips_and_compare_read_an_imported_run(played: Run, tmp_pat
     sid = played.scenarios[0].id
     code, text, _ = cli_in_process(capsys, "show", str(out), "--scenario", sid)
     assert code == 0
-    code, _, err = cli_in_process(capsys, "report", str(played.path), str(out), "--html",
+    code, _, err = cli_in_process(capsys, "report", str(out), "--html",
                                   str(tmp_path / "r.html"))
     assert code == 0 and (tmp_path / "r.html").is_file(), err
     grid = api.flips([played.path, out])
@@ -188,6 +188,10 @@ def test_refusals_are_one_line(played: Run, tmp_path: Path) -> None:
     assert api.import_inspect(log, tmp_path / "c").manifest.suite.path == str(SUITE)  # by name
     _one_line(lambda: api.import_inspect(log, tmp_path / "d", suite=tmp_path / "no.jsonl"),
               "no such file")
+    _one_line(lambda: api.import_inspect(log, tmp_path / "d", suite="butterfly-hard"),
+              "not the suite the log played")
+    by_name = api.import_inspect(log, tmp_path / "h", suite="butterfly-40")
+    assert by_name.manifest.suite.path == str(SUITE)
     shutil.copyfile(SUITE, tmp_path / "elsewhere.jsonl")
     run = api.import_inspect(log, tmp_path / "e", suite=tmp_path / "elsewhere.jsonl")
     assert run.manifest.suite.path == str(tmp_path / "elsewhere.jsonl")
@@ -297,3 +301,22 @@ def test_restate_asked_at_chosen_turns_and_self_consistency_import_alike(
     assert len(_records(load_run(got.out))) == len(_records(played))
     assert _score(tmp_path / "i") == _score(played)
     assert _verdicts(tmp_path / "i") == _verdicts(played)
+
+
+def test_a_code_track_log_imports_and_scores_as_its_run(tmp_path: Path) -> None:
+    suite = ROOT / "tests" / "butterfly" / "code" / "code_suite.jsonl"
+    played = api.run(model="script/oracle", suite=str(suite), track="code", limit=1,
+                     out=tmp_path / "p", cache=None)
+    log = build_log(played, suite_path=suite)
+    log.eval.model = "butterfly/script/oracle"
+    got = api.import_inspect(_written(log, tmp_path / "l.eval"), tmp_path / "i")
+    assert got.manifest.params.track == "code" and got.manifest.status == "complete"
+    assert _score(tmp_path / "i") == _score(played)
+
+
+def test_another_prompt_version_is_refused(played: Run, tmp_path: Path) -> None:
+    log = build_log(played)
+    log.eval.metadata["butterfly"]["prompt_version"] = 1  # type: ignore[index]
+    path = _written(log, tmp_path / "l.eval")
+    _one_line(lambda: api.import_inspect(path, tmp_path / "a"), "prompt version 1",
+              "the butterfly version that made it")
