@@ -49,6 +49,17 @@ ABOUT: dict[str, tuple[str, str, str]] = {
         "outside its shard;\na non-empty --out.",
         "exit status: 0 merged (the merged run's status is printed: incomplete when a shard "
         "was), 1 refused"),
+    "import-inspect": (
+        "make an inspect eval log of ButterflyBench's tasks into a run directory "
+        "(docs/inspect.md)",
+        "Read LOG (.eval or .json), written by inspect eval butterflybench/..., and write the "
+        "run\ndirectory RUN that score, show, report, compare, flips and export read as any "
+        "run: the\nsuite the log names (checked by sha256), a record per call with its raw "
+        "answer, re-scored\nby the oracle. Refused (one line, exit 1, nothing written): a log "
+        "not made by\nButterflyBench's tasks, a suite missing or changed, a non-empty --out. "
+        "Needs the extra:\npip install 'butterflybench[inspect]'.",
+        "exit status: 0 imported (the run's status is printed: incomplete or interrupted when "
+        "the\neval did not finish), 1 refused"),
     "repair": (
         "rebuild a damaged run directory (a lost manifest, a broken digest) from its records, "
         "saying what it dropped",
@@ -134,6 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--out", required=True, metavar="RUN", help="the merged run directory "
                     "(new or empty)")
     mg.set_defaults(func=commands.cmd_merge)
+
+    ii = _documented(sub, "import-inspect")
+    ii.add_argument("log", metavar="LOG", help="an inspect eval log (.eval or .json)")
+    ii.add_argument("--out", required=True, metavar="RUN", help="the run directory to write "
+                    "(new or empty)")
+    ii.add_argument("--suite", metavar="FILE", help="the suite file (or frozen suite's name) "
+                    "the eval played, when it is not where the log says (its sha256 must be the "
+                    "log's)")
+    ii.set_defaults(func=commands.cmd_import_inspect)
 
     rr = _documented(sub, "repair")
     rr.add_argument("run", metavar="RUN", help="a run directory")

@@ -148,6 +148,14 @@ def cmd_merge(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_inspect(a: argparse.Namespace) -> int:
+    from butterfly import api
+    from butterfly.present.messages import imported
+
+    _say(imported(a.log, api.import_inspect(a.log, a.out, a.suite)))
+    return 0
+
+
 def cmd_repair(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.messages import repaired

@@ -10,7 +10,8 @@ command line parses flags, calls one of these and renders the result through
 ``butterfly.present``; docs/api.md):
 
 - playing and writing runs (:mod:`~butterfly.api.running`, :mod:`~butterfly.api.sequential`):
-  ``run`` (options: :class:`RunOptions`), ``repair``, ``merge``, ``sequential``;
+  ``run`` (options: :class:`RunOptions`), ``repair``, ``merge``, ``import_inspect``,
+  ``sequential``;
 - reading runs (:mod:`~butterfly.api.reading`): ``load_run``, ``score`` / ``score_run``,
   ``show``, ``export`` / ``tidy_rows`` / ``load_runs``, ``runs``, ``flips``, ``audit``,
   ``compare``, ``calibrate``, ``report``;
@@ -40,6 +41,7 @@ from butterfly.api.reading import (
 from butterfly.api.running import (
     default_out,
     dry_run,
+    import_inspect,
     merge,
     model_args,
     options,
@@ -67,15 +69,17 @@ from butterfly.api.suites import (
 from butterfly.core.options import FIELDS, RunOptions
 from butterfly.core.results import RunScore, ScoreReport
 from butterfly.runs.dryrun import Bill, DryRun
+from butterfly.runs.inspect_import import Imported
 from butterfly.runs.reader import Run, load_run
 
 RUN_FIELDS = tuple(FIELDS)
 """The names of the fields of :class:`RunOptions`, in order."""
 
-__all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "NotebookBuild",
-           "OracleSpec", "ParseOutcome", "ReadingsAudit", "Run", "RunOptions", "RunScore",
-           "ScoreReport", "Shown", "SuiteCheck", "audit", "audit_readings", "calibrate",
-           "compare", "default_out", "dry_run", "export", "flips", "generate", "load_run",
-           "load_runs", "merge", "model_args", "notebook", "options", "oracle", "parse", "repair",
-           "report", "run", "run_dir", "run_params", "runs", "schema", "score", "score_run",
-           "sequential", "show", "tidy_rows", "validate"]
+__all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "Imported",
+           "NotebookBuild", "OracleSpec", "ParseOutcome", "ReadingsAudit", "Run", "RunOptions",
+           "RunScore", "ScoreReport", "Shown", "SuiteCheck", "audit", "audit_readings",
+           "calibrate", "compare", "default_out", "dry_run", "export", "flips", "generate",
+           "import_inspect", "load_run", "load_runs", "merge", "model_args", "notebook",
+           "options", "oracle", "parse", "repair", "report", "run", "run_dir", "run_params",
+           "runs", "schema", "score", "score_run", "sequential", "show", "tidy_rows",
+           "validate"]

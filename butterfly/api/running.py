@@ -1,6 +1,6 @@
-"""The API's commands that play or write runs: ``run``, ``repair``, ``merge`` (and
-``sequential`` in :mod:`butterfly.api.sequential`). Each takes typed options and returns what it
-wrote; the command line is a thin layer over them."""
+"""The API's commands that play or write runs: ``run``, ``repair``, ``merge``,
+``import_inspect`` (and ``sequential`` in :mod:`butterfly.api.sequential`). Each takes typed
+options and returns what it wrote; the command line is a thin layer over them."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from butterfly.models.tokens import caching_of, counter_for
 from butterfly.present.display import ProgressDisplay
 from butterfly.runs.dryrun import DryRun, SliceBy
 from butterfly.runs.dryrun import dry_run as bill_of
+from butterfly.runs.inspect_import import Imported, import_log
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.merge import merge as merge_shards
 from butterfly.runs.options import check_model, check_out, make_params, parse_model_args
@@ -204,3 +205,11 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> RunManifest:
     merged run's manifest (docs/scale.md)."""
     return merge_shards([Path(p) for p in shards], Path(out))
 
+
+
+def import_inspect(log: str | Path, out: str | Path, suite: str | Path | None = None
+                   ) -> Imported:
+    """``butterfly import-inspect``: the inspect eval log ``log`` (.eval or .json) of a
+    butterfly task made into the new run directory ``out``; ``suite``: the suite file to use
+    instead of the one the log names (docs/inspect.md, "Importing an inspect log")."""
+    return import_log(Path(log), Path(out), None if suite is None else Path(suite))

@@ -270,12 +270,16 @@ def usage_line(u: Usage) -> str:
 
 
 def content_line(run: Run) -> str:
-    """What a reader verified of a run's records (docs/running.md, "Tamper evidence"), and
-    each repair it went through."""
+    """What a reader verified of a run's records (docs/running.md, "Tamper evidence"), each
+    repair it went through, and the inspect log it was imported from (docs/inspect.md)."""
     text = f"records: {run.digest.label()}"
     for r in run.manifest.repaired:
         rebuilt = ", its manifest rebuilt from the flags given" if r.rebuilt_manifest else ""
         text += f"; repaired {r.at} ({len(r.dropped)} line(s) dropped{rebuilt})"
+    source = run.manifest.imported_from
+    if source is not None:
+        text += (f"; imported from the inspect log {printable(source.log, newlines=False)} "
+                 f"(eval {printable(source.eval_id, newlines=False)}, status {source.status})")
     return text
 
 

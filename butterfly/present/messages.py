@@ -1,13 +1,14 @@
 """The lines the command line says about what a command did (on stderr), and the exit status
-they go with: a run that ended incomplete or over its budget, a merge, a repair, a failed run
-scored. Built from the typed results of :mod:`butterfly.api`; every string from a run or a
-model is made printable."""
+they go with: a run that ended incomplete or over its budget, a merge, a repair, an import of
+an inspect log, a failed run scored. Built from the typed results of :mod:`butterfly.api`;
+every string from a run or a model is made printable."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from butterfly.core.printable import printable
+from butterfly.runs.inspect_import import Imported
 from butterfly.runs.reader import Run
 from butterfly.runs.records import RunManifest
 from butterfly.runs.repair import RepairResult
@@ -58,6 +59,22 @@ def merged(out: str, manifest: RunManifest) -> list[str]:
     if manifest.status != "complete":
         lines.append(f"butterfly: the merged run is {manifest.status}: butterfly run --out "
                      f"{out} with the sweep's model, suite and flags (no --shard) completes it")
+    return lines
+
+
+def imported(log: str, result: Imported) -> list[str]:
+    """What ``butterfly import-inspect`` says about the run it wrote."""
+    m = result.manifest
+    lines = [f"imported {result.samples} sample(s) of {one_line(log)} into {result.out}: "
+             f"{m.n_calls} answered and {m.n_provider_errors} failed call(s), status "
+             f"{m.status}"]
+    if result.incomplete:
+        lines.append(f"butterfly: {result.incomplete} of {result.conversations} "
+                     "conversation(s) begun and not finished (an error, or the eval stopped): "
+                     "score counts them as incomplete")
+    if result.not_played:
+        lines.append(f"butterfly: {result.not_played} of {result.conversations} "
+                     "conversation(s) have no call in the log: score counts them as not played")
     return lines
 
 

@@ -9,7 +9,8 @@ A run directory holds:
 Version 2 (issue 21) adds tamper evidence over content: each call record links to the rolling
 digest of the lines before it (``chain_sha256``) and the manifest carries a ``seal``
 (:mod:`butterfly.runs.digest`). Version 1 records and manifests, made before the digest, still
-read: they have neither.
+read: they have neither. Manifest version 3 (issue 26) adds ``imported_from``: the inspect eval
+log a run was imported from (``butterfly import-inspect``); version 2 manifests still read.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ from butterfly.core.vocab import (
 )
 
 RUN_SCHEMA_VERSION: Literal[2] = 2
-"""The version written now; version 1 (before the digest) is still read."""
+"""The call records' version written now; version 1 (before the digest) is still read."""
+MANIFEST_SCHEMA_VERSION: Literal[3] = 3
+"""The manifests' version written now; 2 (before ``imported_from``) and 1 (before the digest)
+are still read."""
 SHA256 = r"^[0-9a-f]{64}$"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -208,10 +212,32 @@ class Repair(BaseModel):
     found: str = Field(description="What the digest found before the repair.")
 
 
+class InspectSource(BaseModel):
+    """``butterfly import-inspect``: the inspect eval log a run was made from (docs/inspect.md,
+    "Importing an inspect log")."""
+
+    model_config = _STRICT
+    log: str = Field(description="The log file as given to import-inspect (.eval or .json).")
+    log_sha256: str = Field(pattern=SHA256, description="sha256 of the log file's bytes.")
+    inspect_version: str | None = Field(description="The inspect_ai version that wrote the "
+                                        "log (its packages); null when it names none.")
+    eval_id: str
+    run_id: str
+    task: str
+    created: str = Field(description="When inspect created the eval (its own timestamp).")
+    status: str = Field(description="The log's status: success, cancelled, error or started.")
+    model: str = Field(description="The model as inspect names it (butterfly/script/lifo).")
+    samples: int = Field(ge=0, description="Samples (conversations) the log holds.")
+    cost_usd: float | None = Field(description="The cost inspect itself reported for the "
+                                   "model (its model_usage total_cost); null when it reported "
+                                   "none. The records' costs are butterfly's own prices.")
+
+
 class RunManifest(BaseModel):
     model_config = _STRICT
-    schema_version: Literal[1, 2] = Field(RUN_SCHEMA_VERSION, description="2: sealed (issue "
-                                          "21); 1: made before the digest, read unsealed.")
+    schema_version: Literal[1, 2, 3] = Field(
+        MANIFEST_SCHEMA_VERSION, description="3: may name the inspect log it was imported from "
+        "(issue 26); 2: sealed (issue 21); 1: made before the digest, read unsealed.")
     kind: Literal["butterfly-run"] = "butterfly-run"
     butterfly_version: str
     git_commit: str | None
@@ -244,13 +270,19 @@ class RunManifest(BaseModel):
         (), description="butterfly merge: the shard directories this run was joined from.")
     repaired: tuple[Repair, ...] = Field(
         (), description="butterfly repair: each time the directory was rebuilt.")
+    imported_from: InspectSource | None = Field(
+        None, description="butterfly import-inspect: the inspect eval log whose samples are "
+        "this run's records (version 3); null for a run butterfly played.")
     seal: Seal | None = Field(None, description="The digest of calls.jsonl and of this "
-                              "manifest (version 2); null in a version 1 manifest.")
+                              "manifest (version 2 on); null in a version 1 manifest.")
 
     @model_validator(mode="after")
     def _sealed_from_version_2(self) -> RunManifest:
-        if (self.seal is not None) != (self.schema_version == 2):
-            raise ValueError("a version 2 manifest has a seal; a version 1 manifest has none")
+        if (self.seal is not None) != (self.schema_version >= 2):
+            raise ValueError("a manifest of version 2 or 3 has a seal; a version 1 manifest "
+                             "has none")
+        if self.imported_from is not None and self.schema_version < 3:
+            raise ValueError("only a version 3 manifest names an inspect log")
         return self
 
 

@@ -34,7 +34,13 @@ from butterfly.runs.digest import START, Chain
 from butterfly.runs.integrity import ParseCheck, key_of
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.reader import load_run
-from butterfly.runs.records import CallRecord, Repair, RunManifest, RunParams
+from butterfly.runs.records import (
+    MANIFEST_SCHEMA_VERSION,
+    CallRecord,
+    Repair,
+    RunManifest,
+    RunParams,
+)
 from butterfly.runs.scope import asked, conversation_keys, select
 from butterfly.runs.store import (
     CALLS,
@@ -289,7 +295,8 @@ def _write(out: Path, manifest: RunManifest, kept: Kept, found: str, rebuilt: bo
     repair = Repair(at=now(), rebuilt_manifest=rebuilt, dropped=tuple(kept.dropped),
                     found=found)
     new = manifest.model_copy(update={
-        "schema_version": 2, "status": "interrupted", "updated_at": now(), "failure": None,
+        "schema_version": MANIFEST_SCHEMA_VERSION, "status": "interrupted", "updated_at": now(),
+        "failure": None,
         "n_calls": kept.tally.answered, "n_provider_errors": kept.tally.errors,
         "incomplete_scenarios": (),
         "usage": kept.tally.usage(manifest.params.price, manifest.model),

@@ -38,7 +38,13 @@ from butterfly.runs.digest import UNSEALED, Chain, Digest, Links, check_content,
 from butterfly.runs.integrity import CallIndex, ParseCheck
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
 from butterfly.runs.lock import LOCK
-from butterfly.runs.records import CallRecord, RunManifest, RunParams, SuiteRef
+from butterfly.runs.records import (
+    MANIFEST_SCHEMA_VERSION,
+    CallRecord,
+    RunManifest,
+    RunParams,
+    SuiteRef,
+)
 from butterfly.runs.sweep import check_resume
 from butterfly.runs.tracks import params_prompt_sha256
 from butterfly.runs.versions import prompt_label, version_name
@@ -153,7 +159,13 @@ def read_manifest(out: Path) -> RunManifest:
 
 def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, suite_sha: str,
                     params: RunParams) -> None:
-    """Refuse to resume ``out`` with another model, suite, parameters or prompt."""
+    """Refuse to resume ``out`` with another model, suite, parameters or prompt, or at all
+    when it was imported from an inspect log (its answers were played there)."""
+    if old.imported_from is not None:
+        raise UserError(f"--out {out} was imported from the inspect log "
+                        f"{old.imported_from.log}: an imported run is read, never added to; "
+                        "choose another --out (or finish the eval in inspect and import "
+                        "it again)")
     if old.model != model or old.suite.sha256 != suite_sha:
         raise UserError(
             f"--out {out} holds a run of {old.model} on {old.suite.path} "
@@ -218,7 +230,8 @@ def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) ->
     if not copy.is_file() or hashlib.sha256(copy.read_bytes()).hexdigest() != old.suite.sha256:
         _copy_suite(suite_path, copy)  # restore the copy from the (checked) suite file
     manifest = old.model_copy(update={"params": params, "updated_at": now(), "status": "running",
-                                      "failure": None, "schema_version": 2})
+                                      "failure": None,
+                                      "schema_version": MANIFEST_SCHEMA_VERSION})
     state.manifest = write_manifest(out, manifest, state.chain)  # a run made before: sealed now
     return state
 

@@ -119,7 +119,7 @@ SEALED_RUNS = {"smollm2-code"}
 def test_a_fresh_run_is_sealed_and_links_every_record(sealed_run: Path) -> None:
     m = json.loads((sealed_run / "manifest.json").read_text())
     lines = (sealed_run / "calls.jsonl").read_bytes().splitlines(keepends=True)
-    assert m["schema_version"] == 2 and m["seal"]["records"] == len(lines) == 12
+    assert m["schema_version"] == 3 and m["seal"]["records"] == len(lines) == 12
     assert m["seal"]["calls_sha256"] == chain_of(sealed_run / "calls.jsonl").sha256
     assert json.loads(lines[0])["chain_sha256"] == START
     assert load_run(sealed_run).digest.label() == "sealed (12 records)"
@@ -160,7 +160,7 @@ def test_a_run_made_before_the_digest_is_sealed_from_its_resume(
                        "--layouts", "E,Q")
     assert code == 0, err
     run = load_run(out)
-    assert run.digest.unlinked == 12 and run.manifest.schema_version == 2
+    assert run.digest.unlinked == 12 and run.manifest.schema_version == 3
     assert run.digest.sealed == 24 and "made before the digest" in run.digest.label()
     _edit_record(3, _right_answer_of)(out)  # an old record, edited after the resume sealed it
     code, _, err = cli(capsys, "score", str(out))

@@ -244,7 +244,7 @@ def test_no_connection_leaves_loopback(tmp_path: Path, mode: str) -> None:
 
 PROBE = """\
 import io, json, runpy, sys
-HEAVY = ("litellm", "aiohttp", "scipy")
+HEAVY = ("litellm", "aiohttp", "scipy", "inspect_ai")
 for args, stdin, want in json.loads(sys.argv[1]):
     sys.argv, sys.stdin = ["butterfly", *args], io.StringIO(stdin)
     code = 0
@@ -257,7 +257,8 @@ for args, stdin, want in json.loads(sys.argv[1]):
     assert got == want, f"{args}: imported {got}, expected {want}"
 """
 """Runs ``butterfly`` commands one after another in one interpreter and checks, after each,
-which of litellm, aiohttp and scipy it has imported so far: the commands that import nothing
+which of litellm, aiohttp, scipy and inspect_ai it has imported so far (inspect_ai: only
+``import-inspect`` may, issue 26): the commands that import nothing
 heavy come first, so a command that imported one would be caught (as in its own process)."""
 
 

@@ -335,5 +335,5 @@ def test_merge_links_the_records_anew_and_keeps_their_content(
     m.update(schema_version=1)
     del m["seal"], m["repaired"]
     (old / "manifest.json").write_text(json.dumps(m))
-    _refused([s1, old], tmp_path / "m2", "not shards of one sweep: a manifest of version 2 vs "
+    _refused([s1, old], tmp_path / "m2", "not shards of one sweep: a manifest of version 3 vs "
              "a manifest of version 1")

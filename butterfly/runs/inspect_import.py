@@ -1,0 +1,308 @@
+"""``butterfly import-inspect LOG --out RUN``: an inspect eval log of a butterfly task made into
+a run directory that every command reads as a run (docs/inspect.md, "Importing an inspect
+log").
+
+The log is read by :mod:`butterfly.runs.inspect_log`. The suite it played is found by the path
+the log names (or ``--suite``; a frozen suite of the same name when that path is missing) and
+checked by sha256. Each sample is one conversation; its store's turns become call records the
+way ``butterfly run`` makes them: the messages a turn adds are rebuilt from the suite and the
+answers before it (their count is checked against what inspect sent), the raw answer is kept
+verbatim and parsed by butterfly's parser, tokens are carried over and priced by butterfly's
+price map. The directory is written by the run writers (:func:`~butterfly.runs.store.open_run`,
+:class:`~butterfly.runs.store.CallLog`, :func:`~butterfly.runs.store.close_run`) into a hidden
+directory beside ``--out`` and moved in at the end, the manifest last, then read back through
+the run reader's integrity checks. Inspect's own verdicts are not read: ``score`` re-scores the
+answers with the oracle.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from butterfly.code.conversation import CODE_PROMPT_VERSION
+from butterfly.core.prompts import PROMPT_VERSION
+from butterfly.core.turns import ConversationKey, make_turn
+from butterfly.core.vocab import DEFAULTS, ErrorClass, RunStatus
+from butterfly.errors import UserError
+from butterfly.models.prices import Rates, rates
+from butterfly.runs.calls import Compactor
+from butterfly.runs.digest import START
+from butterfly.runs.inspect_log import LoggedEval, LoggedSample, TurnEntry, read_log
+from butterfly.runs.inspect_suite import find_suite, scope_of
+from butterfly.runs.lock import LOCK, writer_lock
+from butterfly.runs.play import Sent
+from butterfly.runs.reader import load_run
+from butterfly.runs.records import (
+    CallError,
+    CallRecord,
+    InspectSource,
+    Message,
+    RunManifest,
+    RunParams,
+    Tokens,
+)
+from butterfly.runs.scope import asked, conversation_keys, select
+from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, CallLog, close_run, open_run
+from butterfly.runs.tracks import parse_call, turn_messages
+from butterfly.suite.load import load_suite
+from oracle import Scenario
+
+T = TypeVar("T", int, float)
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What ``import-inspect`` wrote: the run's manifest and how its conversations stand."""
+
+    out: Path
+    manifest: RunManifest
+    samples: int
+    """Samples the log holds."""
+    conversations: int
+    """Conversations the eval selected (scenarios x layouts x epochs)."""
+    incomplete: int
+    """Conversations begun and not finished (an error, or the eval stopped)."""
+    not_played: int
+    """Conversations with no call in the log."""
+
+
+@dataclass
+class Played:
+    """One conversation's records, and whether every asked turn was answered."""
+
+    records: list[CallRecord]
+    complete: bool
+
+
+def _given(meta: T | None, config: T | None, default: T) -> T:
+    """The metadata's value, else the eval's generate config's, else butterfly's default."""
+    return meta if meta is not None else config if config is not None else default
+
+
+def _params(logged: LoggedEval, suite: Sequence[Scenario]) -> RunParams:
+    m = logged.meta
+    want = CODE_PROMPT_VERSION if m.track == "code" else PROMPT_VERSION
+    if m.prompt_version != want:
+        raise UserError(f"{logged.path}: the eval sent prompt version {m.prompt_version}; this "
+                        f"butterfly's is {want}, and an import rebuilds each call's messages "
+                        "from its own prompts: import the log with the butterfly version that "
+                        "made it")
+    tokens = DEFAULTS.code_max_tokens if m.track == "code" else DEFAULTS.max_tokens
+    try:
+        base = RunParams(
+            temperature=_given(m.temperature, logged.temperature, DEFAULTS.temperature),
+            max_tokens=_given(m.max_tokens, logged.max_tokens, tokens),
+            seed=_given(m.seed, logged.seed, DEFAULTS.seed),
+            schema_output=m.protocol == "schema", parse=m.parse or DEFAULTS.parse,
+            layouts=m.layouts, repeats=logged.epochs, mode=m.mode, ask_at=m.ask_at,
+            strategy=m.strategy, samples=m.samples, protocol=m.protocol,
+            sc_base=m.sc_base or "zero-shot", track=m.track)
+    except ValidationError as e:
+        first = str(e.errors(include_url=False)[0]["msg"]).removeprefix("Value error, ")
+        raise UserError(f"{logged.path}: eval metadata 'butterfly': {first}") from None
+    limit, per_category = scope_of(logged, suite, base)
+    return base.model_copy(update={"limit": limit, "per_category": per_category})
+
+
+def error_kind(message: str) -> ErrorClass:
+    """The class of a call's error from inspect's message (server when none is named)."""
+    low = message.lower()
+    if "rate limit" in low or "rate_limit" in low or "429" in low:
+        return "rate_limit"
+    if "timeout" in low or "timed out" in low:
+        return "timeout"
+    if "connect" in low:
+        return "connection"
+    return "server"
+
+
+class Maker:
+    """Makes the call records of one conversation, as ``butterfly run`` makes them."""
+
+    def __init__(self, logged: LoggedEval, params: RunParams) -> None:
+        self.logged = logged
+        self.params = params
+        self.rates: Rates | None = rates(logged.run_model)
+        self.compactor = Compactor()
+
+    def _tokens(self, e: TurnEntry) -> tuple[Tokens, float | None, float | None]:
+        u = e.usage
+        tokens = Tokens(prompt=u.prompt_tokens, completion=u.completion_tokens,
+                        cached=u.cached_tokens, reasoning=u.reasoning_tokens)
+        p, c = u.prompt_tokens, u.completion_tokens
+        if self.rates is None or p is None or c is None or e.error is not None:
+            return tokens, None, None
+        return tokens, self.rates.usd(p, c, u.cached_tokens), self.rates.saved(p, u.cached_tokens)
+
+    def record(self, key: ConversationKey, e: TurnEntry, sent: Sent,
+               added: list[dict[str, str]], at: str) -> CallRecord:
+        tokens, cost, saved = self._tokens(e)
+        spec, reason, detail = (None, None, "") if e.error is not None else parse_call(
+            e.raw, self.params, truncated=e.finish_reason == "length")
+        return CallRecord(
+            chain_sha256=START, scenario=key.scenario, turn=e.turn, layout=key.layout,
+            repeat=key.repeat, sample=e.sample, messages_sha256=sent.sha256(),
+            messages_added=tuple(Message.model_validate(m) for m in added),
+            raw=None if e.error is not None else e.raw, finish_reason=e.finish_reason,
+            spec=spec, abstention=reason, abstention_detail=detail,
+            latency_s=round(e.latency_s or 0.0, 6), tokens=tokens, cost_usd=cost,
+            saved_usd=saved, attempts=1, at=at,
+            error=None if e.error is None else CallError(kind=error_kind(e.error),
+                                                         message=e.error))
+
+    def entries(self, s: Scenario, sample: LoggedSample) -> dict[tuple[int, int], TurnEntry]:
+        """The sample's calls by (turn, sample); a call the run does not make is refused."""
+        where = f"{self.logged.path}: sample {sample.id} (epoch {sample.repeat + 1})"
+        turns = set(asked(s, self.params))
+        out: dict[tuple[int, int], TurnEntry] = {}
+        for e in sample.turns:
+            if e.turn not in turns or e.sample >= self.params.samples:
+                raise UserError(f"{where}: turn {e.turn} (sample {e.sample}) is not a call of "
+                                "the eval's parameters")
+            if (e.turn, e.sample) in out:
+                raise UserError(f"{where}: turn {e.turn} (sample {e.sample}) is logged twice")
+            out[(e.turn, e.sample)] = e
+        return out
+
+    def conversation(self, s: Scenario, sample: LoggedSample) -> Played:
+        """The records of one sample: each asked turn until the first one not answered."""
+        key = ConversationKey(s.id, sample.layout, sample.repeat)
+        by_call, sent, previous = self.entries(s, sample), Sent(), None
+        at = sample.at or self.logged.created
+        out: list[CallRecord] = []
+        for t in asked(s, self.params):
+            added = turn_messages(s, t, previous, sample.layout, self.params)
+            sent.extend(added, self.params.mode == "restate")
+            got = [by_call.get((t, k)) for k in range(self.params.samples)]
+            for e in (x for x in got if x is not None):
+                self._check_sent(sample, e, len(sent.messages))
+                out.append(self.record(key, e, sent, added, at))
+            if any(x is None or x.error is not None for x in got):
+                if sample.error is not None and all(x is None for x in got):
+                    stop = TurnEntry(turn=t, raw="", messages_sent=len(sent.messages),
+                                     error=sample.error)
+                    out.append(self.record(key, stop, sent, added, at))
+                return Played(out, False)
+            views = [self.compactor.view(r) for r in out[-self.params.samples:]]
+            previous = make_turn(views).shown
+        return Played(out, True)
+
+    def _check_sent(self, sample: LoggedSample, e: TurnEntry, ours: int) -> None:
+        if e.messages_sent != ours:
+            raise UserError(
+                f"{self.logged.path}: sample {sample.id} (epoch {sample.repeat + 1}), turn "
+                f"{e.turn}: inspect sent {e.messages_sent} message(s) where butterfly's prompt "
+                f"has {ours}: the eval's messages are not butterfly's, so its answers are not "
+                "a butterfly run")
+
+
+def _source(logged: LoggedEval) -> InspectSource:
+    return InspectSource(
+        log=str(logged.path), log_sha256=logged.sha256, inspect_version=logged.inspect_version,
+        eval_id=logged.eval_id, run_id=logged.run_id, task=logged.task, created=logged.created,
+        status=logged.status, model=logged.model, samples=len(logged.samples),
+        cost_usd=logged.cost_usd)
+
+
+def _status(logged: LoggedEval, incomplete: Sequence[str], unplayed: int
+            ) -> tuple[RunStatus, str | None]:
+    """The run's status (and failure) from the log's and from what it played: interrupted
+    when a selected conversation has no call, as a run stopped before it."""
+    if logged.status == "error":
+        return "failed", f"inspect's eval ended in an error: {logged.error or 'none recorded'}"
+    if logged.status in ("cancelled", "started") or unplayed:
+        return "interrupted", None
+    return ("incomplete" if incomplete else "complete"), None
+
+
+def _samples(logged: LoggedEval, chosen: Sequence[Scenario], params: RunParams
+             ) -> list[tuple[Scenario, LoggedSample]]:
+    """Each sample with its scenario, in the order the run plays its conversations."""
+    keys = {k: i for i, k in enumerate(conversation_keys(chosen, params))}
+    by_id = {s.id: s for s in chosen}
+    seen: dict[ConversationKey, LoggedSample] = {}
+    for sample in logged.samples:
+        key = ConversationKey(sample.scenario, sample.layout, sample.repeat)
+        if key not in keys:
+            raise UserError(f"{logged.path}: sample {sample.id} (epoch {sample.repeat + 1}) is "
+                            "not a conversation of the eval's suite, layouts and epochs")
+        if key in seen:
+            raise UserError(f"{logged.path}: sample {sample.id} (epoch {sample.repeat + 1}) "
+                            "is logged twice")
+        seen[key] = sample
+    return [(by_id[k.scenario], seen[k]) for k in sorted(seen, key=keys.__getitem__)]
+
+
+def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: RunParams
+           ) -> Imported:
+    """Write the run into ``tmp`` (to be moved to ``out``)."""
+    chosen = select(load_suite(suite_path, played=True), params)
+    state = open_run(tmp, logged.run_model, suite_path, chosen, params)
+    maker, log = Maker(logged, params), CallLog(tmp / CALLS, state.chain)
+    incomplete: dict[str, None] = {}
+    begun = unfinished = 0
+    try:
+        for s, sample in _samples(logged, chosen, params):
+            played = maker.conversation(s, sample)
+            for rec in played.records:
+                log.append(rec)
+                state.add(state.lines + 1, rec)
+            begun += bool(played.records)
+            if played.records and not played.complete:
+                incomplete[s.id] = None
+                unfinished += 1
+    finally:
+        log.close()
+    every = len(conversation_keys(chosen, params))
+    status, failure = _status(logged, tuple(incomplete), every - begun)
+    state.manifest = state.manifest.model_copy(update={
+        "imported_from": _source(logged), "started_at": logged.created})
+    manifest = close_run(tmp, state, status, tuple(incomplete), failure=failure)
+    return Imported(out, manifest, len(logged.samples), every, unfinished, every - begun)
+
+
+def _check_out(out: Path) -> None:
+    if not out.exists():
+        return
+    others = sorted(p.name for p in out.iterdir() if p.name != LOCK) if out.is_dir() else [""]
+    if (out / MANIFEST).exists():
+        raise UserError(f"--out {out} holds a run: import into a new directory")
+    if others:
+        raise UserError(f"--out {out} is not empty and holds no run: choose another --out")
+
+
+def import_log(log: Path, out: Path, suite: Path | None = None) -> Imported:
+    """Import the inspect eval log ``log`` into the new run directory ``out`` (see the
+    module's docstring); ``suite``: the suite file to use instead of the one the log names."""
+    _check_out(out)
+    logged = read_log(log)
+    if not logged.samples:
+        raise UserError(f"{log}: the log holds no samples (an eval run with --no-log-samples, "
+                        "or stopped before its first): there is nothing to import")
+    suite_path = find_suite(logged, suite)
+    params = _params(logged, load_suite(suite_path, played=True))
+    created = not out.exists()
+    try:
+        with writer_lock(out):
+            _check_out(out)
+            tmp = out.parent / f".{out.name}.importing"
+            shutil.rmtree(tmp, ignore_errors=True)  # a killed import's leftovers
+            try:
+                imported = _write(tmp, out, logged, suite_path, params)
+                for name in (SUITE_COPY, CALLS, MANIFEST):  # the manifest last
+                    os.replace(tmp / name, out / name)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    load_run(out)  # read back through every integrity check, as any reader will
+    return imported
