@@ -244,7 +244,7 @@ def test_no_connection_leaves_loopback(tmp_path: Path, mode: str) -> None:
 
 PROBE = """\
 import io, json, runpy, sys
-HEAVY = ("litellm", "aiohttp", "scipy")
+HEAVY = ("litellm", "aiohttp", "scipy", "inspect_ai")
 for args, stdin, want in json.loads(sys.argv[1]):
     sys.argv, sys.stdin = ["butterfly", *args], io.StringIO(stdin)
     code = 0
@@ -257,14 +257,15 @@ for args, stdin, want in json.loads(sys.argv[1]):
     assert got == want, f"{args}: imported {got}, expected {want}"
 """
 """Runs ``butterfly`` commands one after another in one interpreter and checks, after each,
-which of litellm, aiohttp and scipy it has imported so far: the commands that import nothing
+which of litellm, aiohttp, scipy and inspect_ai (never: only tasks run inside inspect import it,
+docs/inspect.md) it has imported so far: the commands that import nothing
 heavy come first, so a command that imported one would be caught (as in its own process)."""
 
 
 def test_commands_import_litellm_aiohttp_and_scipy_only_when_they_need_them(
         tmp_path: Path) -> None:
-    """No command without a provider imports litellm (3 s) or aiohttp; no command that compares
-    nothing imports scipy; a report of a pair does (it is compared); the fast path calls a
+    """No command without a provider imports litellm (3 s) or aiohttp; no command imports
+    inspect_ai; no command that compares nothing imports scipy; a report of a pair does (it is compared); the fast path calls a
     provider with aiohttp and without litellm."""
     runs = [tmp_path / "a", tmp_path / "b"]
     for run, agent in zip(runs, ("script/noop", "script/oracle"), strict=True):
