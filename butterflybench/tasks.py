@@ -20,10 +20,12 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import GenerateConfig
 
 from butterfly.core.vocab import DEFAULTS
+from butterflybench import provider
 from butterflybench.scorer import butterfly_scorer
 from butterflybench.solver import play
 from butterflybench.suites import Played, prepare
 
+assert provider.ScriptedAPI  # registers butterfly/script/NAME wherever the tasks are loaded
 Layouts = str | Sequence[str]
 AskAt = str | int | Sequence[int] | None
 
