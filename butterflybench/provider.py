@@ -25,6 +25,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+from butterfly.code.agents import CODE_AGENTS
 from butterfly.core.vocab import DEFAULTS, Track
 from butterfly.errors import UserError
 from butterfly.models.provider import Request
@@ -63,7 +64,8 @@ class ScriptedAPI(ModelAPI):
             raise UserError(f"butterfly/{model_name}: the butterfly provider serves our "
                             "scripted agents, butterfly/script/NAME")
         self.agent = model_name.removeprefix(PREFIX)
-        check_agent(self.agent)
+        if self.agent not in CODE_AGENTS:  # the code track's are checked on their first call
+            check_agent(self.agent)
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo],
                        tool_choice: ToolChoice, config: GenerateConfig) -> ModelOutput:

@@ -20,6 +20,7 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from butterfly.code.judge import broken
 from butterfly.core.metrics import ScenarioScore, score_scenario
 from butterfly.core.transcript import conversation
 from butterfly.core.turns import Turn, make_turn
@@ -27,6 +28,7 @@ from butterfly.runs.records import RunParams
 from butterfly.runs.scope import asked
 from butterfly.runs.tracks import parse_call
 from butterflybench.metrics import METRICS
+from butterflybench.programs import judged_spec
 from butterflybench.suites import SCORER, TURNS, by_id
 from oracle import Scenario, replay
 
@@ -43,34 +45,41 @@ class Answer:
     sample: int = 0
 
 
-def answer_of(rec: dict[str, Any], p: RunParams) -> Answer:
-    """A recorded turn parsed as our runner parses it; an ask over the context window is an
+async def answer_of(rec: dict[str, Any], p: RunParams, want: dict[str, str]) -> Answer:
+    """A recorded turn parsed as our runner parses it (on the code track, its program observed
+    and judged against ``want``, the oracle's spec); an ask over the context window is an
     abstention (reason ``context``), as our runner records it."""
     if rec["finish_reason"] == "model_length":
         return Answer("", None, "context", "the ask does not fit the model's context window",
                       rec["finish_reason"])
-    got = parse_call(rec["raw"], p, truncated=rec["finish_reason"] == "length")
-    return Answer(rec["raw"], got.spec, got.reason, got.detail, rec["finish_reason"])
+    truncated = rec["finish_reason"] == "length"
+    got = parse_call(rec["raw"], p, truncated=truncated)
+    spec = got.spec
+    if p.track == "code" and got.reason is None:
+        spec = await judged_spec(rec["raw"], truncated, want)
+    return Answer(rec["raw"], spec, got.reason, got.detail, rec["finish_reason"])
 
 
-def answered(scenario: Scenario, records: Sequence[dict[str, Any]], p: RunParams
-             ) -> list[Turn | None]:
+async def answered(scenario: Scenario, records: Sequence[dict[str, Any]], p: RunParams,
+                   oracle: Sequence[dict[str, str]]) -> list[Turn | None]:
     """Turn t's answer at index t - 1 (None: not asked, or no answer: a provider error)."""
     out: list[Turn | None] = [None] * len(scenario.turns)
     for rec in records:
         if rec["error"] is None:
-            out[rec["turn"] - 1] = make_turn([answer_of(rec, p)])
+            t = rec["turn"]
+            out[t - 1] = make_turn([await answer_of(rec, p, oracle[t])])
     return out
 
 
 def verdicts(scenario: Scenario, turns: list[Turn | None], chosen: Sequence[int] | None,
-             oracle: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
+             oracle: Sequence[dict[str, str]], track: str) -> list[dict[str, Any]]:
     """Per asked turn: matched (None: no answer), the wrong and collateral settings, the
-    abstention's reason."""
+    abstention's reason (and on the code track the settings broken: ``code.judge``)."""
     rows = conversation(scenario, turns, oracle, chosen)["turns"]
     return [{"turn": r["turn"], "match": None if r["status"] == "missing" else
              r["status"] == "match", "wrong": r["wrong"], "collateral": r["collateral"],
-             "abstention": r["abstention"]}
+             "abstention": r["abstention"], **({"broken": broken(r["spec"])}
+                                               if track == "code" else {})}
             for r in rows if r["status"] != "not_asked"]
 
 
@@ -82,17 +91,17 @@ def figures(s: ScenarioScore) -> dict[str, Any]:
             "abstentions": s.abstentions}
 
 
-def conversation_score(state: TaskState, suite_path: str, p: RunParams) -> Score:
+async def conversation_score(state: TaskState, suite_path: str, p: RunParams) -> Score:
     """The score of the sample's conversation."""
     scenario = by_id(suite_path)[state.metadata["scenario"]]
     records: list[dict[str, Any]] = state.store.get(TURNS, [])
     turn_list = list(asked(scenario, p))
     chosen = None if p.ask_at is None else turn_list
     oracle = replay(scenario)
-    turns = answered(scenario, records, p)
+    turns = await answered(scenario, records, p, oracle)
     meta: dict[str, Any] = {"scenario": scenario.id, "layout": state.metadata["layout"],
                             "repeat": state.epoch - 1, "category": scenario.category,
-                            "turns": verdicts(scenario, turns, chosen, oracle)}
+                            "turns": verdicts(scenario, turns, chosen, oracle, p.track)}
     specs = [turns[t - 1] for t in turn_list]
     last = records[-1]["raw"] if records else None
     if any(t is None for t in specs):
@@ -121,6 +130,6 @@ def butterfly_scorer(suite_path: str, params: dict[str, Any]) -> Scorer:
     p = RunParams.model_validate(params)
 
     async def score(state: TaskState, target: Target) -> Score:
-        return conversation_score(state, suite_path, p)
+        return await conversation_score(state, suite_path, p)
 
     return score

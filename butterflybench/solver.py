@@ -29,6 +29,7 @@ from inspect_ai.model import (
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema, LimitExceededError
 
+from butterfly.errors import UserError
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import asked
 from butterfly.runs.tracks import turn_messages
@@ -107,19 +108,20 @@ async def converse(state: TaskState, scenario: Scenario, layout: str, p: RunPara
         start = time.perf_counter()
         try:
             output = await model.generate(list(sent), config=config)
-        except LimitExceededError:
+        except (LimitExceededError, UserError):  # an inspect limit; a task the model cannot play
             raise
         except Exception as e:  # failed after inspect's retries: the conversation ends here
             turns.append(turn_record(t, "", len(sent), None, None, f"{type(e).__name__}: {e}"))
             break
         latency = output.time if output.time is not None else time.perf_counter() - start
         previous = output.completion
-        over = output.stop_reason == "model_length" and p.ask_at is None
+        over = (output.stop_reason == "model_length" and p.ask_at is None
+                and p.track != "code")
         turns.append(turn_record(t, previous, len(sent), output, latency,
                                  OVER_CONTEXT if over else None))
         state.store.set(TURNS, list(turns))
         state.output = output
-        if over:  # our runner stops too; only an ask (restate, --ask-at) may overflow
+        if over:  # our runner stops too; an ask (--ask-at) or a code turn is an abstention
             break
     state.store.set(TURNS, list(turns))
     state.messages = [*sent, *([] if previous is None else

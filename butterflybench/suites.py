@@ -59,9 +59,6 @@ class Played:
 
 def refused(params: RunParams) -> str | None:
     """Why inspect cannot play these parameters as our runner does (None: it can)."""
-    if params.track == "code":
-        return ("the code track is not playable in inspect yet (its programs are observed in "
-                "a sandbox when a run is scored): use butterfly run")
     if params.strategy == "self-consistency":
         return ("strategy self-consistency (several answers per turn, voted) is not playable "
                 "in inspect: use butterfly run, or another strategy")

@@ -1,13 +1,13 @@
 """The tasks: ``inspect eval butterflybench/butterfly_40`` (``butterfly_hard``,
-``butterfly_long``, and ``butterfly_suite`` for any suite file or name).
+``butterfly_long``, ``butterfly_code``, and ``butterfly_suite`` for any suite file or name).
 
 Each sample is one conversation: a scenario posed under one layout (id ``SCENARIO/LAYOUT``);
 inspect's epochs are our repeats (epoch r + 1 is repeat r, seeded ``seed + r``). The parameters
 are ``butterfly run``'s flags of the same names, checked by butterfly's own code: ``layouts``
 (E, Q, H: one or several, ``-T layouts=E,Q``), ``mode`` (chat, restate), ``ask_at`` (restate
 only), ``strategy``, ``protocol``, ``parse``, ``per_category``, ``limit``, ``seed``,
-``temperature``, ``max_tokens``. Strategy self-consistency and the code track are refused
-(docs/inspect.md).
+``temperature``, ``max_tokens``; the code track takes the last five only (as ``butterfly run
+--track code``). Strategy self-consistency is refused (docs/inspect.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from butterflybench.scorer import butterfly_scorer
 from butterflybench.solver import play
 from butterflybench.suites import Played, prepare
 
-assert provider.ScriptedAPI  # registers butterfly/script/NAME wherever the tasks are loaded
+PROVIDER = provider.ScriptedAPI
+"""Registered by importing its module: ``butterfly/script/NAME`` wherever the tasks are
+loaded (a task file run by path too)."""
 Layouts = str | Sequence[str]
 AskAt = str | int | Sequence[int] | None
 
@@ -94,6 +96,17 @@ def butterfly_long(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = N
     return butterfly_task("butterfly-long", **_args(layouts, mode, ask_at, strategy, protocol,
                                                     parse, per_category, limit, seed,
                                                     temperature, max_tokens))
+
+
+@task
+def butterfly_code(per_category: int | None = None, limit: int | None = None,
+                   seed: int = DEFAULTS.seed, temperature: float = DEFAULTS.temperature,
+                   max_tokens: int | None = None) -> Task:
+    """butterfly-code: the code track (chat mode, layout E, zero-shot): the model keeps a
+    program up to date; each answer's program is run in the sandbox and observed when it is
+    scored (docs/code-track.md)."""
+    return butterfly_task("butterfly-code", per_category=per_category, limit=limit, seed=seed,
+                          temperature=temperature, max_tokens=max_tokens)
 
 
 @task

@@ -148,6 +148,17 @@ def test_restate_asked_at_chosen_turns_scores_alike(tmp_path: Path) -> None:
                                                             "butterfly-long")
 
 
+def test_the_code_track_observes_and_judges_programs_alike(tmp_path: Path) -> None:
+    """script/collateral edits the program and also one setting no turn targets: both
+    harnesses run its programs in the sandbox and find that setting."""
+    score = play(tmp_path, "script/collateral", "run", suite="butterfly-code", limit=1)
+    log = evaluate(task("butterfly_code", limit=1), "butterfly/script/collateral", tmp_path)
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+    assert score.change_radius == 1 and log.eval.metadata["butterfly"]["track"] == "code"
+
+
 def test_the_oracle_scores_every_conversation(tmp_path: Path) -> None:
     log = evaluate(task("butterfly_40", per_category=1, layouts="Q"), "butterfly/script/oracle",
                    tmp_path)
@@ -232,7 +243,8 @@ def test_a_failed_call_leaves_its_conversation_incomplete(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(("name", "args", "says"), [
     ("butterfly_40", {"strategy": "self-consistency"}, "self-consistency"),
-    ("butterfly_suite", {"suite": "butterfly-code"}, "code track"),
+    ("butterfly_code", {"limit": 0}, "--limit must be at least 1"),
+    ("butterfly_suite", {"suite": "butterfly-code", "mode": "restate"}, "code track plays"),
     ("butterfly_40", {"ask_at": [3]}, "--ask-at is for --mode restate"),
     ("butterfly_40", {"layouts": "E,X"}, "--layouts takes"),
 ])
