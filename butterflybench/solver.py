@@ -22,6 +22,7 @@ from inspect_ai.model import (
     ChatMessageSystem,
     ChatMessageUser,
     GenerateConfig,
+    Model,
     ModelOutput,
     ResponseSchema,
     get_model,
@@ -99,31 +100,38 @@ async def converse(state: TaskState, scenario: Scenario, layout: str, p: RunPara
     sent: list[ChatMessage] = []
     turns: list[dict[str, Any]] = []
     previous: str | None = None
+    output: ModelOutput | None = None
     for t in asked(scenario, p):
         tag = {"scenario": scenario.id, "turn": t, "layout": layout, "repeat": state.epoch - 1,
                "seed": seed_of(p, state.epoch), "suite_path": suite_path, "track": p.track}
-        added = turn_messages(scenario, t, previous, layout, p)
         sent = [] if p.mode == "restate" else sent
-        sent += [chat_message(m, tag) for m in added]
-        start = time.perf_counter()
-        try:
-            output = await model.generate(list(sent), config=config)
-        except (LimitExceededError, UserError):  # an inspect limit; a task the model cannot play
-            raise
-        except Exception as e:  # failed after inspect's retries: the conversation ends here
-            turns.append(turn_record(t, "", len(sent), None, None, f"{type(e).__name__}: {e}"))
-            break
-        latency = output.time if output.time is not None else time.perf_counter() - start
-        previous = output.completion
-        over = (output.stop_reason == "model_length" and p.ask_at is None
-                and p.track != "code")
-        turns.append(turn_record(t, previous, len(sent), output, latency,
-                                 OVER_CONTEXT if over else None))
+        sent += [chat_message(m, tag) for m in turn_messages(scenario, t, previous, layout, p)]
+        rec, output = await call(model, sent, config, t, p)
+        turns.append(rec)
         state.store.set(TURNS, list(turns))
-        state.output = output
-        if over:  # our runner stops too; an ask (--ask-at) or a code turn is an abstention
+        if output is not None:
+            state.output, previous = output, output.completion
+        if rec["error"] is not None:  # the conversation ends here: incomplete
             break
-    state.store.set(TURNS, list(turns))
-    state.messages = [*sent, *([] if previous is None else
-                               [ChatMessageAssistant(content=previous)])]
+    answered = [] if output is None else [ChatMessageAssistant(content=output.completion)]
+    state.messages = [*sent, *answered]  # the last call's messages and its answer
     return state
+
+
+async def call(model: Model, sent: list[ChatMessage], config: GenerateConfig, t: int,
+               p: RunParams) -> tuple[dict[str, Any], ModelOutput | None]:
+    """Turn ``t``'s call: its record, and the model's output (None: the call failed after
+    inspect's retries). An inspect limit, or a model that cannot play the task, is raised."""
+    start = time.perf_counter()
+    try:
+        output = await model.generate(list(sent), config=config)
+    except (LimitExceededError, UserError):
+        raise
+    except Exception as e:
+        return turn_record(t, "", len(sent), None, None, f"{type(e).__name__}: {e}"), None
+    latency = output.time if output.time is not None else time.perf_counter() - start
+    # over the context window: our runner stops, but for an ask (--ask-at) or a code turn,
+    # which are abstentions (reason context)
+    over = output.stop_reason == "model_length" and p.ask_at is None and p.track != "code"
+    return turn_record(t, output.completion, len(sent), output, latency,
+                       OVER_CONTEXT if over else None), output
