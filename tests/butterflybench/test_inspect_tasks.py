@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import logging
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +35,17 @@ if TYPE_CHECKING:  # inspect is imported by the tests that run, not when the fil
 
 FIGURES = ("final_match", "turn_match", "change_radius", "undo_recovery", "abstention",
            "coverage", "collateral_per_turn", "wobble", "effective_final_match")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _logging_put_back() -> Iterator[None]:
+    """inspect's first eval sets the root logger's level and adds its handler to it: both are
+    put back when this module ends, so no later test in the process logs through inspect."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture(autouse=True)
