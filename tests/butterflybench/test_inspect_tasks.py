@@ -16,6 +16,7 @@ import importlib
 import json
 import logging
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,14 +39,20 @@ FIGURES = ("final_match", "turn_match", "change_radius", "undo_recovery", "abste
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _logging_put_back() -> Iterator[None]:
-    """inspect's first eval sets the root logger's level and adds its handler to it: both are
-    put back when this module ends, so no later test in the process logs through inspect."""
+def _put_back() -> Iterator[None]:
+    """inspect's first eval sets the root logger's level and adds its handler to it; importing
+    butterflybench sets ``TIKTOKEN_CACHE_DIR`` (docs/inspect.md, "Offline"): all are put back
+    when this module ends, so no later test in the process depends on them."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR")
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    if cache is None:
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+    else:
+        os.environ["TIKTOKEN_CACHE_DIR"] = cache
 
 
 @pytest.fixture(autouse=True)
