@@ -48,7 +48,7 @@ def butterfly_task(suite: str, **task_args: Any) -> Task:
         dataset=samples(played), solver=play(path, dumped),
         scorer=butterfly_scorer(path, dumped),
         config=GenerateConfig(temperature=p.temperature, max_tokens=p.max_tokens),
-        metadata=played.metadata(), fail_on_error=False)
+        metadata=played.metadata())
 
 
 def _args(layouts: Layouts, mode: str, ask_at: AskAt, strategy: str, protocol: str | None,
