@@ -24,6 +24,7 @@ from inspect_ai.model import (
     GenerateConfig,
     Model,
     ModelOutput,
+    ModelUsage,
     ResponseSchema,
     get_model,
 )
@@ -70,14 +71,24 @@ def chat_message(m: dict[str, str], tag: dict[str, Any]) -> ChatMessage:
 def turn_record(t: int, raw: str, sent: int, output: ModelOutput | None, latency: float | None,
                 error: str | None = None) -> dict[str, Any]:
     """A turn as the store keeps it (the log's contract, docs/inspect.md)."""
-    usage = None if output is None else output.usage
     stop = None if output is None else str(output.stop_reason)
-    return {"turn": t, "raw": raw, "messages_sent": sent, "usage": {
-        "prompt_tokens": None if usage is None else usage.input_tokens,
-        "completion_tokens": None if usage is None else usage.output_tokens,
-        "reasoning_tokens": None if usage is None else usage.reasoning_tokens},
-        "latency_s": None if latency is None else round(latency, 6),
-        "finish_reason": None if stop is None else FINISH.get(stop, stop), "error": error}
+    return {"turn": t, "raw": raw, "messages_sent": sent,
+            "usage": usage_of(None if output is None else output.usage),
+            "latency_s": None if latency is None else round(latency, 6),
+            "finish_reason": None if stop is None else FINISH.get(stop, stop), "error": error}
+
+
+def usage_of(usage: ModelUsage | None) -> dict[str, int | None]:
+    """A call's tokens as our call records count them: the prompt's whole (inspect's
+    ``input_tokens`` leaves out the tokens read from or written to a prompt cache), the
+    completion's with its reasoning, the reasoning's, and the cached prompt tokens."""
+    if usage is None:
+        return dict.fromkeys(("prompt_tokens", "completion_tokens", "reasoning_tokens",
+                              "cached_tokens"))
+    cached = usage.input_tokens_cache_read
+    prompt = usage.input_tokens + (cached or 0) + (usage.input_tokens_cache_write or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": usage.output_tokens,
+            "reasoning_tokens": usage.reasoning_tokens, "cached_tokens": cached}
 
 
 @solver

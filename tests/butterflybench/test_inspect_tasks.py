@@ -221,7 +221,8 @@ def answer(text: str) -> ModelOutput:
     from inspect_ai.model import ModelOutput, ModelUsage
 
     out = ModelOutput.from_content(model="mockllm", content=text)
-    out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    out.usage = ModelUsage(input_tokens=3, input_tokens_cache_read=2, output_tokens=1,
+                           total_tokens=6)
     return out
 
 
@@ -236,6 +237,9 @@ def test_mockllm_with_the_same_answers_scores_alike(tmp_path: Path,
                    model_args={"custom_outputs": replay(tmp_path / "run")})
     assert score.abstention is not None and score.abstention > 0  # abstentions are compared
     assert inspect_verdicts(log) == butterfly_verdicts(score)
+    usage = (log.samples or [])[0].store["butterfly_turns"][0]["usage"]
+    assert usage == {"prompt_tokens": 5, "completion_tokens": 1, "reasoning_tokens": None,
+                     "cached_tokens": 2}  # the prompt's whole, as our records count it
     same_figures(log, score)
     same_calls(log, tmp_path / "run")
 
