@@ -24,7 +24,8 @@ from conftest import ROOT
 
 from butterfly.cli import build_parser
 
-TOP = ("butterfly", "docs", "tests", "scenarios", "bench", "tools", "notebooks", "runs", "oracle")
+TOP = ("butterfly", "butterflybench", "docs", "tests", "scenarios", "bench", "tools",
+       "notebooks", "runs", "oracle")
 LAYERS = ("core", "suite", "models", "runs", "analysis", "present", "kaggle")
 PATH = re.compile(r"(?<![\w.~/$-])((?:" + "|".join(TOP) + r")/[\w.*<>/+-]*)")
 MODULE = re.compile(r"(?<![\w/.-])((?:butterfly|oracle)(?:\.\w+)+)")
@@ -84,9 +85,14 @@ def _attribute(path: str) -> bool:
     return False
 
 
+INSPECT_NAMES = ("butterflybench/butterfly_", "butterfly/script/")
+"""Names that look like paths and are inspect's names of our tasks and scripted agents
+(``inspect eval butterflybench/butterfly_40 --model butterfly/script/oracle``, docs/inspect.md)."""
+
+
 def exists(path: str) -> bool:
     path = path.rstrip(".,;:)")
-    if path in OUTPUTS:
+    if path in OUTPUTS or path.startswith(INSPECT_NAMES):
         return True
     if (ROOT / path).exists() or (path.split("/")[0] in LAYERS
                                   and (ROOT / "butterfly" / path).exists()):

@@ -208,9 +208,9 @@ def test_no_import_cycle_between_modules_or_subpackages() -> None:
     assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
 
 
-CAPPED = ("butterfly", "oracle", "tools", "bench")
-"""The trees under the 400-line cap: the package, the oracle and the scripts beside them (the
-tests are not: a test file may keep a whole table of cases together)."""
+CAPPED = ("butterfly", "oracle", "butterflybench", "tools", "bench")
+"""The trees under the 400-line cap: the package, the oracle, the inspect tasks and the scripts
+beside them (the tests are not: a test file may keep a whole table of cases together)."""
 
 
 def capped_files() -> list[str]:
@@ -282,9 +282,36 @@ def test_every_package_is_installed() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
                  ["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts)
-             for d in ("butterfly", "oracle") for p in (ROOT / d).rglob("__init__.py")}
+             for d in ("butterfly", "oracle", "butterflybench")
+             for p in (ROOT / d).rglob("__init__.py")}
     assert listed == found, f"pyproject.toml packages: add {sorted(found - listed)}, " \
                             f"drop {sorted(listed - found)}"
+
+
+OUTSIDE: Final = ("butterflybench", "inspect_ai")
+"""What ``butterfly`` and ``oracle`` never import: the inspect tasks import butterfly, never
+the other way round, so nothing but a task run inside inspect pays for inspect-ai
+(docs/inspect.md)."""
+
+
+def foreign_imports(path: Path) -> list[str]:
+    """``line: module`` of every import of :data:`OUTSIDE` anywhere in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = [(n.lineno, a.name) for n in ast.walk(tree) if isinstance(n, ast.Import)
+             for a in n.names]
+    found += [(n.lineno, n.module) for n in ast.walk(tree)
+              if isinstance(n, ast.ImportFrom) and n.module and n.level == 0]
+    return [f"{line}: {m}" for line, m in sorted(found) if m.split(".")[0] in OUTSIDE]
+
+
+def test_butterfly_never_imports_the_inspect_tasks_or_inspect(tmp_path: Path) -> None:
+    bad = {str(p.relative_to(ROOT)): foreign_imports(p)
+           for d in ("butterfly", "oracle") for p in sorted((ROOT / d).rglob("*.py"))}
+    assert not {k: v for k, v in bad.items() if v}
+    f = tmp_path / "m.py"
+    f.write_text("import json\ndef f() -> None:\n    from inspect_ai.model import x\n"
+                 "    import butterflybench.tasks\n")
+    assert foreign_imports(f) == ["3: inspect_ai.model", "4: butterflybench.tasks"]
 
 
 def test_the_notebook_rule_names_every_inlined_module_above_core() -> None:

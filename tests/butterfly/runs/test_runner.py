@@ -264,9 +264,9 @@ heavy come first, so a command that imported one would be caught (as in its own 
 
 def test_commands_import_litellm_aiohttp_and_scipy_only_when_they_need_them(
         tmp_path: Path) -> None:
-    """No command without a provider imports litellm (3 s) or aiohttp; no command that compares
-    nothing imports scipy; a report of a pair does (it is compared); the fast path calls a
-    provider with aiohttp and without litellm."""
+    """No command without a provider imports litellm (3 s) or aiohttp; no command imports
+    inspect_ai; no command that compares nothing imports scipy; a report of a pair does (it is
+    compared); the fast path calls a provider with aiohttp and without litellm."""
     runs = [tmp_path / "a", tmp_path / "b"]
     for run, agent in zip(runs, ("script/noop", "script/oracle"), strict=True):
         assert run_cli("run", "--model", agent, "--out", str(run), "--limit", "3",

@@ -1,0 +1,277 @@
+"""The same numbers in both harnesses (issue 26): a suite slice played by ``butterfly run`` and
+by ``inspect eval`` with the same answers gives equal per-conversation verdicts, equal raw
+answers and message lists, and equal suite-level figures.
+
+The answers come from our scripted agents (``script/NAME`` in butterfly,
+``butterfly/script/NAME`` in inspect) and from inspect's ``mockllm`` replaying what a fake
+server answered ``butterfly run``. inspect runs in this process, offline, without a display,
+its logs in ``tmp_path``; tiktoken is made to fail, so nothing counts tokens by downloading an
+encoding (item 5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from fakeserver import FakeServer
+
+from butterfly.analysis.scoring import score_run
+from butterfly.api.running import run as butterfly_run
+from butterfly.core.results import RunScore
+from butterfly.errors import UserError
+from butterfly.runs.calls import iter_records
+
+if TYPE_CHECKING:  # inspect is imported by the tests that run, not when the file is collected
+    from inspect_ai.log import EvalLog
+    from inspect_ai.model import ChatMessage, ModelOutput
+
+FIGURES = ("final_match", "turn_match", "change_radius", "undo_recovery", "abstention",
+           "coverage", "collateral_per_turn", "wobble", "effective_final_match")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _put_back() -> Iterator[None]:
+    """inspect's first eval sets the root logger's level and adds its handler to it; importing
+    butterflybench sets ``TIKTOKEN_CACHE_DIR`` (docs/inspect.md, "Offline"): all are put back
+    when this module ends, so no later test in the process depends on them."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    if cache is None:
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+    else:
+        os.environ["TIKTOKEN_CACHE_DIR"] = cache
+
+
+@pytest.fixture(autouse=True)
+def _no_tiktoken(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any use of tiktoken fails the sample that made it (and so the test)."""
+    import tiktoken
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("tiktoken was asked for an encoding")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", refuse)
+    monkeypatch.setattr(tiktoken, "encoding_for_model", refuse)
+    yield
+
+
+def task(name: str, **args: Any) -> Any:
+    """The task ``name`` of butterflybench.tasks with ``args`` (imported on first use)."""
+    return getattr(importlib.import_module("butterflybench.tasks"), name)(**args)
+
+
+def evaluate(played: Any, model: Any, tmp: Path, **kw: Any) -> EvalLog:
+    """The eval's log as read back from its file (long texts resolved from attachments)."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log
+
+    ran = inspect_eval(played, model=model, log_dir=str(tmp / "logs"), display="none", **kw)[0]
+    log = read_eval_log(ran.location, resolve_attachments=True)
+    assert log.status == "success", log.error
+    assert log.samples is not None and not [s.error for s in log.samples if s.error]
+    return log
+
+
+def play(tmp: Path, model: str, name: str, **opts: Any) -> RunScore:
+    run = butterfly_run(model=model, out=tmp / name, cache=None, **opts)
+    assert run.manifest.status == "complete"
+    return score_run(run)
+
+
+def inspect_verdicts(log: EvalLog) -> dict[tuple[str, str, int], tuple[Any, ...]]:
+    out = {}
+    for s in log.samples or []:
+        m = s.scores["butterfly_scorer"].metadata or {}
+        assert s.id == f"{m['scenario']}/{m['layout']}" and s.epoch == m["repeat"] + 1
+        out[m["scenario"], m["layout"], m["repeat"]] = (
+            m["final_match"], m["first_divergent"], m["change_radius"], m["wobble"],
+            m["abstentions"])
+    return out
+
+
+def butterfly_verdicts(score: RunScore) -> dict[tuple[str, str, int], tuple[Any, ...]]:
+    return {(c.id, c.layout, c.repeat): (c.final_match, c.first_divergent_turn,
+                                         c.change_radius, c.wobble, c.abstentions)
+            for c in score.scenarios}
+
+
+def same_figures(log: EvalLog, score: RunScore) -> None:
+    assert log.results is not None
+    metrics = {k: v.value for k, v in log.results.scores[0].metrics.items()}
+    for name in FIGURES:
+        want = getattr(score, name)
+        got = metrics[name]
+        assert (want is None and math.isnan(got)) or got == pytest.approx(want), name
+    assert metrics["conversations"] == score.n_conversations
+
+
+def sha256_of(messages: list[ChatMessage]) -> str:
+    plain = [{"role": m.role, "content": m.text} for m in messages]
+    return hashlib.sha256(json.dumps(plain, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def same_calls(log: EvalLog, run_dir: Path) -> None:
+    """Every call sent the same messages and got the same raw answer in both harnesses."""
+    want = {(r.scenario, r.turn, r.layout, r.repeat): (r.messages_sha256, r.raw)
+            for _, _, r in iter_records(run_dir / "calls.jsonl")}
+    got = {}
+    for s in log.samples or []:
+        m = s.metadata
+        inputs = [e.input for e in s.events if e.event == "model"]
+        turns = s.store["butterfly_turns"]
+        assert len(inputs) == len(turns)
+        for rec, sent in zip(turns, inputs, strict=True):
+            assert rec["messages_sent"] == len(sent)
+            got[m["scenario"], rec["turn"], m["layout"], s.epoch - 1] = (sha256_of(sent),
+                                                                          rec["raw"])
+    assert got == want
+
+
+@pytest.mark.parametrize(("agent", "layouts", "epochs"),
+                         [("lifo", "E,H", 1), ("noisy:p=0.3", "E", 2)])
+def test_a_scripted_agent_scores_alike_in_both_harnesses(tmp_path: Path, agent: str,
+                                                         layouts: str, epochs: int) -> None:
+    score = play(tmp_path, f"script/{agent}", "run", per_category=1, layouts=layouts,
+                 repeats=epochs)
+    log = evaluate(task("butterfly_40", per_category=1, layouts=layouts),
+                   f"butterfly/script/{agent}", tmp_path, epochs=epochs)
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    assert len(log.samples or []) == score.n_conversations
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+    assert score.final_match is not None and score.final_match < 1  # a test that can fail
+
+
+def test_restate_asked_at_chosen_turns_scores_alike(tmp_path: Path) -> None:
+    opts = {"mode": "restate", "ask_at": [5, 20], "limit": 6}
+    score = play(tmp_path, "script/lifo", "run", suite="butterfly-long", **opts)
+    log = evaluate(task("butterfly_long", **opts), "butterfly/script/lifo", tmp_path)
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+    meta = log.eval.metadata["butterfly"]
+    assert (meta["mode"], meta["ask_at"], meta["suite"]) == ("restate", [5, 20],
+                                                            "butterfly-long")
+
+
+def test_the_code_track_observes_and_judges_programs_alike(tmp_path: Path) -> None:
+    """script/collateral edits the program and also one setting no turn targets: both
+    harnesses run its programs in the sandbox and find that setting."""
+    score = play(tmp_path, "script/collateral", "run", suite="butterfly-code", limit=1)
+    log = evaluate(task("butterfly_code", limit=1), "butterfly/script/collateral", tmp_path)
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+    assert score.change_radius == 1 and log.eval.metadata["butterfly"]["track"] == "code"
+
+
+def test_the_oracle_scores_every_conversation(tmp_path: Path) -> None:
+    log = evaluate(task("butterfly_40", per_category=1, layouts="Q"), "butterfly/script/oracle",
+                   tmp_path)
+    assert log.results is not None
+    metrics = {k: v.value for k, v in log.results.scores[0].metrics.items()}
+    assert metrics["final_match"] == metrics["turn_match"] == 1.0
+    assert metrics["change_radius"] == 0 and metrics["conversations"] == 10
+    for s in log.samples or []:
+        assert s.scores["butterfly_scorer"].value == 1.0
+        assert all(t["match"] for t in s.scores["butterfly_scorer"].metadata["turns"])
+
+
+def mixed(body: dict[str, Any]) -> str:
+    """A fake model's answers: the initial spec, some edited, some unparsable."""
+    spec = json.loads(body["messages"][1]["content"].split("Here is the current spec:\n")[1]
+                      .split("\n\n")[0])
+    kind = hashlib.sha256(json.dumps(body["messages"]).encode()).digest()[0] % 4
+    if kind == 0:
+        return "UNSURE"
+    if kind == 1:
+        spec["log_level"] = "debug"
+    if kind == 2:
+        return f"Here it is:\n```json\n{json.dumps(spec)}\n```"
+    return json.dumps(spec)
+
+
+def replay(run_dir: Path) -> Any:
+    """mockllm's outputs: what the fake server answered each call of the run."""
+    raws = {(r.scenario, r.turn, r.layout, r.repeat): r.raw
+            for _, _, r in iter_records(run_dir / "calls.jsonl")}
+
+    def output(input: list[ChatMessage], *_: Any) -> ModelOutput:
+        tag = next(m.metadata["butterfly"] for m in reversed(input) if m.metadata)
+        return answer(raws[tag["scenario"], tag["turn"], tag["layout"], tag["repeat"]] or "")
+
+    return output
+
+
+def answer(text: str) -> ModelOutput:
+    """mockllm's output with its usage given: mockllm counts tokens with tiktoken otherwise."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    out = ModelOutput.from_content(model="mockllm", content=text)
+    out.usage = ModelUsage(input_tokens=3, input_tokens_cache_read=2, output_tokens=1,
+                           total_tokens=6)
+    return out
+
+
+def test_mockllm_with_the_same_answers_scores_alike(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("BUTTERFLY_BACKOFF_BASE", "0.01")
+    with FakeServer(mixed) as srv:
+        score = play(tmp_path, "openai/fake", "run", per_category=1, api_base=srv.api_base,
+                     timeout=5)
+    log = evaluate(task("butterfly_40", per_category=1), "mockllm/model", tmp_path,
+                   model_args={"custom_outputs": replay(tmp_path / "run")})
+    assert score.abstention is not None and score.abstention > 0  # abstentions are compared
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    usage = (log.samples or [])[0].store["butterfly_turns"][0]["usage"]
+    assert usage == {"prompt_tokens": 5, "completion_tokens": 1, "reasoning_tokens": None,
+                     "cached_tokens": 2}  # the prompt's whole, as our records count it
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+
+
+def test_a_failed_call_leaves_its_conversation_incomplete(tmp_path: Path) -> None:
+    def output(input: list[ChatMessage], *_: Any) -> ModelOutput:
+        tag = next(m.metadata["butterfly"] for m in reversed(input) if m.metadata)
+        if tag["scenario"] == "gen-undo-ref-01" and tag["turn"] == 2:
+            raise RuntimeError("the server went away")
+        return answer("UNSURE")
+
+    log = evaluate(task("butterfly_40", limit=3), "mockllm/model", tmp_path,
+                   model_args={"custom_outputs": output})
+    assert log.results is not None and log.results.scores[0].unscored_samples == 1
+    assert log.results.scores[0].metrics["conversations"].value == 2
+    broken = next(s for s in log.samples or [] if s.id == "gen-undo-ref-01/E")
+    score = broken.scores["butterfly_scorer"]
+    assert math.isnan(float(score.value)) and score.metadata is not None
+    assert score.metadata["complete"] is False and "went away" in score.metadata["error"]
+    turns = broken.store["butterfly_turns"]
+    assert [t["turn"] for t in turns] == [1, 2] and turns[1]["raw"] == ""
+    assert "went away" in turns[1]["error"]
+
+
+@pytest.mark.parametrize(("name", "args", "says"), [
+    ("butterfly_40", {"strategy": "self-consistency"}, "self-consistency"),
+    ("butterfly_code", {"limit": 0}, "--limit must be at least 1"),
+    ("butterfly_suite", {"suite": "butterfly-code", "mode": "restate"}, "code track plays"),
+    ("butterfly_40", {"ask_at": [3]}, "--ask-at is for --mode restate"),
+    ("butterfly_40", {"layouts": "E,X"}, "--layouts takes"),
+])
+def test_what_inspect_cannot_play_is_refused_in_one_line(name: str, args: dict[str, Any],
+                                                         says: str) -> None:
+    with pytest.raises(UserError, match=says):
+        task(name, **args)
