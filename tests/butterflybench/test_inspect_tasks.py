@@ -153,6 +153,20 @@ def test_a_scripted_agent_scores_alike_in_both_harnesses(tmp_path: Path, agent: 
     same_figures(log, score)
     same_calls(log, tmp_path / "run")
     assert score.final_match is not None and score.final_match < 1  # a test that can fail
+    same_after_import(log, tmp_path, score)
+
+
+def same_after_import(log: EvalLog, tmp: Path, score: RunScore) -> None:
+    """Logs both ways: the eval's log, imported by ``butterfly import-inspect``, is a run that
+    scores exactly as the run ``butterfly run`` made (every figure of ``score --json`` but the
+    run's path)."""
+    from butterfly import load_run
+    from butterfly.api.running import import_inspect
+
+    imported = import_inspect(log.location, tmp / "imported")
+    again = score_run(load_run(imported.out)).to_json()
+    assert again.pop("run") != (want := score.to_json()).pop("run")
+    assert again == want
 
 
 def test_restate_asked_at_chosen_turns_scores_alike(tmp_path: Path) -> None:
