@@ -292,6 +292,10 @@ OUTSIDE: Final = ("butterflybench", "inspect_ai")
 """What ``butterfly`` and ``oracle`` never import: the inspect tasks import butterfly, never
 the other way round, so nothing but a task run inside inspect pays for inspect-ai
 (docs/inspect.md)."""
+READS_INSPECT_LOGS: Final = "butterfly/runs/inspect_log.py"
+"""The one exception: ``import-inspect`` reads inspect's logs with inspect's own reader, importing
+``inspect_ai.log`` for type checking and inside the function that reads (never when the module
+is imported; the one-interpreter probe of test_runner.py checks every other command)."""
 
 
 def foreign_imports(path: Path) -> list[str]:
@@ -304,14 +308,33 @@ def foreign_imports(path: Path) -> list[str]:
     return [f"{line}: {m}" for line, m in sorted(found) if m.split(".")[0] in OUTSIDE]
 
 
+def top_level_imports(path: Path, package: str) -> list[int]:
+    """Lines of ``path`` that import ``package`` when the module is imported: statements of the
+    module's body (not inside a function, nor under ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    body = [n for n in tree.body if not (isinstance(n, ast.If) and isinstance(n.test, ast.Name)
+                                         and n.test.id == "TYPE_CHECKING")]
+    return [n.lineno for n in body
+            if (isinstance(n, ast.Import) and any(a.name.split(".")[0] == package
+                                                  for a in n.names))
+            or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == package)]
+
+
 def test_butterfly_never_imports_the_inspect_tasks_or_inspect(tmp_path: Path) -> None:
     bad = {str(p.relative_to(ROOT)): foreign_imports(p)
            for d in ("butterfly", "oracle") for p in sorted((ROOT / d).rglob("*.py"))}
+    reader = bad.pop(READS_INSPECT_LOGS)
+    assert reader and all(m.endswith(": inspect_ai.log") for m in reader), reader
     assert not {k: v for k, v in bad.items() if v}
+    assert not top_level_imports(ROOT / READS_INSPECT_LOGS, "inspect_ai")
     f = tmp_path / "m.py"
     f.write_text("import json\ndef f() -> None:\n    from inspect_ai.model import x\n"
                  "    import butterflybench.tasks\n")
     assert foreign_imports(f) == ["3: inspect_ai.model", "4: butterflybench.tasks"]
+    assert top_level_imports(f, "inspect_ai") == []
+    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import inspect_ai\n"
+                 "from inspect_ai.log import read_eval_log\n")
+    assert top_level_imports(f, "inspect_ai") == [4]
 
 
 def test_the_notebook_rule_names_every_inlined_module_above_core() -> None:

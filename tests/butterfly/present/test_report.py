@@ -88,9 +88,9 @@ def test_html_is_self_contained_and_escaped(report: Path) -> None:
     assert "default-src 'none'" in html
     # the headline and the change-radius dot plot (each an axis and one row per run), the
     # undo small multiples (an axis per undo op, a panel per run and op), and the matplotlib
-    # charts (category, first divergent turn, horizon: butterfly-40 has several lengths)
+    # charts (first divergent turn, horizon: butterfly-40 has several lengths)
     undo_ops = 4
-    assert html.count("<svg") == 2 * (1 + 3) + undo_ops * (1 + 3) + 3
+    assert html.count("<svg") == 2 * (1 + 3) + undo_ops * (1 + 3) + 2
     data = _page_data(html)
     evil = [c for c in data["conversations"] if c["r"] == 2]
     assert evil and all(t[1] == EVIL for c in evil for t in c["t"])
