@@ -17,7 +17,7 @@ import numpy as np
 
 from butterfly.analysis import regress
 from butterfly.analysis.results import Bootstrap, CompareResult, PairedDifference
-from butterfly.core.stats import cluster_bootstrap, mean_interval
+from butterfly.core.stats import cluster_bootstrap, mean_interval, sign_test
 from butterfly.core.turns import TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, load_run
@@ -108,6 +108,7 @@ def paired_difference(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], 
         ci_bootstrap=None if boot is None else [round(boot[0], 6), round(boot[1], 6)],
         bootstrap=Bootstrap(reps=reps, seed=seed),
         n_scenarios=len(d),
+        sign_p=sign_test(d),
     )
 
 

@@ -31,6 +31,11 @@ class PairedDifference(Result):
     ci_bootstrap: list[float] | None
     bootstrap: Bootstrap
     n_scenarios: int
+    sign_p: float | None = Field(
+        None, description="Two-sided exact sign test over the scenarios' differences: with few "
+        "scenarios, or differences all equal, the clustered interval has no variance and can "
+        "exclude zero on one scenario; this p says how surprising the split is. Null in results "
+        "written before it was added.")
 
 
 class CompareResult(Result):

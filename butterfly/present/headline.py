@@ -63,6 +63,12 @@ def x_of(share: float) -> float:
     return round(PAD + share * (WIDTH - 2 * PAD), 2)
 
 
+SIGN_ALPHA: Final = 0.05
+"""A paired interval that excludes zero separates two runs only if the exact sign test over the
+scenarios agrees (p below this): with few scenarios, or all differences equal, the normal
+interval has no variance to go on and would call one scenario's difference certain."""
+
+
 def separated(runs: Sequence[Run], rows: Sequence[HeadRow],
               suites: Sequence[str]) -> set[tuple[int, int]]:
     """The pairs (i, j) where run i's final match is above run j's with the statistics' support:
@@ -101,8 +107,10 @@ def _paired_ci(runs: Sequence[Run], rows: Sequence[HeadRow], suites: Sequence[st
         _, aa, bb = paired_matrix(answers[i], answers[j])
     except UserError:
         return None
-    ci = paired_difference(aa.tolist(), bb.tolist()).ci
-    return None if ci is None else (ci[0], ci[1])
+    diff = paired_difference(aa.tolist(), bb.tolist())
+    if diff.ci is None or diff.sign_p is None or diff.sign_p >= SIGN_ALPHA:  # too few moved
+        return None
+    return (diff.ci[0], diff.ci[1])
 
 
 def _names(labels: Sequence[str]) -> str:

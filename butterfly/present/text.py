@@ -127,7 +127,9 @@ def compare_text(result: CompareResult) -> str:
             f"final match: A {pct(fm['a'])}, B {pct(fm['b'])}, B - A = "
             f"{100 * fm['diff']:+.1f} points, 95% CI [{100 * fm['ci'][0]:+.1f}, "
             f"{100 * fm['ci'][1]:+.1f}] (clustered by scenario; bootstrap "
-            f"[{100 * fm['ci_bootstrap'][0]:+.1f}, {100 * fm['ci_bootstrap'][1]:+.1f}])")
+            f"[{100 * fm['ci_bootstrap'][0]:+.1f}, {100 * fm['ci_bootstrap'][1]:+.1f}])"
+            + ("" if fm.get("sign_p") is None else
+               f"; sign test over scenarios p = {fm['sign_p']:.3g}"))
     stat = "e" if r["method"] == "ebh" else "p"
     by_id = {row["id"]: row for row in r["scenarios"]}
     for label, key, suffix in (("REGRESSED", "regressed", "regressed"),

@@ -12,6 +12,7 @@ from butterfly.core.stats import (
     clustered_variance,
     mean_interval,
     proportion_interval,
+    sign_test,
     wilson,
 )
 
@@ -78,3 +79,13 @@ def test_the_bootstrap_drawn_in_blocks_is_the_one_drawn_at_once(k: int) -> None:
     for reps, seed in ((2000, 0), (999, 5)):  # with 3001 clusters: blocks of 349 resamples
         assert cluster_bootstrap(clusters, reps=reps, seed=seed) == _one_draw_bootstrap(
             clusters, reps, seed)
+
+
+def test_sign_test_by_hand() -> None:
+    assert sign_test([]) == sign_test([0.0, 0.0]) == 1.0  # nothing moved
+    assert sign_test([1.0]) == 1.0  # one scenario: a coin's toss
+    assert sign_test([1.0, 0.5, 1.0]) == 0.25  # 2 x (1/2)^3
+    assert sign_test([-1.0] * 6) == pytest.approx(2 / 64)  # below 0.05 at six of six
+    assert sign_test([1.0] * 5) == pytest.approx(2 / 32)  # five of five is not
+    assert sign_test([1.0, 1.0, -1.0, 0.0]) == 1.0  # 2 x P(X >= 2 | 3) = 2 x 4/8, capped
+    assert sign_test([1.0] * 9 + [-1.0]) == pytest.approx(2 * 11 / 1024)

@@ -52,6 +52,20 @@ def test_no_difference_is_not_claimed(runs: dict[str, Path]) -> None:
     assert "script/noop (noop) and script/noop (noop2) are within each other's intervals" in said[0]
 
 
+def test_a_difference_on_too_few_scenarios_is_not_claimed(runs: dict[str, Path],
+                                                          tmp_path: Path) -> None:
+    """Two runs of three scenarios, where the oracle passes all three and no-op none: compare's
+    normal interval of the difference has no variance and excludes zero, but three scenarios
+    that all moved one way are p = 0.25 by the exact sign test, so the headline claims
+    nothing; on the suite's forty the same agents are told apart (the test above)."""
+    few = [butterfly.run(model=f"script/{a}", suite=SUITE, limit=3, out=tmp_path / a,
+                         cache=None).path for a in ("oracle", "noop")]
+    assert _diff_ci(few[0], few[1]) == [-1.0, -1.0]  # degenerate: "certain" from 3 scenarios
+    said = build(few)["headline"]["sentences"]
+    assert not any("leads" in s for s in said)
+    assert "script/oracle and script/noop are within each other's intervals" in said[0]
+
+
 def test_the_no_op_baseline_is_named(runs: dict[str, Path]) -> None:
     m = build([runs["oracle"], runs["noop"], runs["last"]])
     noop = next(b["final_match"] for b in m["baselines"] if b["label"] == "baseline: noop")
