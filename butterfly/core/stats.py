@@ -57,9 +57,11 @@ def mean_interval(clusters: Sequence[Sequence[float]], low: float = -math.inf,
                   high: float = math.inf) -> tuple[float, float] | None:
     """95% normal interval of a mean with the clustered standard error (for counts such as the
     change radius), clipped to the metric's range [``low``, ``high``] (a change radius is
-    never negative); None without observations."""
+    never negative); None with observations of fewer than two clusters: one scenario's spread
+    says nothing of the spread between scenarios, and its variance would be 0 (an interval of
+    one point, as certain as a thousand scenarios)."""
     clusters = [c for c in clusters if len(c)]
-    if not clusters:
+    if len(clusters) < 2:
         return None
     mean, var, _ = clustered_variance(clusters)
     half = Z95 * math.sqrt(var)

@@ -89,3 +89,11 @@ def test_sign_test_by_hand() -> None:
     assert sign_test([1.0] * 5) == pytest.approx(2 / 32)  # five of five is not
     assert sign_test([1.0, 1.0, -1.0, 0.0]) == 1.0  # 2 x P(X >= 2 | 3) = 2 x 4/8, capped
     assert sign_test([1.0] * 9 + [-1.0]) == pytest.approx(2 * 11 / 1024)
+
+
+def test_a_mean_over_one_scenario_has_no_interval() -> None:
+    """One cluster's clustered variance is 0 whatever its values: no interval, not a point."""
+    assert clustered_variance([[0.0, 2.0, 4.0]])[1] == 0.0
+    assert mean_interval([[0.0, 2.0, 4.0]]) is None and mean_interval([[1.0], []]) is None
+    lo, hi = mean_interval([[0.0, 2.0], [4.0]])  # type: ignore[misc]
+    assert lo < 2.0 < hi
