@@ -22,6 +22,7 @@ from butterfly.cli_args import (
     add_model_args,
     add_option,
     add_run,
+    add_side_prices,
 )
 from butterfly.core.printable import printable
 from butterfly.core.vocab import (
@@ -277,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_option(sq, "suite")
     add_option(sq, "limit", help="only the first N scenarios")
     add_option(sq, "per_category")
+    add_option(sq, "mode")
+    add_option(sq, "ask_at")
     sq.add_argument("--out-a", help="run directory of A (runs/seq-MODEL__SUITE when not given)")
     sq.add_argument("--out-b", help="run directory of B (runs/seq-MODEL__SUITE when not given)")
     add_option(sq, "seed", default=0, help="base seed; pair r uses seed + r")
@@ -291,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_option(sq, "max_cost", help="stop before a call could take the spending of both models "
                "together above USD (both runs' status budget, exit 6; re-run with a larger "
                "budget to continue)")
+    add_side_prices(sq)
     add_limits(sq)
     add_cache(sq)
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")

@@ -92,3 +92,15 @@ def add_cache(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", default=FIELDS["cache"].default,
                    help="SQLite answer cache shared by runs")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+
+
+def add_side_prices(p: argparse.ArgumentParser) -> None:
+    """``sequential``'s prices, one per model: --price-a / --price-b FILE and
+    --price-per-mtok-a / --price-per-mtok-b IN,OUT[,CACHED] (``run``'s --price, per model)."""
+    for side, which in (("a", "--model-a"), ("b", "--model-b")):
+        p.add_argument(f"--price-{side}", metavar="FILE",
+                       help=f"a JSON file of {which}'s price in USD per million tokens, as "
+                       "run --price (default: litellm's offline price map)")
+        p.add_argument(f"--price-per-mtok-{side}", metavar="IN,OUT[,CACHED]",
+                       help=f"{which}'s price in USD per million input, output and optionally "
+                       f"cached-input tokens (instead of --price-{side} FILE)")

@@ -276,7 +276,9 @@ def cmd_sequential(a: argparse.Namespace) -> int:
 
     result = api.sequential(a.model_a, a.model_b, run_options(a), method=a.method, cap=a.cap,
                             q=a.q, stop_fine=a.stop_fine, out_a=a.out_a, out_b=a.out_b,
-                            quiet=a.json)
+                            price_a=a.price_a, price_b=a.price_b,
+                            price_per_mtok_a=a.price_per_mtok_a,
+                            price_per_mtok_b=a.price_per_mtok_b, quiet=a.json)
     print(_dump(result.model_dump()) if a.json else _printable(sequential_text(result)))
     return 0
 

@@ -18,9 +18,10 @@ from butterfly.models.client import OnWait
 from butterfly.models.registry import check_cache, check_priced
 from butterfly.present.text import round_line, wait_line
 from butterfly.runs.options import check_model, check_out, make_params
+from butterfly.runs.pricing import PriceGiven, user_price
 from butterfly.runs.scope import select
 from butterfly.runs.sequential import Plan, play_sequential, routers
-from butterfly.suite.load import load_suite, resolve_suite
+from butterfly.suite.load import ask_at_of, load_suite, resolve_suite, track_of
 
 if TYPE_CHECKING:
     from butterfly.analysis.sequential import SequentialDesign
@@ -29,39 +30,58 @@ if TYPE_CHECKING:
 def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
                method: str = "ebh", cap: int = 50, q: float = 0.1, stop_fine: bool = False,
                out_a: str | Path | None = None, out_b: str | Path | None = None,
+               price_a: PriceGiven = None, price_b: PriceGiven = None,
+               price_per_mtok_a: str | None = None, price_per_mtok_b: str | None = None,
                quiet: bool = False, **fields: Any) -> SequentialResult:
     """Compare ``model_a`` (old) with ``model_b`` (new) on ``opts.suite``, drawing answer pairs
-    at ``opts`` (``temperature`` above 0; ``fields`` change some options) into two run
-    directories (``runs/seq-MODEL__SUITE`` by default) until each scenario is decided or has
-    ``cap`` pairs; ``quiet`` says nothing on stderr while it plays."""
+    at ``opts`` (``temperature`` above 0; ``mode`` and ``ask_at`` as in :func:`run`; ``fields``
+    change some options) into two run directories (``runs/seq-MODEL__SUITE`` by default) until
+    each scenario is decided or has ``cap`` pairs; ``price_a`` / ``price_per_mtok_a`` (and
+    ``_b``) price one model each, as ``run``'s ``price`` does; ``quiet`` says nothing on stderr
+    while it plays."""
     from butterfly.analysis.sequential import check_options, make_design, result  # scipy
 
     o = options(opts or RunOptions(temperature=DEFAULTS.sequential_temperature), **fields)
-    params = make_params(o)
-    if params.price is not None:
-        raise UserError("sequential plays two models: a price (price, price_per_mtok) is one "
-                        "model's, so it is not taken here (docs/cost.md)")
+    if o.price is not None or o.price_per_mtok is not None:
+        raise UserError("sequential plays two models: give each its price with --price-a / "
+                        "--price-b FILE or --price-per-mtok-a / --price-per-mtok-b IN,OUT "
+                        "(price_a, price_b in the API), not --price (docs/cost.md)")
     suite_path = resolve_suite(o.suite)
+    o = _asked(o, suite_path)
+    params = make_params(o)
+    prices = (user_price(price_a, price_per_mtok_a, "-a"),
+              user_price(price_b, price_per_mtok_b, "-b"))
+    if model_a == model_b and prices[0] != prices[1]:
+        raise UserError("--model-a and --model-b are one model: give it one price (the same "
+                        "--price-a and --price-b)")
     a, b = _outs(model_a, model_b, suite_path, out_a, out_b)
     check_options(method, cap, q, a, b)
     configs = routers(o.router, (model_a, model_b), o.api_base)
     if not configs:
         check_model(model_a)
         check_model(model_b)
-    for model in (model_a, model_b):
-        if params.max_cost is not None:
-            check_priced(model, o.api_base, params.via, configs.get(model))
+    if params.max_cost is not None:
+        for model, price, side in zip((model_a, model_b), prices, ("-a", "-b"), strict=True):
+            check_priced(model, o.api_base, params.via, configs.get(model), price, side)
     scenarios = select(load_suite(suite_path), params)
     for model in (model_a, model_b):  # last: it may create the cache
         check_cache(model, o.cache, routed=model in configs)
     design = make_design(method, len(scenarios), q, cap, stop_fine)
     plan = Plan((model_a, model_b), (a, b), suite_path, scenarios,
                 params.model_copy(update={"repeats": cap, "layouts": ("E",)}), o.api_base,
-                o.cache, configs)
+                o.cache, configs, prices)
     rounds = play_sequential(plan, design, on_wait=None if quiet else _announce,
                              on_round=None if quiet else _say_round(design))
     return result(design, scenarios, rounds, method=method, q=q, cap=cap, stop_fine=stop_fine,
                   model_a=model_a, model_b=model_b, out_a=a, out_b=b)
+
+
+def _asked(o: RunOptions, suite_path: Path) -> RunOptions:
+    """In restate mode without ``ask_at``, the suite's default ask points, as ``run`` takes
+    them (its manifest's; every turn when it names none)."""
+    if o.ask_at is None and o.mode == "restate" and (o.track or track_of(suite_path)) == "spec":
+        return o.replace(ask_at=ask_at_of(suite_path))
+    return o
 
 
 def _outs(model_a: str, model_b: str, suite_path: Path, out_a: str | Path | None,

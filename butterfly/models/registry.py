@@ -257,18 +257,19 @@ def _unpriced(model: str, api_base: str | None, via: Via,
 
 
 def check_priced(model: str, api_base: str | None = None, via: Via = "auto",
-                 router: RouterConfig | None = None, user_price: UserPrice | None = None
-                 ) -> None:
+                 router: RouterConfig | None = None, user_price: UserPrice | None = None,
+                 side: str = "") -> None:
     """``--max-cost`` needs a price for every call: refuse, before any call, a model that
     neither the user (``user_price``) nor litellm's offline price map prices (a scripted
-    agent, a local or self-hosted model, a name it does not know)."""
+    agent, a local or self-hosted model, a name it does not know). ``side``: the price flags'
+    suffix (``-a``, ``-b`` for ``butterfly sequential``)."""
     if user_price is not None:
         return
     unpriced = _unpriced(model, api_base, via, router)
     if unpriced:
         raise UserError(f"--max-cost: no price is known for {unpriced[0]} (litellm's offline "
-                        "price map has none): give one with --price FILE or --price-per-mtok "
-                        "IN,OUT, or run without --max-cost")
+                        f"price map has none): give one with --price{side} FILE or "
+                        f"--price-per-mtok{side} IN,OUT, or run without --max-cost")
 
 
 def opener_of(model: str, router: RouterConfig | None = None) -> Opener:

@@ -42,31 +42,34 @@ def from_mapping(data: object, where: str) -> UserPrice:
         raise UserError(f"{where}: not a price ({_first(e)}; docs/cost.md)") from None
 
 
-def load_price(path: str | Path) -> UserPrice:
-    """The price in the JSON file ``path``."""
+def load_price(path: str | Path, flag: str = "--price") -> UserPrice:
+    """The price in the JSON file ``path`` (given as ``flag``)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
-        raise UserError(f"--price {path}: cannot read: {e.strerror or e}") from None
+        raise UserError(f"{flag} {path}: cannot read: {e.strerror or e}") from None
     except ValueError as e:
-        raise UserError(f"--price {path}: not JSON ({e})") from None
-    return from_mapping(data, f"--price {path}")
+        raise UserError(f"{flag} {path}: not JSON ({e})") from None
+    return from_mapping(data, f"{flag} {path}")
 
 
-def user_price(price: PriceGiven, price_per_mtok: str | None) -> UserPrice | None:
-    """The run's price from ``--price`` or ``--price-per-mtok`` (at most one), or None."""
+def user_price(price: PriceGiven, price_per_mtok: str | None, side: str = ""
+               ) -> UserPrice | None:
+    """The run's price from ``--price`` or ``--price-per-mtok`` (at most one), or None;
+    ``side``: the flags' suffix (``-a``, ``-b``: ``butterfly sequential``'s per-model prices)."""
+    flag, per = f"--price{side}", f"--price-per-mtok{side}"
     if price is not None and price_per_mtok is not None:
-        raise UserError("give --price FILE or --price-per-mtok IN,OUT[,CACHED], not both")
+        raise UserError(f"give {flag} FILE or {per} IN,OUT[,CACHED], not both")
     if price_per_mtok is not None:
         try:
             return per_mtok(price_per_mtok)
         except ValidationError as e:
-            raise UserError(f"--price-per-mtok: {_first(e)}") from None
+            raise UserError(f"{per}: {_first(e)}") from None
         except ValueError as e:
-            raise UserError(f"--price-per-mtok: {e}") from None
+            raise UserError(f"{per}: {e}") from None
     if price is None or isinstance(price, UserPrice | Mapping):
-        return None if price is None else from_mapping(price, "price")
-    return load_price(price)
+        return None if price is None else from_mapping(price, flag[2:].replace("-", "_"))
+    return load_price(price, flag)
 
 
 def _shown(price: UserPrice | None) -> str:

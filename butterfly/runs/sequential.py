@@ -21,6 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
+from butterfly.core.price import UserPrice
 from butterfly.core.printable import printable
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import RunStatus
@@ -88,13 +89,12 @@ def _failure(side: Side, scenario: str, repeat: int) -> str:
     return f"{side.model}:{scenario}"  # no failed call on record: name the conversation
 
 
-def _open_sides(pairs: Sequence[tuple[str, Path]], providers: dict[str, ModelClient],
-                suite_path: Path, scenarios: Sequence[Scenario], params: RunParams,
-                configs: dict[str, RouterConfig], api_base: str | None
-                ) -> tuple[list[Side], Budget]:
+def _open_sides(plan: Plan, providers: dict[str, ModelClient]) -> tuple[list[Side], Budget]:
     """Both run directories opened (created or resumed), and one budget for both models: what
     the comparison spends."""
-    states = [open_run(out, model, suite_path, scenarios, _side_params(params, configs, model))
+    pairs = tuple(zip(plan.models, plan.outs, strict=True))
+    params, scenarios = plan.params, plan.scenarios
+    states = [open_run(out, model, plan.suite_path, scenarios, plan.side_params(model))
               for model, out in pairs]
     budget = Budget.of(params.max_cost, [v for st in states for v in st.done.values()],
                        cautious=True)
@@ -102,8 +102,8 @@ def _open_sides(pairs: Sequence[tuple[str, Path]], providers: dict[str, ModelCli
     progress = Progress(total=0)
     sides = []
     for (model, out), state in zip(pairs, states, strict=True):
-        note_transport(out, state, transport(model, api_base, params.via,
-                                             routed=model in configs))
+        note_transport(out, state, transport(model, plan.api_base, params.via,
+                                             routed=model in plan.configs))
         player = Player(providers[model], state, CallLog(out / CALLS, state.chain), progress,
                         budget)
         sides.append(Side(model, out, player, finals))
@@ -117,14 +117,6 @@ def routers(router: str | Path | None, models: Sequence[str],
         return {}
     check_routed(api_base)
     return {m: router_config(router, m) for m in models}
-
-
-def _side_params(params: RunParams, configs: dict[str, RouterConfig], model: str
-                 ) -> RunParams:
-    """One side's parameters: the run's, with the router group it is served by."""
-    if model not in configs:
-        return params
-    return params.model_copy(update={"router": router_ref(configs[model])})
 
 
 def _budget_line(budget: Budget) -> str:
@@ -156,8 +148,9 @@ class Design(Protocol):
 @dataclass(frozen=True)
 class Plan:
     """A sequential comparison to play: the two models and their run directories, the suite,
-    the scope, the parameters both runs record (``repeats`` the cap, layout E) and where the
-    models are served."""
+    the scope, the parameters both runs record (``repeats`` the cap, layout E), where the
+    models are served and each model's price (``--price-a``, ``--price-b``; None: litellm's
+    offline price map)."""
 
     models: tuple[str, str]
     outs: tuple[Path, Path]
@@ -167,6 +160,18 @@ class Plan:
     api_base: str | None
     cache_path: str | None
     configs: dict[str, RouterConfig]
+    prices: tuple[UserPrice | None, UserPrice | None] = (None, None)
+
+    def price(self, model: str) -> UserPrice | None:
+        """``model``'s price (one model on both sides has one price: the caller checks)."""
+        return self.prices[self.models.index(model)]
+
+    def side_params(self, model: str) -> RunParams:
+        """One side's parameters: the run's, with its price and the router group serving it."""
+        update: dict[str, object] = {"price": self.price(model)}
+        if model in self.configs:
+            update["router"] = router_ref(self.configs[model])
+        return self.params.model_copy(update=update)
 
 
 def _clients(stack: contextlib.ExitStack[bool | None], plan: Plan,
@@ -181,7 +186,7 @@ def _clients(stack: contextlib.ExitStack[bool | None], plan: Plan,
                 timeout=p.timeout, api_base=plan.api_base, cache_path=plan.cache_path,
                 via=p.via, router=plan.configs.get(model),
                 max_answer_chars=p.max_answer_chars, max_retry_wait=p.max_retry_wait,
-                track=p.track)
+                track=p.track, user_price=plan.price(model))
             if on_wait is not None:
                 clients[model].on_wait = on_wait(model)
     return clients
@@ -232,9 +237,7 @@ def play_sequential(plan: Plan, design: Design, *,
         for out in plan.outs:  # one writer per run directory: both locked, or neither
             stack.enter_context(writer_lock(out))
         clients = _clients(stack, plan, on_wait)
-        sides, budget = _open_sides(tuple(zip(plan.models, plan.outs, strict=True)), clients,
-                                    plan.suite_path, plan.scenarios, plan.params, plan.configs,
-                                    plan.api_base)
+        sides, budget = _open_sides(plan, clients)
         return _drive(plan, sides, budget, design, clients, on_round)
 
 
