@@ -180,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=commands.cmd_export)
 
     rs = sub.add_parser("runs", help="every run directory under DIR: model, suite, prompt "
-                        "version, layouts, repeats, status, final match, cost")
+                        "version, layouts, repeats, mode and ask points, source (inspect: imported "
+                        "from an inspect log), status, final match, cost")
     rs.add_argument("dir", nargs="?", default="runs", metavar="DIR",
                     help="where to look (default runs)")
     rs.add_argument("--json", action="store_true", help="one JSON object per run directory")
