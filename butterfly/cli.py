@@ -153,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     ii.add_argument("--suite", metavar="FILE", help="the suite file (or frozen suite's name) "
                     "the eval played, when it is not where the log says (its sha256 must be the "
                     "log's)")
+    add_option(ii, "price")
+    add_option(ii, "price_per_mtok")
     ii.set_defaults(func=commands.cmd_import_inspect)
 
     rr = _documented(sub, "repair")
