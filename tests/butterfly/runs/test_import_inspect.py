@@ -318,6 +318,7 @@ def test_a_price_given_prices_every_call_and_is_recorded(played: Run, tmp_path: 
         "$0.5 cached per million tokens)" in text
     code, text, _ = cli_in_process(capsys, "runs", str(tmp_path / "runs"))
     assert code == 0 and "(user price)" in text and "inspect" in text.splitlines()[1].split()
+    assert {r["price"] for r in api.export([out], "turn")} == {"user"}
     file = tmp_path / "price.json"
     file.write_text(json.dumps(price.model_dump(exclude={"schema_version"})))
     by_file = api.import_inspect(log, tmp_path / "by-file", price=file)
