@@ -154,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     ii.add_argument("--suite", metavar="FILE", help="the suite file (or frozen suite's name) "
                     "the eval played, when it is not where the log says (its sha256 must be the "
                     "log's)")
+    add_option(ii, "price")
+    add_option(ii, "price_per_mtok")
     ii.set_defaults(func=commands.cmd_import_inspect)
 
     rr = _documented(sub, "repair")
@@ -181,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.set_defaults(func=commands.cmd_export)
 
     rs = sub.add_parser("runs", help="every run directory under DIR: model, suite, prompt "
-                        "version, layouts, repeats, status, final match, cost")
+                        "version, layouts, repeats, mode and ask points, source (inspect: imported "
+                        "from an inspect log), status, final match, cost")
     rs.add_argument("dir", nargs="?", default="runs", metavar="DIR",
                     help="where to look (default runs)")
     rs.add_argument("--json", action="store_true", help="one JSON object per run directory")

@@ -152,7 +152,8 @@ def cmd_import_inspect(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.messages import imported
 
-    _say(imported(a.log, api.import_inspect(a.log, a.out, a.suite)))
+    _say(imported(a.log, api.import_inspect(a.log, a.out, a.suite, a.price,
+                                            a.price_per_mtok)))
     return 0
 
 

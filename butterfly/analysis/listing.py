@@ -1,6 +1,7 @@
 """``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name and
-sha, prompt version, layouts and repeats, status and shard, final match, cost and its price's
-source, cached prompt tokens and what they saved, reasoning tokens). A directory that
+sha, prompt version, layouts and repeats, mode and ask points, whether it was imported from an
+inspect log, status and shard, final match, cost and its price's source, cached prompt tokens and
+what they saved, reasoning tokens). A directory that
 does not read as a run is listed with its error, never skipped silently; a run made before the
 digest is labelled unsealed, a repaired one repaired. A run with no priced answer (an unpriced
 model, or every call failed) has no cost (``-``), never $0."""
@@ -10,9 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from butterfly.analysis.scoring import score_run
 from butterfly.errors import UserError
 from butterfly.runs.reader import load_run
+from butterfly.runs.records import InspectSource
 from butterfly.runs.store import MANIFEST
 
 
@@ -26,6 +30,14 @@ class RunLine:
     """The prompt's version (recorded, or named by its fingerprint: runs/versions.py)."""
     layouts: str | None = None
     repeats: int | None = None
+    mode: str | None = None
+    """chat or restate."""
+    ask_at: tuple[int, ...] | None = None
+    """The turns a restate run asked besides each chain's last (``run --ask-at``; empty: the
+    last turn only); None: every turn was asked (a chat run, and manifests before ask points)."""
+    imported_from: InspectSource | None = None
+    """The inspect eval log the run was imported from (``import-inspect``; manifest version 3);
+    None for a run butterfly played."""
     status: str | None = None
     final_match: float | None = None
     n_conversations: int | None = None
@@ -45,8 +57,12 @@ class RunLine:
     repaired: int = 0
     """How many times ``butterfly repair`` rebuilt it."""
 
-    def to_json(self) -> dict[str, str | int | float | None]:
-        return asdict(self)
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = asdict(self)
+        out["ask_at"] = None if self.ask_at is None else list(self.ask_at)
+        source = self.imported_from
+        out["imported_from"] = None if source is None else source.model_dump(mode="json")
+        return out
 
 
 def find_runs(root: Path) -> list[Path]:
@@ -67,7 +83,8 @@ def describe(path: Path) -> RunLine:
     return RunLine(
         path=str(path), model=m.model, suite=Path(m.suite.path).stem,
         suite_sha256=m.suite.sha256, prompt_version=score.prompt.version,
-        layouts=",".join(p.layouts), repeats=p.repeats,
+        layouts=",".join(p.layouts), repeats=p.repeats, mode=p.mode, ask_at=p.ask_at,
+        imported_from=m.imported_from,
         status=m.status, final_match=score.final_match, n_conversations=score.n_conversations,
         cost_usd=None if u is None or not u.priced_calls else u.cost_usd,
         user_price=p.price is not None, cached_tokens=None if u is None else u.cached_tokens,

@@ -35,6 +35,7 @@ from butterfly.runs.lock import writer_lock
 from butterfly.runs.merge import merge as merge_shards
 from butterfly.runs.options import check_model, check_out, make_params, parse_model_args
 from butterfly.runs.play import Progress, pending_calls, run_suite
+from butterfly.runs.pricing import PriceGiven, user_price
 from butterfly.runs.reader import Run, run_of
 from butterfly.runs.records import RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
@@ -207,9 +208,12 @@ def merge(shards: Sequence[str | Path], out: str | Path) -> RunManifest:
 
 
 
-def import_inspect(log: str | Path, out: str | Path, suite: str | Path | None = None
-                   ) -> Imported:
+def import_inspect(log: str | Path, out: str | Path, suite: str | Path | None = None,
+                   price: PriceGiven = None, price_per_mtok: str | None = None) -> Imported:
     """``butterfly import-inspect``: the inspect eval log ``log`` (.eval or .json) of a
     butterfly task made into the new run directory ``out``; ``suite``: the suite file to use
-    instead of the one the log names (docs/inspect.md, "Importing an inspect log")."""
-    return import_log(Path(log), Path(out), None if suite is None else Path(suite))
+    instead of the one the log names; ``price`` or ``price_per_mtok``: the model's price, as
+    ``run`` takes them, which every call is priced by (docs/inspect.md, "Importing an inspect
+    log")."""
+    given = user_price(price, price_per_mtok)
+    return import_log(Path(log), Path(out), None if suite is None else Path(suite), given)

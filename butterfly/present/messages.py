@@ -68,6 +68,8 @@ def imported(log: str, result: Imported) -> list[str]:
     lines = [f"imported {result.samples} sample(s) of {one_line(log)} into {result.out}: "
              f"{m.n_calls} answered and {m.n_provider_errors} failed call(s), status "
              f"{m.status}"]
+    if m.params.price is not None:
+        lines[0] += f"; every call priced at the user's price ({m.params.price.label()})"
     if result.incomplete:
         lines.append(f"butterfly: {result.incomplete} of {result.conversations} "
                      "conversation(s) begun and not finished (an error, or the eval stopped): "

@@ -34,16 +34,34 @@ def _cached(x: RunLine) -> str:
     return f"{x.cached_tokens or 0}{saved}"
 
 
+SHOWN_POINTS = 4
+"""``runs`` writes out at most this many ask points; more are shown as the first two, ``...``
+and the last (``--json`` has every one)."""
+
+
+def mode_cell(mode: str | None, ask_at: Sequence[int] | None) -> str:
+    """A run's mode with its ask points, compactly: ``chat``, ``restate`` (every turn),
+    ``restate@5,10,20+last``, ``restate@last``, ``restate@10,20,...,5000+last``; no spaces, so
+    that a row splits into its cells on whitespace."""
+    if ask_at is None:
+        return mode or ""
+    if not ask_at:
+        return f"{mode}@last"
+    if len(ask_at) <= SHOWN_POINTS:
+        return f"{mode}@{','.join(map(str, ask_at))}+last"
+    return f"{mode}@{ask_at[0]},{ask_at[1]},...,{ask_at[-1]}+last"
+
+
 def runs_text(lines: list[RunLine]) -> str:
     if not lines:
         return "no run directories found"
-    head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "status", "final match",
-            "cost", "cached (saved)", "reasoning")
+    head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "mode", "source",
+            "status", "final match", "cost", "cached (saved)", "reasoning")
     rows = [head]
     for x in lines:
         if x.error is not None:
-            rows.append((x.path, "-", "-", "-", "-", "-", "-", "unreadable", "-", x.error[:60],
-                         "", ""))
+            rows.append((x.path, "-", "-", "-", "-", "-", "-", "-", "-", "unreadable", "-",
+                         x.error[:60], "", ""))
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
@@ -54,7 +72,9 @@ def runs_text(lines: list[RunLine]) -> str:
         status = (x.status or "") + (f" ({', '.join(notes)})" if notes else "")
         prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
         rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,
-                     x.layouts or "", str(x.repeats), status, fm, cost, _cached(x),
+                     x.layouts or "", str(x.repeats), mode_cell(x.mode, x.ask_at),
+                     "butterfly" if x.imported_from is None else "inspect", status, fm, cost,
+                     _cached(x),
                      str(x.reasoning_tokens or 0)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()

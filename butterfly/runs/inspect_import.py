@@ -7,12 +7,13 @@ the log names (or ``--suite``; a frozen suite of the same name when that path is
 checked by sha256. Each sample is one conversation; its store's turns become call records the
 way ``butterfly run`` makes them: the messages a turn adds are rebuilt from the suite and the
 answers before it (their count is checked against what inspect sent), the raw answer is kept
-verbatim and parsed by butterfly's parser, tokens are carried over and priced by butterfly's
-price map. The directory is written by the run writers (:func:`~butterfly.runs.store.open_run`,
-:class:`~butterfly.runs.store.CallLog`, :func:`~butterfly.runs.store.close_run`) into a hidden
-directory beside ``--out`` and moved in at the end, the manifest last, then read back through
-the run reader's integrity checks. Inspect's own verdicts are not read: ``score`` re-scores the
-answers with the oracle.
+verbatim and parsed by butterfly's parser, tokens are carried over and priced as ``butterfly
+run`` prices them: by the price the user gave (``--price``, ``--price-per-mtok``; recorded as
+the manifest's ``params.price``), else by butterfly's price map. The directory is written by
+the run writers (:func:`~butterfly.runs.store.open_run`, :class:`~butterfly.runs.store.CallLog`,
+:func:`~butterfly.runs.store.close_run`) into a hidden directory beside ``--out`` and moved in
+at the end, the manifest last, then read back through the run reader's integrity checks.
+Inspect's own verdicts are not read: ``score`` re-scores the answers with the oracle.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from butterfly.code.conversation import CODE_PROMPT_VERSION
+from butterfly.core.price import UserPrice
 from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import ConversationKey, make_turn
 from butterfly.core.vocab import DEFAULTS, ErrorClass, RunStatus
 from butterfly.errors import UserError
-from butterfly.models.prices import Rates, rates
+from butterfly.models.prices import Rates, rates_for
 from butterfly.runs.calls import Compactor
 from butterfly.runs.digest import START
 from butterfly.runs.inspect_log import LoggedEval, LoggedSample, TurnEntry, read_log
@@ -86,7 +88,8 @@ def _given(meta: T | None, config: T | None, default: T) -> T:
     return meta if meta is not None else config if config is not None else default
 
 
-def _params(logged: LoggedEval, suite: Sequence[Scenario]) -> RunParams:
+def _params(logged: LoggedEval, suite: Sequence[Scenario], price: UserPrice | None
+            ) -> RunParams:
     m = logged.meta
     want = CODE_PROMPT_VERSION if m.track == "code" else PROMPT_VERSION
     if m.prompt_version != want:
@@ -103,7 +106,7 @@ def _params(logged: LoggedEval, suite: Sequence[Scenario]) -> RunParams:
             schema_output=m.protocol == "schema", parse=m.parse or DEFAULTS.parse,
             layouts=m.layouts, repeats=logged.epochs, mode=m.mode, ask_at=m.ask_at,
             strategy=m.strategy, samples=m.samples, protocol=m.protocol,
-            sc_base=m.sc_base or "zero-shot", track=m.track)
+            sc_base=m.sc_base or "zero-shot", track=m.track, price=price)
     except ValidationError as e:
         first = str(e.errors(include_url=False)[0]["msg"]).removeprefix("Value error, ")
         raise UserError(f"{logged.path}: eval metadata 'butterfly': {first}") from None
@@ -129,7 +132,7 @@ class Maker:
     def __init__(self, logged: LoggedEval, params: RunParams) -> None:
         self.logged = logged
         self.params = params
-        self.rates: Rates | None = rates(logged.run_model)
+        self.rates: Rates | None = rates_for(logged.run_model, params.price)
         self.compactor = Compactor()
 
     def _tokens(self, e: TurnEntry) -> tuple[Tokens, float | None, float | None]:
@@ -278,16 +281,18 @@ def _check_out(out: Path) -> None:
         raise UserError(f"--out {out} is not empty and holds no run: choose another --out")
 
 
-def import_log(log: Path, out: Path, suite: Path | None = None) -> Imported:
+def import_log(log: Path, out: Path, suite: Path | None = None,
+               price: UserPrice | None = None) -> Imported:
     """Import the inspect eval log ``log`` into the new run directory ``out`` (see the
-    module's docstring); ``suite``: the suite file to use instead of the one the log names."""
+    module's docstring); ``suite``: the suite file to use instead of the one the log names;
+    ``price``: the price every call is priced by (None: butterfly's price map)."""
     _check_out(out)
     logged = read_log(log)
     if not logged.samples:
         raise UserError(f"{log}: the log holds no samples (an eval run with --no-log-samples, "
                         "or stopped before its first): there is nothing to import")
     suite_path = find_suite(logged, suite)
-    params = _params(logged, load_suite(suite_path, played=True))
+    params = _params(logged, load_suite(suite_path, played=True), price)
     created = not out.exists()
     try:
         with writer_lock(out):

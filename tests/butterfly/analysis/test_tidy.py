@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from conftest import run_inproc as run_cli  # in this process: no interpreter st
 
 import butterfly
 from butterfly.analysis.tidy import CONVERSATION_COLUMNS, TURN_COLUMNS
+from butterfly.present.text import mode_cell
 from butterfly.suite.load import load_suite
 from oracle import replay
 
@@ -122,6 +124,50 @@ def test_runs_shows_no_cost_when_no_answer_is_priced(runs: dict[str, Path],
     assert data[0]["path"].endswith("failed") and data[0]["cost_usd"] is None, data[0]
     row = next(x for x in run_cli("runs", str(tmp_path)).stdout.splitlines() if "failed" in x)
     assert row.split()[-3] == "-" and "$" not in row  # cost; then cached, reasoning
+
+
+def _copy(run: Path, to: Path) -> Path:
+    to.mkdir()
+    for name in ("manifest.json", "suite.jsonl", "calls.jsonl"):
+        shutil.copyfile(run / name, to / name)
+    return to
+
+
+SOURCE = {"log": "logs/x.eval", "log_sha256": "0" * 64, "inspect_version": "0.3.285",
+          "eval_id": "EVAL1", "run_id": "RUN1", "task": "butterflybench/butterfly_40",
+          "created": "2026-12-01T10:00:00+00:00", "status": "success",
+          "model": "butterfly/script/oracle", "samples": 12, "cost_usd": None}
+
+
+def test_runs_shows_ask_points_and_an_imported_run(runs: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    """The mode with its ask points, and the source (butterfly, or an inspect log), in the
+    table and in --json; version 1 and 2 manifests, which have neither, still list."""
+    from conftest import rewrite_manifest
+
+    r = run_cli("run", "--model", "script/oracle", "--out", str(tmp_path / "asked"), "--limit",
+                "3", "--mode", "restate", "--ask-at", "2", "--no-cache", "--layouts", "E")
+    assert r.returncode == 0, r.stderr
+    rewrite_manifest(_copy(runs["oracle"], tmp_path / "imported"), imported_from=SOURCE)
+    rewrite_manifest(_copy(runs["last-edit"], tmp_path / "v2"), schema_version=2)
+    _copy(ROOT / "runs" / "smollm2-cot-restate-5", tmp_path / "v1")
+    data = {Path(str(d["path"])).name: d
+            for d in json.loads(run_cli("runs", str(tmp_path), "--json").stdout)}
+    got = {k: (d["mode"], d["ask_at"], d["imported_from"], d["sealed"]) for k, d in data.items()}
+    assert got == {"asked": ("restate", [2], None, True), "imported": ("chat", None, SOURCE, True),
+                   "v2": ("chat", None, None, True), "v1": ("restate", None, None, False)}
+    rows = {Path(x.split()[0]).name: x.split()
+            for x in run_cli("runs", str(tmp_path)).stdout.splitlines()[1:]}
+    assert {k: tuple(cells[7:9]) for k, cells in rows.items()} == {
+        "asked": ("restate@2+last", "butterfly"), "imported": ("chat", "inspect"),
+        "v2": ("chat", "butterfly"), "v1": ("restate", "butterfly")}
+
+
+def test_the_mode_cell_is_compact() -> None:
+    assert [mode_cell("chat", None), mode_cell("restate", None), mode_cell("restate", ())] == [
+        "chat", "restate", "restate@last"]
+    assert mode_cell("restate", (5, 10, 20, 40)) == "restate@5,10,20,40+last"
+    assert mode_cell("restate", (10, 20, 50, 100, 5000)) == "restate@10,20,...,5000+last"
 
 
 def test_export_refuses_an_unknown_level(runs: dict[str, Path]) -> None:

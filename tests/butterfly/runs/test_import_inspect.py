@@ -31,6 +31,7 @@ from inspect_ai.model import GenerateConfig, ModelUsage
 from inspect_ai.scorer import Score
 
 from butterfly import api
+from butterfly.core.price import UserPrice
 from butterfly.errors import UserError
 from butterfly.models.prices import cost_usd
 from butterfly.runs.reader import Run, load_run
@@ -278,6 +279,69 @@ def test_tokens_are_carried_and_priced_as_butterfly_prices_them(played: Run,
                for r in recs)
     usage = run.manifest.usage
     assert usage is not None and usage.cost_usd is not None and usage.cost_usd > 0
+
+
+def _unpriced_log(played: Run, tmp_path: Path) -> str:
+    """A log of a self-hosted model (the price map has no price for it), tokens counted."""
+    log = build_log(played)
+    log.eval.model = "openai/self-hosted-7b"
+    assert log.samples is not None
+    for n, entry in enumerate(e for s in log.samples for e in s.store["butterfly_turns"]):
+        entry["usage"] = {"prompt_tokens": 1000 + n, "completion_tokens": 200,
+                          "reasoning_tokens": None, "cached_tokens": 100}
+    return str(_written(log, tmp_path / "l.eval"))
+
+
+def test_a_price_given_prices_every_call_and_is_recorded(played: Run, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """--price-per-mtok (or --price FILE) as run takes it: the manifest records it, each call
+    costs its tokens at it, and score and runs say the cost is by the user's price."""
+    log, out = _unpriced_log(played, tmp_path), tmp_path / "runs" / "priced"
+    code, _, err = cli_in_process(capsys, "import-inspect", log, "--out", str(out),
+                                  "--price-per-mtok", "2,8,0.5")
+    assert code == 0 and "the user's price ($2 in, $8 out, $0.5 cached" in err, err
+    run = load_run(out)
+    price = UserPrice(input_per_mtok=2, output_per_mtok=8, cached_input_per_mtok=0.5)
+    assert run.params.price == price and run.manifest.imported_from is not None
+    recs = _records(run)
+    for r in recs:  # uncached prompt tokens at 2, cached at 0.5, completion at 8 per million
+        p = r["tokens"]["prompt"]
+        assert r["cost_usd"] == pytest.approx(((p - 100) * 2 + 100 * 0.5 + 200 * 8) / 1e6)
+        assert r["saved_usd"] == pytest.approx(100 * (2 - 0.5) / 1e6)
+    usage = run.manifest.usage
+    assert usage is not None and usage.price == price
+    assert usage.cost_usd == pytest.approx(sum(r["cost_usd"] for r in recs))
+    code, text, _ = cli_in_process(capsys, "score", str(out))
+    text = " ".join(text.split())  # the terminal's width wraps the usage line
+    assert code == 0 and f"cost ${usage.cost_usd:.4f} at the user's price ($2 in, $8 out, " \
+        "$0.5 cached per million tokens)" in text
+    code, text, _ = cli_in_process(capsys, "runs", str(tmp_path / "runs"))
+    assert code == 0 and "(user price)" in text and "inspect" in text.splitlines()[1].split()
+    assert {r["price"] for r in api.export([out], "turn")} == {"user"}
+    file = tmp_path / "price.json"
+    file.write_text(json.dumps(price.model_dump(exclude={"schema_version"})))
+    by_file = api.import_inspect(log, tmp_path / "by-file", price=file)
+    assert by_file.manifest.params.price == price
+    assert _records(load_run(by_file.out)) == recs
+    bare = api.import_inspect(log, tmp_path / "bare")  # the map has no price: no cost
+    assert bare.manifest.params.price is None
+    assert {r["cost_usd"] for r in _records(load_run(bare.out))} == {None}
+
+
+@pytest.mark.parametrize("flags", [
+    ["--price-per-mtok", "2,x"], ["--price-per-mtok", "2"], ["--price-per-mtok=-1,2"],
+    ["--price", "PRICE", "--price-per-mtok", "1,2"], ["--price", "PRICE"]])
+def test_a_malformed_price_is_refused_in_one_line(played: Run, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  flags: list[str]) -> None:
+    (tmp_path / "price.json").write_text('{"input_per_mtok": 1, "output": 2}')
+    flags = [str(tmp_path / "price.json") if f == "PRICE" else f for f in flags]
+    out = tmp_path / "r"
+    code, _, err = cli_in_process(capsys, "import-inspect", _unpriced_log(played, tmp_path),
+                                  "--out", str(out), *flags)
+    assert code == 1 and err.count("\n") == 1 and "--price" in err, err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("flags", [
