@@ -13,6 +13,18 @@ from __future__ import annotations
 
 import os
 
+from hypothesis import HealthCheck, settings
+
+CI: settings = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+"""The oracle's property tests' settings (derandomized, no example database, no deadline); each
+test adds its count: ``@settings(CI, max_examples=examples(n))``."""
+
 SAMPLE = 4
 """make test draws 1/SAMPLE of each full count."""
 

@@ -222,6 +222,9 @@ _SYSTEMS: dict[tuple[str, str, str], str] = {}
 
 
 def _system(strategy: str, protocol: str, sc_base: str = "zero-shot") -> str:
+    """The system message of a style: :data:`SYSTEM` for the default styles, else built once."""
+    if (strategy, protocol) in _DEFAULT_STYLE and sc_base == "zero-shot":
+        return SYSTEM
     key = (strategy, protocol, sc_base)
     if key not in _SYSTEMS:
         _SYSTEMS[key] = system_message(strategy, protocol, sc_base)
@@ -284,10 +287,8 @@ def added_messages(
     message and the first user message (turn 1), then the model's ``previous`` answer and this
     turn's user message, so a conversation of n turns builds n user messages, not n(n+1)/2.
     Restate mode: the whole (stateless) message list, every turn."""
-    plain = (strategy, protocol) in _DEFAULT_STYLE and sc_base == "zero-shot"
     if mode == "restate":
-        return [{"role": "system", "content": SYSTEM if plain else
-                 _system(strategy, protocol, sc_base)},
+        return [{"role": "system", "content": _system(strategy, protocol, sc_base)},
                 {"role": "user", "content": restate_message(scenario, turn, layout, protocol)}]
     if mode != "chat":
         raise ValueError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
@@ -296,8 +297,7 @@ def added_messages(
         if previous is None:
             raise ValueError(f"turn {turn} adds the answer to turn {turn - 1}: give it")
         return [{"role": "assistant", "content": previous}, user]
-    system = SYSTEM if plain else _system(strategy, protocol, sc_base)
-    return [{"role": "system", "content": system}, user]
+    return [{"role": "system", "content": _system(strategy, protocol, sc_base)}, user]
 
 
 def messages(

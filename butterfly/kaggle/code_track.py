@@ -35,6 +35,7 @@ from butterfly.kaggle.runner import (
     call_with_retries,
     play,
     truncated,
+    verdict_of,
 )
 from oracle import Scenario, replay
 
@@ -127,20 +128,8 @@ def code_verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
     oracle = replay(scenario)
     rows = [_row(t, a, max_tokens, oracle[t], observe) for t, a in enumerate(answers, 1)]
     score = score_scenario(scenario, [r["spec"] for r, _ in rows], oracle)
-    return CodeVerdict(
-        id=scenario.id,
-        category=scenario.category,
-        final_match=score.final_match,
-        turn_match=list(score.turn_match),
-        first_divergent_turn=score.first_divergent,
-        wobble=score.wobble,
-        change_radius=score.change_radius,
-        abstentions=score.abstentions,
-        asked=None,
-        answers=[r for r, _ in rows],
-        broken=[b for _, b in rows],
-        sandbox=sandbox.sandbox_kind(),
-    )
+    return CodeVerdict(**verdict_of(score, [r for r, _ in rows]), broken=[b for _, b in rows],
+                       sandbox=sandbox.sandbox_kind())
 
 
 def code_figures(verdicts: Sequence[CodeVerdict]) -> CodeScore:

@@ -260,21 +260,26 @@ def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
     parsed = [parse_answer(a.text, PARSE, truncated=truncated(a, max_tokens)) for a in answers]
     asked = None if ask_at is None else asked_of(scenario, ask_at)
     score = score_scenario(scenario, [p.spec for p in parsed], replay(scenario), asked)
+    return verdict_of(score, [
+        AnswerRow(turn=t, raw=a.text, output_tokens=a.output_tokens, spec=p.spec,
+                  abstention=p.reason)
+        for t, a, p in zip(score.turn_numbers(), answers, parsed, strict=True)
+    ])
+
+
+def verdict_of(score: ScenarioScore, answers: list[AnswerRow]) -> Verdict:
+    """The verdict fields of one scored scenario (both tracks record them alike)."""
     return Verdict(
-        id=scenario.id,
-        category=scenario.category,
+        id=score.id,
+        category=score.category,
         final_match=score.final_match,
         turn_match=list(score.turn_match),
         first_divergent_turn=score.first_divergent,
         wobble=score.wobble,
         change_radius=score.change_radius,
         abstentions=score.abstentions,
-        asked=None if asked is None else list(asked),
-        answers=[
-            AnswerRow(turn=t, raw=a.text, output_tokens=a.output_tokens, spec=p.spec,
-                      abstention=p.reason)
-            for t, a, p in zip(score.turn_numbers(), answers, parsed, strict=True)
-        ],
+        asked=None if score.asked is None else list(score.asked),
+        answers=answers,
     )
 
 

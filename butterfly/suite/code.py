@@ -26,11 +26,10 @@ from butterfly.suite.builder import (
     Retry,
     build,
     need,
-    scenario_seed,
 )
 from butterfly.suite.chains import generate_chains
-from butterfly.suite.generate import RECIPES, proportional_counts
-from oracle import CATEGORIES, Scenario, canonical_initial
+from butterfly.suite.generate import RECIPES, by_category, proportional_counts
+from oracle import Scenario, canonical_initial
 
 CODE_COUNTS: Final[dict[str, int]] = {
     "undo_ref": 8,
@@ -131,13 +130,7 @@ def generate_code_one(category: str, seed: int, scenario_id: str) -> Scenario:
 
 def generate_code(counts: dict[str, int], seed: int, prefix: str = "code") -> list[Scenario]:
     """Code scenarios for each category in catalogue order; ids ``{prefix}-{category}-{nn}``."""
-    out: list[Scenario] = []
-    for category in CATEGORIES:
-        for i in range(1, counts.get(category, 0) + 1):
-            sid = f"{prefix}-{category.replace('_', '-')}-{i:02d}"
-            sseed = scenario_seed(seed, f"code-{category}", i)
-            out.append(generate_code_one(category, sseed, sid))
-    return out
+    return by_category(counts, seed, prefix, generate_code_one, tag="code-")
 
 
 def generate_code_mixed(count: int, seed: int) -> list[Scenario]:

@@ -202,11 +202,18 @@ def proportional_counts(n: int, base: dict[str, int] = DEFAULT_COUNTS) -> dict[s
 
 def generate(counts: dict[str, int], seed: int, prefix: str = "gen") -> list[Scenario]:
     """Scenarios for each category in catalogue order; ids ``{prefix}-{category}-{nn}``."""
+    return by_category(counts, seed, prefix, generate_one)
+
+
+def by_category(counts: dict[str, int], seed: int, prefix: str,
+                one: Callable[[str, int, str], Scenario], tag: str = "") -> list[Scenario]:
+    """``counts[category]`` scenarios made by ``one(category, seed, id)`` for each category in
+    catalogue order; ids ``{prefix}-{category}-{nn}``, seeds drawn from ``{tag}{category}``."""
     out: list[Scenario] = []
     for category in CATEGORIES:
         for i in range(1, counts.get(category, 0) + 1):
             sid = f"{prefix}-{category.replace('_', '-')}-{i:02d}"
-            out.append(generate_one(category, scenario_seed(seed, category, i), sid))
+            out.append(one(category, scenario_seed(seed, f"{tag}{category}", i), sid))
     return out
 
 

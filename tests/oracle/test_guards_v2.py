@@ -12,21 +12,14 @@ from pathlib import Path
 import naive
 import pytest
 import strategies as gen
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from strategies import HISTORY_EARLIEST, drop_turn, make, set_turn, simple_turn, undo_ref_turn
-from sweep import examples
+from sweep import CI, examples
 
 import oracle
 from oracle.catalogue import APPLICABILITY, canonical_initial, inapplicable
 from oracle.replay import HISTORY_WORDING_EXAMPLES, Rules, history_wording, played_before_v2
 
-CI = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 UNDO_LAST = simple_turn("undo_last")
 UNDO_EARLIEST = simple_turn("undo_earliest")
 REDO = simple_turn("redo")

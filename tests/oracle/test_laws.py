@@ -8,23 +8,14 @@ from typing import Any
 import naive
 import pytest
 import strategies as gen
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import drop_turn, make, set_turn, simple_turn, undo_ref_turn
-from sweep import examples
+from sweep import CI, examples
 
 import oracle
 from oracle.catalogue import COUPLINGS, KEYS, SPEC_VALUES, apply_couplings, canonical_initial
 from oracle.replay import Rules
-
-CI = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=False,
-    max_examples=examples(150),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 
 UNDO_LAST = simple_turn("undo_last")
 UNDO_EARLIEST = simple_turn("undo_earliest")

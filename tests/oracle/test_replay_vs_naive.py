@@ -9,19 +9,11 @@ from __future__ import annotations
 import naive
 import pytest
 import strategies as gen
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
-from sweep import examples
+from sweep import CI, examples
 
 import oracle
-
-CI = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    print_blob=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 
 
 def assert_agree(scenario: oracle.Scenario) -> list[dict[str, str]] | tuple[int, str]:
