@@ -161,3 +161,44 @@ def test_the_scheme_never_marks_an_empty_message_and_keeps_the_text() -> None:
     assert [m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
             for m in sent] == [m["content"] for m in chat]
     assert chat[0] == {"role": "system", "content": "s"}  # the plain messages are untouched
+
+
+CHAT = [{"role": "system", "content": "rules"}, {"role": "user", "content": "edit 1"},
+        {"role": "assistant", "content": "{}"}, {"role": "user", "content": "edit 2"}]
+
+
+def _transformed(config: Any, model: str) -> dict[str, Any]:
+    body = config.transform_request(model=model, messages=marked(CHAT, cache_marks(CHAT, "chat")),
+                                    optional_params={}, litellm_params={}, headers={})
+    return {"system": body["system"], "messages": body["messages"]}
+
+
+def test_litellm_passes_the_marks_to_claude_on_vertex_and_bedrock() -> None:
+    """What litellm's own transformations make of the marks (no request is sent): Vertex AI's
+    and Bedrock invoke's Anthropic body keeps them; Bedrock Converse turns each into a
+    ``cachePoint`` after the marked text, and drops them for a model its map says does not
+    cache prompts."""
+    from litellm.llms.bedrock.chat.converse_transformation import AmazonConverseConfig
+    from litellm.llms.bedrock.chat.invoke_transformations.anthropic_claude_transformation import (
+        AmazonAnthropicClaudeConfig,
+    )
+    from litellm.llms.vertex_ai.vertex_ai_partner_models.anthropic.transformation import (
+        VertexAIAnthropicConfig,
+    )
+
+    mark = {"cache_control": {"type": "ephemeral"}}
+    want = {"system": [{"type": "text", "text": "rules", **mark}], "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "edit 1", **mark}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "{}"}]},
+        {"role": "user", "content": [{"type": "text", "text": "edit 2", **mark}]}]}
+    claude = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+    assert _transformed(VertexAIAnthropicConfig(), "claude-sonnet-4-5@20250929") == want
+    assert _transformed(AmazonAnthropicClaudeConfig(), claude) == want
+    point = {"cachePoint": {"type": "default"}}
+    assert _transformed(AmazonConverseConfig(), claude) == {
+        "system": [{"text": "rules"}, point], "messages": [
+            {"role": "user", "content": [{"text": "edit 1"}, point]},
+            {"role": "assistant", "content": [{"text": "{}"}]},
+            {"role": "user", "content": [{"text": "edit 2"}, point]}]}
+    uncached = _transformed(AmazonConverseConfig(), "anthropic.claude-3-5-sonnet-20240620-v1:0")
+    assert "cachePoint" not in json.dumps(uncached)
