@@ -74,11 +74,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[AnthropicServer]:
         srv.httpd.server_close()
 
 
-def _play(srv: AnthropicServer, out: Path, mode: str, markers: bool = True
-          ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _play(srv: AnthropicServer, out: Path, mode: str, markers: bool = True,
+          cache: Path | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The bodies the server received and the run's call records, in order."""
     srv.bodies.clear()
-    api.run(model=MODEL, api_base=srv.api_base, out=out, limit=2, cache=None, mode=mode,
+    api.run(model=MODEL, api_base=srv.api_base, out=out, limit=2, cache=cache, mode=mode,
             no_schema=True, no_seed=True, concurrency=1, timeout=10,
             no_cache_markers=not markers)
     records = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
@@ -149,6 +149,19 @@ def test_cache_reads_and_writes_are_recorded_and_priced_as_litellm_prices_them(
         assert r["saved_usd"] == pytest.approx(READ * (3e-6 - 3e-7), rel=1e-9)
     summary = api.score(tmp_path / "on")
     assert summary.usage.cached_tokens == READ * len(later)
+
+
+def test_the_answer_cache_serves_a_marked_runs_answers_to_an_unmarked_run(
+        server: AnthropicServer, tmp_path: Path) -> None:
+    """The marks are not part of the answer cache's key; a served answer keeps its tokens,
+    cache writes included, and its price."""
+    db = tmp_path / "answers.sqlite"
+    bodies, fresh = _play(server, tmp_path / "on", "chat", cache=db)
+    served_bodies, served = _play(server, tmp_path / "off", "chat", markers=False, cache=db)
+    assert bodies and not served_bodies
+    assert all(r["cached"] for r in served)
+    assert [(r["tokens"], r["cost_usd"], r["saved_usd"]) for r in served] == \
+        [(r["tokens"], r["cost_usd"], r["saved_usd"]) for r in fresh]
 
 
 def test_the_scheme_never_marks_an_empty_message_and_keeps_the_text() -> None:
