@@ -124,6 +124,9 @@ class RunOptions:
     model_args: Mapping[str, JsonValue] | None = _opt(
         None, "arguments sent with every call (-M KEY=VALUE, --model-args FILE)", cli=False)
     no_seed: bool = _opt(False, "send no seed (for providers that reject it)")
+    no_cache_markers: bool = _opt(False, "send no cache_control markers to Claude (Anthropic, "
+                                  "Vertex AI, Bedrock), which caches only the prompt prefixes "
+                                  "a request marks (docs/cost.md)")
     max_cost: float | None = _opt(None, "stop before a call could take the run's spending above "
                                   "USD (status budget, exit 6; re-run with a larger budget to "
                                   "complete)", metavar="USD")

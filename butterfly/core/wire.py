@@ -62,6 +62,11 @@ class Request:
     """False for providers that reject ``seed`` (``--no-seed``)."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Who is asking (scenario id, turn): read by scripted agents, never sent to a provider."""
+    cache_marks: tuple[int, ...] = ()
+    """The messages that end a prompt prefix later calls repeat
+    (:func:`butterfly.core.caching.cache_marks`): marked with ``cache_control`` for providers
+    that cache only what is marked (Claude, through litellm); not part of the answer key,
+    never sent as they are."""
 
     def cache_key_fields(self) -> dict[str, Any]:
         """What in the request changes the answer: never timeouts, concurrency or retries.
@@ -99,6 +104,10 @@ class Response:
     saved_usd: float | None = None
     """What the cached prompt tokens saved at the provider's cached-token price (0 without
     any), or None when the call is unpriced (``butterfly.models.prices``)."""
+    cache_write_tokens: int | None = None
+    """Prompt tokens written to the provider's cache (Anthropic's
+    ``cache_creation_input_tokens``, counted inside ``prompt_tokens``), billed at its
+    cache-write rate; None when the provider does not say."""
 
 
 class ProviderError(Exception):
@@ -357,5 +366,14 @@ def response(data: Any, shape: Shape, price: Price, raw: bytes = b"") -> Respons
                       prompt_tokens=prompt, completion_tokens=completion,
                       cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens",
                                             shape),
-                      reasoning_tokens=reasoning, reasoning_content=_reasoning(message, shape))
+                      reasoning_tokens=reasoning, reasoning_content=_reasoning(message, shape),
+                      cache_write_tokens=_written(usage, shape))
     return price(answer)
+
+
+def _written(usage: Any, shape: Shape) -> int | None:
+    """Prompt tokens written to the cache: litellm's ``cache_creation_input_tokens`` (its
+    Anthropic usage), else ``prompt_tokens_details.cache_creation_tokens``; None without."""
+    top = token_count(shape.opt(usage, "cache_creation_input_tokens"))
+    return top if top is not None else _detail(usage, "prompt_tokens_details",
+                                               "cache_creation_tokens", shape)

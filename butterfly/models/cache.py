@@ -85,7 +85,8 @@ def _response(blob: str) -> Response | None:
         return Response(str(d["text"]), d.get("finish_reason"), d.get("prompt_tokens"),
                         d.get("completion_tokens"), d.get("cached_tokens"),
                         d.get("reasoning_tokens"), d.get("cost_usd"),
-                        d.get("reasoning_content"), d.get("raw_chars"), d.get("saved_usd"))
+                        d.get("reasoning_content"), d.get("raw_chars"), d.get("saved_usd"),
+                        d.get("cache_write_tokens"))
     except (ValueError, TypeError, KeyError):
         return None
 
@@ -131,6 +132,8 @@ class Cache:
                if response.reasoning_content is not None else {}),
             **({"raw_chars": response.raw_chars} if response.raw_chars is not None else {}),
             **({"saved_usd": response.saved_usd} if response.saved_usd is not None else {}),
+            **({"cache_write_tokens": response.cache_write_tokens}
+               if response.cache_write_tokens is not None else {}),
         })
         try:
             self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)",

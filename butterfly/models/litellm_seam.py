@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import inspect
 import io
 import os
@@ -39,6 +40,7 @@ from litellm.types.router import RouterRateLimitError, RouterRateLimitErrorBasic
 from litellm.types.utils import PromptTokensDetailsWrapper, Usage
 
 from butterfly.core import wire
+from butterfly.core.caching import marked
 from butterfly.core.wire import ProviderError, Request, Response, redact
 from butterfly.errors import UserError
 from butterfly.models.prices import Rates, priced
@@ -116,12 +118,15 @@ RATES: dict[str, Rates | None] = {}
 does not price (``bench/concurrency.py`` clears them between settings)."""
 
 
-def _cost(model: str, prompt: int, completion: int, cached: int | None = None) -> float | None:
+def _cost(model: str, prompt: int, completion: int, cached: int | None = None,
+          written: int | None = None) -> float | None:
     """litellm's price of these tokens (None: it does not price ``model``), to read its rates
     off: a price is only ever computed by :func:`butterfly.models.prices.cost_usd`."""
-    usage = None if cached is None else Usage(
+    usage = None if cached is None and written is None else Usage(
         prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
-        prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=cached))
+        prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=cached or 0,
+                                                         cache_creation_tokens=written or 0),
+        cache_creation_input_tokens=written or 0, cache_read_input_tokens=cached or 0)
     try:
         p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
                                       completion_tokens=completion, usage_object=usage)
@@ -153,16 +158,37 @@ def shipped_rates(model: str) -> Rates | None:
         with _as_shipped():
             p, c = _cost(model, 1000, 0), _cost(model, 0, 1000)
             hit = None if p is None or c is None else _cost(model, 1000, 0, cached=1000)
+            put = None if p is None or c is None else _cost(model, 1000, 0, written=1000)
         RATES[model] = None if p is None or c is None else Rates(
-            p / 1000, c / 1000, (p if hit is None else hit) / 1000)
+            p / 1000, c / 1000, (p if hit is None else hit) / 1000,
+            None if put is None or put == p else put / 1000)
     return RATES[model]
 
 
-def request_kwargs(request: Request, timeout: float, model: str) -> dict[str, object]:
+@functools.cache
+def takes_cache_marks(model: str) -> bool:
+    """Whether litellm routes ``model`` to Claude by a transformation that passes
+    ``cache_control`` on (docs/cost.md, "Prompt caching"): Anthropic's API
+    (``anthropic/...``), and Claude on Vertex AI (its config is Anthropic's) or Bedrock (the
+    Converse API turns each marker into a ``cachePoint``; invoke is Anthropic's config)."""
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model)
+    except Exception:  # a name litellm cannot route is refused elsewhere
+        return False
+    claude = "claude" in name.lower()
+    return provider == "anthropic" or (provider in ("vertex_ai", "bedrock") and claude)
+
+
+def request_kwargs(request: Request, timeout: float, model: str,
+                   marks: bool = False) -> dict[str, object]:
     """What litellm is given for ``request`` (one place for the direct and the routed call):
     the fast path's body (:func:`butterfly.core.wire.body`), ``extra_body`` as litellm's
-    argument, and the timeout."""
-    return {**wire.body(request, model, merge_extra_body=False), "timeout": timeout}
+    argument, and the timeout; with ``marks`` (the model takes them: :func:`takes_cache_marks`)
+    the request's cache marks as ``cache_control`` on those messages."""
+    kwargs = {**wire.body(request, model, merge_extra_body=False), "timeout": timeout}
+    if marks and request.cache_marks:
+        kwargs["messages"] = marked(request.messages, request.cache_marks)
+    return kwargs
 
 
 def to_response(resp: Any, priced_as: str) -> Response:
@@ -233,7 +259,7 @@ class LiteLLMProvider:
 
     async def __call__(self, request: Request, timeout: float) -> Response:
         model = self.litellm_model or request.model
-        kwargs = request_kwargs(request, timeout, model)
+        kwargs = request_kwargs(request, timeout, model, takes_cache_marks(model))
         kwargs.update(num_retries=0, max_retries=0)
         if self.api_base:
             kwargs["api_base"] = self.api_base
@@ -290,9 +316,12 @@ class RouterProvider:
             raise UserError(f"--router {config.path}: litellm.Router refused it: {msg}"
                             ) from None
         self._fallback_model = str(config.group[0]["litellm_params"]["model"])
+        self._marks = all(takes_cache_marks(str(d["litellm_params"]["model"]))
+                          for d in config.group)
+        """Cache marks only when every deployment of the name is a Claude that takes them."""
 
     async def __call__(self, request: Request, timeout: float) -> Response:
-        kwargs = request_kwargs(request, timeout, self.config.name)
+        kwargs = request_kwargs(request, timeout, self.config.name, self._marks)
         kwargs["max_retries"] = 0  # the HTTP client's own retries: the Router's are in charge
         try:
             resp = await self.router.acompletion(**kwargs)

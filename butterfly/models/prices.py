@@ -6,7 +6,8 @@ seconds, reading the file a few tens of milliseconds. The file is found with
 model's price is looked up, and each model's rates are decided once (an unpriced model is
 ``None`` for the rest of the process, never looked up per call). The sum is litellm's for
 chat models without tiered prices: uncached prompt tokens at the input rate, cached ones at
-the cache-read rate (the input rate when there is none), completion tokens (reasoning
+the cache-read rate (the input rate when there is none), tokens written to the cache at the
+cache-write rate (Anthropic's 1.25 x; else the input rate), completion tokens (reasoning
 included, counted once: :func:`butterfly.core.wire.billed_completion`) at the output rate
 (``tests/butterfly/models/test_prices.py`` checks it against ``litellm.cost_per_token``).
 That sum, :meth:`Rates.usd`, is the one price of a call for both transports: the litellm
@@ -40,13 +41,24 @@ class Rates:
     prompt: float
     completion: float
     cached: float
+    written: float | None = None
+    """USD per prompt token written to the cache (Anthropic: 1.25 x the input rate); None:
+    the input rate (a provider that does not charge writes apart, or a user's price)."""
 
-    def usd(self, prompt: int, completion: int, cached: int | None = None) -> float:
+    def usd(self, prompt: int, completion: int, cached: int | None = None,
+            written: int | None = None) -> float:
         """The price of these tokens: uncached prompt tokens at the input rate, cached ones at
-        the cache-read rate, completion tokens at the output rate (rounded to 1e-10)."""
+        the cache-read rate, those ``written`` to the cache (counted inside ``prompt``) at the
+        cache-write rate, completion tokens at the output rate (rounded to 1e-10)."""
         hit = min(max(cached or 0, 0), prompt)
-        return round((prompt - hit) * self.prompt + hit * self.cached
-                     + completion * self.completion, 10)
+        put = min(max(written or 0, 0), prompt - hit)
+        return round((prompt - hit - put) * self.prompt + hit * self.cached
+                     + put * self.write_rate + completion * self.completion, 10)
+
+    @property
+    def write_rate(self) -> float:
+        """USD per prompt token written to the cache: :attr:`written`, else the input rate."""
+        return self.prompt if self.written is None else self.written
 
     def saved(self, prompt: int, cached: int | None) -> float:
         """What the cached prompt tokens saved: cached x (input rate - cached rate)."""
@@ -93,7 +105,8 @@ def rates(model: str) -> Rates | None:
         if prompt is None or completion is None:
             continue
         cached = _number(entry, "cache_read_input_token_cost")
-        return Rates(prompt, completion, prompt if cached is None else cached)
+        return Rates(prompt, completion, prompt if cached is None else cached,
+                     _number(entry, "cache_creation_input_token_cost"))
     return None
 
 
@@ -117,7 +130,8 @@ def charge(r: Rates | None, answer: wire.Response) -> wire.Response:
     p, c = answer.prompt_tokens, answer.completion_tokens
     if r is None or p is None or c is None:
         return replace(answer, cost_usd=None, saved_usd=None)
-    return replace(answer, cost_usd=r.usd(p, c, answer.cached_tokens),
+    return replace(answer, cost_usd=r.usd(p, c, answer.cached_tokens,
+                                          answer.cache_write_tokens),
                    saved_usd=r.saved(p, answer.cached_tokens))
 
 

@@ -353,6 +353,7 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         api_base=redact_url(o.api_base), sc_base=base,
         model_args=check_model_args(o.model_args or {}), send_seed=not o.no_seed,
         max_cost=o.max_cost, price=user_price(o.price, o.price_per_mtok), via=o.via,
+        cache_markers=not o.no_cache_markers,
         router=router, shard=parse_shard(o.shard),
         max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait, track=track,
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
 
+from butterfly.core.caching import cache_marks
 from butterfly.core.turns import CallKey, Turn, make_turn
 from butterfly.core.vocab import ErrorClass, RunStatus
 from butterfly.errors import RunFailed, UserError
@@ -204,6 +205,7 @@ def _request(conv: Conversation, t: int, sample: int, msgs: list[dict[str, str]]
         extra=params.model_args,
         send_seed=params.send_seed,
         meta=meta,
+        cache_marks=cache_marks(msgs, params.mode) if params.cache_markers else (),
     )
 
 
@@ -248,6 +250,7 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
             completion=None if resp is None else resp.completion_tokens,
             cached=None if resp is None else resp.cached_tokens,
             reasoning=None if resp is None else resp.reasoning_tokens,
+            cache_write=None if resp is None else resp.cache_write_tokens,
         ),
         cost_usd=None if resp is None else resp.cost_usd,
         saved_usd=None if resp is None else resp.saved_usd,

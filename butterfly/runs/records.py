@@ -138,6 +138,10 @@ class RunParams(BaseModel):
                      "litellm. Not part of the answer key: both send the same request.")
     router: RouterRef | None = Field(None, description="--router FILE: the replicas the "
                                      "calls were spread over (not part of the answer key).")
+    cache_markers: bool = Field(True, description="Whether a Claude model's stable prompt prefix "
+                                "is marked with cache_control (--no-cache-markers: not; "
+                                "docs/cost.md). Not part of the answer key: the text sent is "
+                                "the same.")
     track: Track = Field("spec", description="--track: spec (the model keeps the spec as "
                          "JSON) or code (it keeps the program tool.py; docs/code-track.md).")
     shard: Shard | None = Field(None, description="--shard I/N: the slice of the sweep's "
@@ -295,6 +299,9 @@ class Tokens(BaseModel):
     cached: int | None = Field(None, description="Prompt tokens served from the provider's "
                                "prompt cache.")
     reasoning: int | None = Field(None, description="Completion tokens spent on reasoning.")
+    cache_write: int | None = Field(None, description="Prompt tokens written to the "
+                                    "provider's prompt cache (Anthropic), counted in prompt "
+                                    "and billed at the cache-write rate.")
 
 
 class CallError(BaseModel):

@@ -34,6 +34,26 @@ def test_our_price_is_litellms(model: str, prompt: int, completion: int,
     assert prices.cost_usd(model, prompt, completion, cached, shipped_rates) == round(p + c, 10)
 
 
+@pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5"])
+@pytest.mark.parametrize(("cached", "written"), [(0, 0), (0, 1500), (1024, 300), (2000, 0)])
+def test_claudes_cache_writes_cost_what_litellm_charges(model: str, cached: int,
+                                                        written: int) -> None:
+    """Anthropic's cache writes (1.25 x the input rate), inside the prompt tokens, priced by
+    both rate sources as ``litellm.cost_per_token`` prices them (docs/cost.md)."""
+    from litellm.types.utils import PromptTokensDetailsWrapper, Usage
+
+    prompt, completion = 2500, 200
+    usage = Usage(prompt_tokens=prompt, completion_tokens=completion,
+                  total_tokens=prompt + completion,
+                  prompt_tokens_details=PromptTokensDetailsWrapper(
+                      cached_tokens=cached, cache_creation_tokens=written),
+                  cache_read_input_tokens=cached, cache_creation_input_tokens=written)
+    p, c = litellm.cost_per_token(model=model, usage_object=usage)
+    for rates in (prices.rates(model), shipped_rates(model)):
+        assert rates is not None and rates.written == pytest.approx(1.25 * rates.prompt)
+        assert rates.usd(prompt, completion, cached, written) == pytest.approx(p + c, rel=1e-9)
+
+
 @pytest.mark.parametrize("model", ["openai/fake", "hosted_vllm/Qwen/Qwen2.5-7B",
                                    "openai/claude-haiku-4-5"])
 def test_an_unpriced_model_costs_none(model: str) -> None:
