@@ -81,14 +81,16 @@ def turn_record(t: int, raw: str, sent: int, output: ModelOutput | None, latency
 def usage_of(usage: ModelUsage | None) -> dict[str, int | None]:
     """A call's tokens as our call records count them: the prompt's whole (inspect's
     ``input_tokens`` leaves out the tokens read from or written to a prompt cache), the
-    completion's with its reasoning, the reasoning's, and the cached prompt tokens."""
+    completion's with its reasoning, the reasoning's, the cached prompt tokens, and those
+    written to the cache (Anthropic charges them at its cache-write rate)."""
     if usage is None:
         return dict.fromkeys(("prompt_tokens", "completion_tokens", "reasoning_tokens",
-                              "cached_tokens"))
+                              "cached_tokens", "cache_write_tokens"))
     cached = usage.input_tokens_cache_read
     prompt = usage.input_tokens + (cached or 0) + (usage.input_tokens_cache_write or 0)
     return {"prompt_tokens": prompt, "completion_tokens": usage.output_tokens,
-            "reasoning_tokens": usage.reasoning_tokens, "cached_tokens": cached}
+            "reasoning_tokens": usage.reasoning_tokens, "cached_tokens": cached,
+            "cache_write_tokens": usage.input_tokens_cache_write}
 
 
 @solver

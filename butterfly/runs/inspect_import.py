@@ -138,11 +138,13 @@ class Maker:
     def _tokens(self, e: TurnEntry) -> tuple[Tokens, float | None, float | None]:
         u = e.usage
         tokens = Tokens(prompt=u.prompt_tokens, completion=u.completion_tokens,
-                        cached=u.cached_tokens, reasoning=u.reasoning_tokens)
+                        cached=u.cached_tokens, reasoning=u.reasoning_tokens,
+                        cache_write=u.cache_write_tokens)
         p, c = u.prompt_tokens, u.completion_tokens
         if self.rates is None or p is None or c is None or e.error is not None:
             return tokens, None, None
-        return tokens, self.rates.usd(p, c, u.cached_tokens), self.rates.saved(p, u.cached_tokens)
+        return (tokens, self.rates.usd(p, c, u.cached_tokens, u.cache_write_tokens),
+                self.rates.saved(p, u.cached_tokens))
 
     def record(self, key: ConversationKey, e: TurnEntry, sent: Sent,
                added: list[dict[str, str]], at: str) -> CallRecord:

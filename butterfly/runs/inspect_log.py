@@ -62,6 +62,7 @@ class TurnUsage(BaseModel):
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 class TurnEntry(BaseModel):

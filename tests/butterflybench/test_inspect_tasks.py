@@ -253,7 +253,7 @@ def test_mockllm_with_the_same_answers_scores_alike(tmp_path: Path,
     assert inspect_verdicts(log) == butterfly_verdicts(score)
     usage = (log.samples or [])[0].store["butterfly_turns"][0]["usage"]
     assert usage == {"prompt_tokens": 5, "completion_tokens": 1, "reasoning_tokens": None,
-                     "cached_tokens": 2}  # the prompt's whole, as our records count it
+                     "cached_tokens": 2, "cache_write_tokens": None}  # the prompt's whole
     same_figures(log, score)
     same_calls(log, tmp_path / "run")
 
@@ -289,3 +289,17 @@ def test_what_inspect_cannot_play_is_refused_in_one_line(name: str, args: dict[s
                                                          says: str) -> None:
     with pytest.raises(UserError, match=says):
         task(name, **args)
+
+
+def test_a_calls_usage_counts_the_prompt_whole_with_cache_reads_and_writes() -> None:
+    """inspect's input_tokens leaves out the tokens read from and written to a prompt cache; our
+    records count the prompt whole and keep both apart (writes cost more on Anthropic)."""
+    from inspect_ai.model import ModelUsage
+
+    from butterflybench.solver import usage_of
+
+    u = ModelUsage(input_tokens=10, output_tokens=3, total_tokens=33, input_tokens_cache_read=4,
+                   input_tokens_cache_write=16, reasoning_tokens=2)
+    assert usage_of(u) == {"prompt_tokens": 30, "completion_tokens": 3, "reasoning_tokens": 2,
+                           "cached_tokens": 4, "cache_write_tokens": 16}
+    assert set(usage_of(None).values()) == {None}

@@ -274,11 +274,34 @@ def test_tokens_are_carried_and_priced_as_butterfly_prices_them(played: Run,
     assert run.manifest.imported_from.cost_usd == 0.5
     recs = _records(run)
     assert recs[0]["tokens"] == {"prompt": 1000, "completion": 200, "cached": 100,
-                                 "reasoning": None}
+                                 "reasoning": None, "cache_write": None}
     assert all(r["cost_usd"] == cost_usd("openai/gpt-4o-mini", r["tokens"]["prompt"], 200, 100)
                for r in recs)
     usage = run.manifest.usage
     assert usage is not None and usage.cost_usd is not None and usage.cost_usd > 0
+
+
+def test_cache_writes_are_carried_and_charged_at_the_write_rate(played: Run,
+                                                                tmp_path: Path) -> None:
+    """A Claude log's cache writes (inspect's input_tokens_cache_write, which the solver keeps
+    as cache_write_tokens) are recorded and charged as butterfly run charges them."""
+    from butterfly.models.prices import rates_for
+
+    model = "anthropic/claude-sonnet-4-5"
+    log = build_log(played)
+    log.eval.model = model
+    assert log.samples is not None
+    for entry in (e for s in log.samples for e in s.store["butterfly_turns"]):
+        entry["usage"] = {"prompt_tokens": 3000, "completion_tokens": 200,
+                          "reasoning_tokens": None, "cached_tokens": 1000,
+                          "cache_write_tokens": 1500}
+    run = load_run(api.import_inspect(_written(log, tmp_path / "l.eval"), tmp_path / "r").out)
+    rates = rates_for(model, None)
+    assert rates is not None and rates.write_rate > rates.prompt  # Anthropic: 1.25x input
+    for r in _records(run):
+        assert r["tokens"]["cache_write"] == 1500
+        assert r["cost_usd"] == rates.usd(3000, 200, 1000, 1500)
+        assert r["cost_usd"] > rates.usd(3000, 200, 1000)  # the write premium is charged
 
 
 def _unpriced_log(played: Run, tmp_path: Path) -> str:
