@@ -146,10 +146,13 @@ def test_every_hypothesis_test_is_derandomised_without_a_database(
     assert not loose, f"hypothesis tests not derandomised or keeping examples: {loose}"
 
 
-def test_the_order_check_splits_whole_modules_in_run_order_into_balanced_groups() -> None:
+def test_the_order_check_splits_whole_modules_into_groups_balanced_by_cost() -> None:
     run = ["a"] * 5 + ["b"] * 2 + ["c"] * 2 + ["d"] * 4 + ["e"]
-    assert split(run) == {"a": 0, "b": 1, "c": 1, "d": 1, "e": 0}  # 5+1 tests and 2+2+4
-    assert split(run) == split(list(run))  # the same order, the same groups
+    by_count = split(run, seconds={})  # 0.2 s a test: a 5, d 4, b 2, c 2, e 1
+    assert by_count == {"a": 0, "d": 1, "b": 1, "c": 0, "e": 1}  # 5+2 tests and 4+2+1
+    assert split(run, seconds={}) == split(list(run), seconds={})  # same order, same groups
+    slow = split(run, seconds={"e": 30.0, "b": 20.0})  # a module that waits on servers
+    assert slow == {"e": 0, "b": 1, "a": 1, "d": 1, "c": 1}  # 30 s against 20 s + 11 tests
     assert split(["x"] * 3, groups=2) == {"x": 0}
 
 
