@@ -133,3 +133,23 @@ def run_inproc(*args: str, env: dict[str, str] | None = None
 @pytest.fixture
 def cli():  # type: ignore[no-untyped-def]
     return run_cli
+
+
+CODE_SUITE = ROOT / "tests/butterfly/code/code_suite.jsonl"
+CODE_AGENTS = ("oracle", "refactor", "collateral", "noop", "last-edit")
+
+
+@pytest.fixture(scope="session")
+def code_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The scripted code agents' runs (:data:`CODE_AGENTS`) of the test code suite, one
+    directory each, played once per worker: the modules that use them are in the xdist group
+    ``code-runs``, so one worker plays them for both (code/test_code_runs.py,
+    present/test_report_code.py). Scoring them writes their observations; a test that changes
+    a run works on a copy."""
+    from butterfly import api
+
+    tmp = tmp_path_factory.mktemp("code-runs")
+    for agent in CODE_AGENTS:
+        api.run(model=f"script/{agent}", suite=str(CODE_SUITE), track="code", out=tmp / agent,
+                cache=None)
+    return tmp

@@ -33,11 +33,9 @@ def _run(tmp_path: Path, agent: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("code-runs")
-    for a in ("oracle", "refactor", "collateral", "noop", "last-edit"):
-        _run(tmp, a)
-    return tmp
+def played(code_runs: Path) -> Path:
+    """oracle, refactor, collateral, noop and last-edit (tests/conftest.py)."""
+    return code_runs
 
 
 @pytest.fixture(scope="module")

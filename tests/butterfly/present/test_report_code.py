@@ -38,11 +38,11 @@ AGENTS = ("oracle", "collateral", "last-edit")
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Three scripted code runs (12 turns each) and a hostile model's (one scenario)."""
+def runs(tmp_path_factory: pytest.TempPathFactory, code_runs: Path) -> list[Path]:
+    """Three scripted code runs (12 turns each, shared with code/test_code_runs.py) and a
+    hostile model's (one scenario)."""
     tmp = tmp_path_factory.mktemp("code-report")
-    made = [api.run(model=f"script/{a}", suite=str(SUITE), track="code", out=tmp / a,
-                    cache=None).path for a in AGENTS]
+    made = [code_runs / a for a in AGENTS]
     with FakeServer(lambda body: HOSTILE) as srv:
         made.append(api.run(model="openai/fake", api_base=srv.api_base, suite=str(SUITE),
                             limit=1, track="code", out=tmp / "hostile", cache=None).path)
