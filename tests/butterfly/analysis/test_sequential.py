@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run_inproc
 from fakeserver import FakeServer
 
 from butterfly.analysis import regress
@@ -74,10 +74,10 @@ FAST = {"BUTTERFLY_BACKOFF_BASE": "0.01", "OPENAI_API_KEY": "sk-test"}
 
 
 def _against(srv: FakeServer, tmp: Path, *extra: str) -> Any:
-    return run_cli("sequential", "--model-a", "openai/fake", "--model-b", "script/noop",
-                   "--api-base", srv.api_base, "--per-category", "1", "--cap", "2",
-                   "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
-                   "--out-b", str(tmp / "b"), *extra, env=FAST)
+    return run_inproc("sequential", "--model-a", "openai/fake", "--model-b", "script/noop",
+                      "--api-base", srv.api_base, "--per-category", "1", "--cap", "2",
+                      "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
+                      "--out-b", str(tmp / "b"), *extra, env=FAST)
 
 
 def test_sequential_sends_the_model_arguments_and_no_seed(tmp_path: Path) -> None:
@@ -103,10 +103,10 @@ def test_a_failed_sequential_says_which_call_failed_and_why(tmp_path: Path) -> N
 
 
 def _priced(srv: FakeServer, tmp: Path, *extra: str) -> Any:
-    return run_cli("sequential", "--model-a", "openai/gpt-4o-mini", "--model-b", "openai/gpt-4o",
-                   "--api-base", srv.api_base, "--per-category", "1", "--cap", "2",
-                   "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
-                   "--out-b", str(tmp / "b"), "--json", *extra, env=FAST)
+    return run_inproc("sequential", "--model-a", "openai/gpt-4o-mini", "--model-b",
+                      "openai/gpt-4o", "--api-base", srv.api_base, "--per-category", "1",
+                      "--cap", "2", "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
+                      "--out-b", str(tmp / "b"), "--json", *extra, env=FAST)
 
 
 def _manifests(tmp: Path) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_inproc
 from fakeserver import FakeServer
 
 from butterfly import api
@@ -124,11 +124,11 @@ def _self_hosted(srv: FakeServer, tmp: Path, *extra: str) -> Any:
     """Two models no price map knows, served by a loopback server, each given its price."""
     price_b = tmp.parent / "price-b.json"
     price_b.write_text(json.dumps({"input_per_mtok": 3.0, "output_per_mtok": 9.0}))
-    return run_cli("sequential", "--model-a", "openai/selfhosted-a", "--model-b",
-                   "openai/selfhosted-b", "--api-base", srv.api_base, "--per-category", "1",
-                   "--cap", "2", "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
-                   "--out-b", str(tmp / "b"), "--json", "--price-per-mtok-a", "1,2",
-                   "--price-b", str(price_b), *extra, env=FAST)
+    return run_inproc("sequential", "--model-a", "openai/selfhosted-a", "--model-b",
+                      "openai/selfhosted-b", "--api-base", srv.api_base, "--per-category", "1",
+                      "--cap", "2", "--no-cache", "--timeout", "5", "--out-a", str(tmp / "a"),
+                      "--out-b", str(tmp / "b"), "--json", "--price-per-mtok-a", "1,2",
+                      "--price-b", str(price_b), *extra, env=FAST)
 
 
 def _manifests(tmp: Path) -> list[dict[str, Any]]:
