@@ -13,6 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypedDict, cast
 
+from butterfly.present.svgdraw import (
+    Scale,
+    axis,
+    baseline_labels,
+    baseline_lines,
+    esc,
+    open_svg,
+    whisker,
+)
 from butterfly.runs.reader import Run
 
 if TYPE_CHECKING:  # compare imports scipy: loaded only when two runs share a suite
@@ -58,9 +67,8 @@ class Headline(TypedDict):
     row_svgs: list[str]
 
 
-def x_of(share: float) -> float:
-    """A share's x position in the chart, in pixels."""
-    return round(PAD + share * (WIDTH - 2 * PAD), 2)
+SCALE: Final = Scale(1.0, WIDTH, PAD)
+"""Shares in [0, 1] onto the chart's pixels."""
 
 
 SIGN_ALPHA: Final = 0.05
@@ -159,27 +167,16 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def _base_lines(baselines: dict[str, float], height: int) -> list[str]:
-    return [f'<line class="baseline" data-baseline="{name}" data-value="{v:.6f}" '
-            f'x1="{x_of(v)}" x2="{x_of(v)}" y1="0" y2="{height}" stroke="#888" '
-            f'stroke-dasharray="3 3"/>' for name, v in baselines.items()]
-
-
 def row_svg(r: HeadRow, baselines: dict[str, float]) -> str:
     """One run's dot and whisker on the shared axis, its figures in data- attributes."""
-    parts = [f'<svg class="dw" width="{WIDTH}" height="{ROW_H}" viewBox="0 0 {WIDTH} {ROW_H}" '
-             'xmlns="http://www.w3.org/2000/svg" role="img" '
-             f'aria-label="final match of {_esc(r["label"])}">',
-             *_base_lines(baselines, ROW_H)]
+    parts = [open_svg(WIDTH, ROW_H, "dw", f"final match of {r['label']}"),
+             *baseline_lines(SCALE, baselines, ROW_H)]
     fm, lo, hi = r["final_match"], r["lo"], r["hi"]
-    mid = ROW_H / 2
     if fm is not None:
         lo_, hi_ = (fm if lo is None else lo), (fm if hi is None else hi)
-        parts.append(f'<g class="run" data-label="{_esc(r["label"])}" data-fm="{fm:.6f}" '
+        parts.append(f'<g class="run" data-label="{esc(r["label"])}" data-fm="{fm:.6f}" '
                      f'data-lo="{lo_:.6f}" data-hi="{hi_:.6f}">'
-                     f'<line x1="{x_of(lo_)}" x2="{x_of(hi_)}" y1="{mid}" y2="{mid}" '
-                     'stroke="#0b5394" stroke-width="2"/>'
-                     f'<circle cx="{x_of(fm)}" cy="{mid}" r="5" fill="#0b5394"/></g>')
+                     f'{whisker(SCALE, fm, lo_, hi_, ROW_H / 2, "#0b5394")}</g>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -187,26 +184,10 @@ def row_svg(r: HeadRow, baselines: dict[str, float]) -> str:
 def axis_svg(baselines: dict[str, float]) -> str:
     """The axis above the rows: ticks at 0-100% and each baseline's label over its line."""
     h = 40
-    parts = [f'<svg class="dw-axis" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" '
-             'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="final match axis">']
-    for t in range(0, 101, 25):
-        x = x_of(t / 100)
-        parts.append(f'<text x="{x}" y="{h - 4}" font-size="11" text-anchor="middle" '
-                     f'fill="#555">{t}%</text><line x1="{x}" x2="{x}" y1="{h - 16}" '
-                     f'y2="{h - 12}" stroke="#555"/>')
-    for k, (name, v) in enumerate(sorted(baselines.items(), key=lambda kv: kv[1])):
-        anchor = "start" if v < 0.5 else "end"
-        parts.append(f'<text class="baseline-label" x="{x_of(v)}" y="{10 + 11 * (k % 2)}" '
-                     f'font-size="11" text-anchor="{anchor}" fill="#666">'
-                     f'{BASE_NAMES.get(name, name)} {_pct(v)}</text>')
-    parts += _base_lines(baselines, h - 16)
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _esc(text: str) -> str:
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;"))
+    return "".join([axis(SCALE, [t / 100 for t in range(0, 101, 25)], "{:.0%}", h, "dw-axis",
+                         "final match axis"),
+                    *baseline_labels(SCALE, baselines, BASE_NAMES, _pct),
+                    *baseline_lines(SCALE, baselines, h - 16), "</svg>"])
 
 
 def head_row(entry: Mapping[str, object]) -> RowIn:

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final, TypedDict, cast
 
-from butterfly.present.svgdraw import Scale, axis, esc, nice_top, open_svg
+from butterfly.present.svgdraw import (
+    Scale,
+    axis,
+    baseline_labels,
+    baseline_lines,
+    esc,
+    nice_top,
+    open_svg,
+    whisker,
+)
 
 WIDTH: Final = 360
 ROW_H: Final = 22
@@ -52,16 +61,10 @@ def _baselines(baselines: Sequence[RadiusRow]) -> dict[str, float]:
             if (v := b["change_radius"]) is not None}
 
 
-def _lines(s: Scale, base: dict[str, float], height: int) -> list[str]:
-    return [f'<line class="baseline" data-baseline="{esc(name)}" data-value="{v:.6f}" '
-            f'x1="{s.x(v)}" x2="{s.x(v)}" y1="0" y2="{height}" stroke="#888" '
-            'stroke-dasharray="3 3"/>' for name, v in base.items()]
-
-
 def _row(s: Scale, r: RadiusRow, base: dict[str, float]) -> str:
     label = esc(r["label"])
     parts = [open_svg(WIDTH, ROW_H, "dw radius", f"change radius of {r['label']}"),
-             *_lines(s, base, ROW_H)]
+             *baseline_lines(s, base, ROW_H)]
     ends, mid = _ends(r), ROW_H / 2
     if ends is None:
         parts.append(f'<text class="no-figure" data-run="{label}" x="{s.pad}" y="{mid + 4}" '
@@ -70,22 +73,15 @@ def _row(s: Scale, r: RadiusRow, base: dict[str, float]) -> str:
         v, lo, hi = ends
         parts.append(f'<g class="point" data-run="{label}" data-value="{v:.6f}" '
                      f'data-lo="{lo:.6f}" data-hi="{hi:.6f}" data-n="{r["change_radius_n"]}">'
-                     f'<line x1="{s.x(lo)}" x2="{s.x(hi)}" y1="{mid}" y2="{mid}" '
-                     'stroke="#6c3483" stroke-width="2"/>'
-                     f'<circle cx="{s.x(v)}" cy="{mid}" r="5" fill="#6c3483"/></g>')
+                     f'{whisker(s, v, lo, hi, mid, "#6c3483")}</g>')
     return "".join([*parts, "</svg>"])
 
 
 def _axis(s: Scale, base: dict[str, float]) -> str:
     ticks = [s.top * k / 4 for k in range(5)]
-    parts = [axis(s, ticks, "{:g}", AXIS_H, "dw-axis", "change radius axis")]
-    names = {"noop": "no-op"}
-    for k, (name, v) in enumerate(sorted(base.items(), key=lambda kv: kv[1])):
-        anchor = "start" if v < s.top / 2 else "end"
-        parts.append(f'<text class="baseline-label" x="{s.x(v)}" y="{10 + 11 * (k % 2)}" '
-                     f'font-size="11" text-anchor="{anchor}" fill="#666">'
-                     f'{esc(names.get(name, name))} {v:.2f}</text>')
-    return "".join([*parts, *_lines(s, base, AXIS_H - 16), "</svg>"])
+    return "".join([axis(s, ticks, "{:g}", AXIS_H, "dw-axis", "change radius axis"),
+                    *baseline_labels(s, base, {"noop": "no-op"}, "{:.2f}".format),
+                    *baseline_lines(s, base, AXIS_H - 16), "</svg>"])
 
 
 def radius_chart(runs: Sequence[RadiusRow], baselines: Sequence[RadiusRow]) -> RadiusChart:
