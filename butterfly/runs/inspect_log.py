@@ -10,7 +10,6 @@ store holds ``butterfly_turns``, one entry per call made. Anything else is refus
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from butterfly.core.vocab import Layout, Mode, ParseMode, Protocol, SCBase, Strategy, Track
 from butterfly.errors import UserError
+from butterfly.suite.load import sha256_file
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -196,7 +196,7 @@ def read_log(path: Path) -> LoggedEval:
     epochs = spec.config.epochs or 1
     ids = spec.dataset.sample_ids
     return LoggedEval(
-        path=path, sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        path=path, sha256=sha256_file(path),
         inspect_version=spec.packages.get("inspect_ai"), eval_id=spec.eval_id,
         run_id=spec.run_id, task=spec.task, created=str(spec.created), status=log.status,
         error=None if log.error is None else log.error.message, model=spec.model, meta=meta,

@@ -4,7 +4,6 @@ by sha256, and its scope (``--per-category`` and ``--limit``) found from the sam
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,13 +12,13 @@ from butterfly.errors import UserError
 from butterfly.runs.inspect_log import LoggedEval
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
-from butterfly.suite.load import SCENARIOS_DIR, resolve_suite
+from butterfly.suite.load import SCENARIOS_DIR, resolve_suite, sha256_file
 from oracle import Scenario
 
 
 def _sha(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256_file(path)
     except OSError as e:
         raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
 
