@@ -10,6 +10,7 @@ model (:func:`marked`), and nothing else reads them: the text sent, the run's
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from typing import Final
 
 CACHE_CONTROL: Final = {"type": "ephemeral"}
@@ -22,9 +23,12 @@ def cache_marks(messages: Sequence[Mapping[str, str]], mode: str) -> tuple[int, 
     messages: the last one writes this call's prompt to the cache, the one before ends the
     previous call's prompt, which this call reads. At most 3 (Anthropic allows 4); empty
     messages are never marked (Anthropic refuses an empty text block)."""
-    system = [i for i, m in enumerate(messages) if m.get("role") == "system"][:1]
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user"][-2:]
-    chosen = system + (users if mode == "chat" else [])
+    system = next((i for i, m in enumerate(messages) if m.get("role") == "system"), None)
+    chosen = [] if system is None else [system]
+    if mode == "chat":  # from the end: each call of a long chain scans two or three messages
+        users = (i for i in range(len(messages) - 1, -1, -1)
+                 if messages[i].get("role") == "user")
+        chosen += sorted(islice(users, 2))
     return tuple(i for i in chosen if messages[i].get("content"))
 
 
