@@ -120,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("files", nargs="+", metavar="SUITE", help="suite files or frozen suites' names")
     v.add_argument("--readings", action="store_true", help="audit instead: what each second "
                    "reading would change (docs/readings.md)")
+    v.add_argument("--depth", action="store_true", help="the depth table instead: per ask point "
+                   "from 40 turns, how old the changes that show are and how often the last t/2 "
+                   "or t/10 messages alone match (exit 1 when the depth guard fails; "
+                   "docs/ladder.md)")
     v.add_argument("--track", choices=TRACKS, help="also hold every suite to this track's rules "
                    "(default: its manifest's track; code: code-catalogue values, no drop turns)")
     v.set_defaults(func=commands.cmd_validate)

@@ -67,12 +67,18 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 def cmd_validate(a: argparse.Namespace) -> int:
     from butterfly import api
-    from butterfly.present.readings import readings_table
+    from butterfly.present.readings import depth_table, readings_table
 
     if a.readings:
         for r in api.audit_readings(a.files):
             print(readings_table(str(r.path), r.scenarios, r.tallies))
         return 0
+    if a.depth:
+        reports = api.audit_depth(a.files)
+        for d in reports:
+            print(depth_table(str(d.path), d.guarded, d.ask_at, d.rows,
+                              None if d.violation is None else str(d.violation)))
+        return 1 if any(d.violation is not None for d in reports) else 0
     for c in api.validate(a.files, track=a.track):
         print(f"{c.path}: {c.scenarios} scenarios, {c.turns} turns: valid")
     return 0

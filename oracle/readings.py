@@ -186,6 +186,23 @@ def _longest_in_effect(ledger: Ledger, turn: Turn) -> bool:
     return True
 
 
+# -------------------- 7. what kind of files the tool writes
+
+
+def _output_kind(ctx: Context) -> bool:
+    return (ctx.turn.op == "undo_ref" and _setting(ctx.turn) == "output_format"
+            and bool(ctx.ledger.in_effect("compression")))
+
+
+def _undo_compression(ledger: Ledger, turn: Turn) -> bool:
+    """The compression change in effect is the one undone (gzip also changes what kind of
+    files the tool writes), not the output format's."""
+    hits = list(ledger.in_effect("compression"))
+    for i in reversed(hits[-1:]):
+        ledger.deactivate(i)
+    return bool(hits)
+
+
 READINGS: Final[tuple[Reading, ...]] = (
     Reading(
         1, "stacked-redo", "a redo right after a redo, worded as the change just undone",
@@ -249,9 +266,19 @@ READINGS: Final[tuple[Reading, ...]] = (
         "the change that has been in effect longest is undone (a redo counted as making it "
         "anew)",
     ),
+    Reading(
+        7, "output-kind", "an undo of the output format worded as what kind of files the tool "
+        "writes, while a compression change is in effect",
+        frozenset({"undo_ref"}),
+        re.compile(r"\bkinds? of (?:output )?files?\b(?! (?:the tool|it) reads)"),
+        re.compile(r"\bformat\b"),
+        _output_kind, (_undo_compression,),
+        "the compression change is undone (compressing also changes what kind of files the "
+        "tool writes)",
+    ),
 )
 """The registry: the contract's five in its order (the numbers are its list's), then the ones
-careful readers found in the v3 suites (6: ``docs/readings.md``)."""
+careful readers found in the frozen suites (6 in v3, 7 in v4: ``docs/readings.md``)."""
 
 BY_NAME: Final = {r.name: r for r in READINGS}
 

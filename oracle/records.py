@@ -211,6 +211,24 @@ class Scenario(BaseModel):
         return self.model_dump_json(exclude_none=True)
 
 
+class DepthRow(BaseModel):
+    """The depth of a suite at one ask point, over the chains asked there (contract v4,
+    section 8; ``oracle.depth``)."""
+
+    model_config = _STRICT
+    turn: int = Field(ge=1, description="The ask point t.")
+    chains: int = Field(ge=0, description="Chains asked at t.")
+    shown: float = Field(ge=0, description="Median number of changes that show at t.")
+    oldest: float = Field(ge=0, description="Median age (turns) of the oldest change that "
+                          "shows at t.")
+    median_age: float = Field(ge=0, description="Median age over every change that shows.")
+    bands_covered: int = Field(ge=0, description="Chains whose changes that show cover every "
+                               "age band [t/2, t), [t/4, t/2), ... down to 10 turns.")
+    half_matches: int = Field(ge=0, description="Chains where window:k=t/2 (the last t/2 "
+                              "messages) matches the oracle.")
+    tenth_matches: int = Field(ge=0, description="Chains where window:k=t/10 matches.")
+
+
 class SuiteManifest(BaseModel):
     """Provenance of a frozen suite file: how to regenerate it and the hash it must have."""
 
@@ -241,6 +259,15 @@ class SuiteManifest(BaseModel):
         "the turns a run in restate mode asks at when it names none; the last turn of every "
         "chain is always asked. Null: every turn is asked."
     )
+    window_k: int | None = Field(
+        default=None, ge=1, description="The second K of the recency baseline window:k=K that "
+        "tables show beside no-op and last-edit (contract v4, section 8; the first is half the "
+        "shortest asked length of 40 turns or more). Null: none."
+    )
+    depth: list[DepthRow] | None = Field(
+        default=None, description="The suite's depth per ask point of 40 turns or more "
+        "(``butterfly validate --depth``). Null: no chain reaches 40 turns."
+    )
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
     @model_validator(mode="after")
@@ -253,5 +280,5 @@ class SuiteManifest(BaseModel):
     def to_json(self) -> str:
         """The manifest file's text: ``ask_at`` written only when the suite names ask points,
         so the manifests frozen before it existed stay byte for byte."""
-        skip = {"ask_at"} if self.ask_at is None else None
+        skip = {k for k in ("ask_at", "window_k", "depth") if getattr(self, k) is None}
         return self.model_dump_json(indent=2, exclude=skip) + "\n"

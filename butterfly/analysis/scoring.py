@@ -10,7 +10,7 @@ from pathlib import Path
 
 from butterfly.analysis.code_score import code_score
 from butterfly.analysis.flips import Column, flip_grid
-from butterfly.core.metrics import score_conversations
+from butterfly.core.metrics import recency_ks, score_conversations
 from butterfly.core.results import FlipCounts, RunScore, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
@@ -18,7 +18,7 @@ from butterfly.runs.reader import Run, load_run
 from butterfly.runs.scope import asked, conversation_keys, select
 from butterfly.runs.usage import total_usage
 from butterfly.runs.versions import prompt_label
-from butterfly.suite.load import frozen_version
+from butterfly.suite.load import frozen_version, suite_manifest_of
 from oracle import Spec
 
 
@@ -52,8 +52,9 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             specs.append(turn.spec)
         else:
             answers[key] = specs
+    windows = recency_ks(in_run, params.ask_at, suite_window_k(run))
     overall, totals, horizon = score_conversations(in_run, answers, incomplete, params.layouts,
-                                                   params.ask_at)
+                                                   params.ask_at, windows)
     reasons: Counter[str] = Counter()
     for key in answers:
         for t in asked(by_id[key.scenario], params):
@@ -85,6 +86,14 @@ def shard_of(run: Run) -> tuple[str | None, int | None]:
         return None, None
     whole = run.params.model_copy(update={"shard": None})
     return str(run.params.shard), len(conversation_keys(select(run.suite, whole), whole))
+
+
+def suite_window_k(run: Run) -> int | None:
+    """The second K of the recency baseline that the run's suite names in its manifest (a
+    frozen suite's, or the one beside the suite file the run played, when its content is the
+    run's), or None."""
+    manifest = suite_manifest_of(run.manifest.suite.sha256, Path(run.manifest.suite.path))
+    return None if manifest is None else manifest.window_k
 
 
 def suite_label(run: Run) -> SuiteLabel:

@@ -16,7 +16,7 @@ command line parses flags, calls one of these and renders the result through
   ``show``, ``export`` / ``tidy_rows`` / ``load_runs``, ``runs``, ``flips``, ``audit``,
   ``compare``, ``calibrate``, ``report``;
 - suites and answers (:mod:`~butterfly.api.suites`): ``generate``, ``validate``,
-  ``audit_readings``, ``oracle``, ``parse``, ``schema``, ``notebook``.
+  ``audit_readings``, ``audit_depth``, ``oracle``, ``parse``, ``schema``, ``notebook``.
 
 Nothing here imports litellm unless a run calls a provider that needs it.
 """
@@ -58,6 +58,7 @@ from butterfly.api.suites import (
     ParseOutcome,
     ReadingsAudit,
     SuiteCheck,
+    audit_depth,
     audit_readings,
     generate,
     notebook,
@@ -77,8 +78,9 @@ RUN_FIELDS = tuple(FIELDS)
 
 __all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "Imported",
            "NotebookBuild", "OracleSpec", "ParseOutcome", "ReadingsAudit", "Run", "RunOptions",
-           "RunScore", "ScoreReport", "Shown", "SuiteCheck", "audit", "audit_readings",
-           "calibrate", "compare", "default_out", "dry_run", "export", "flips", "generate",
+           "RunScore", "ScoreReport", "Shown", "SuiteCheck", "audit", "audit_depth",
+           "audit_readings", "calibrate", "compare", "default_out", "dry_run", "export",
+           "flips", "generate",
            "import_inspect", "load_run", "load_runs", "merge", "model_args", "notebook",
            "options", "oracle", "parse", "repair", "report", "run", "run_dir", "run_params",
            "runs", "schema", "score", "score_run", "sequential", "show", "tidy_rows",

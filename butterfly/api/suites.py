@@ -17,20 +17,26 @@ from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
 from butterfly.suite.chains import generate_chains, parse_mix
 from butterfly.suite.code import generate_code_chains, generate_code_mixed
+from butterfly.suite.depth import asked_of
 from butterfly.suite.generate import GENERATOR_VERSION, generate_mixed, paraphrase_variants
 from butterfly.suite.horizon import generate_horizon
 from butterfly.suite.load import (
     BUILTINS,
     build_builtin,
     check_code,
+    depth_rows,
     dumps_suite,
+    load_manifest,
     load_suite,
     resolve_suite,
     sha256_text,
     track_of,
 )
 from oracle import ASKED_MAX_TURNS, MAX_TURNS, Scenario, SuiteManifest, replay
+from oracle.depth import DepthViolation, chain_depth, depth_guarded, summarise
+from oracle.depth import violation as depth_violation
 from oracle.readings import Tally, audit
+from oracle.records import DepthRow
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,8 @@ def _asked(lengths: str | list[int] | None, per_length: int | None, ops: str | N
     chain_lengths = _lengths(lengths, ASKED_MAX_TURNS)
     per = 12 if per_length is None else per_length
     try:
-        scenarios = generate_horizon(chain_lengths, per, seed, prefix=f"s{seed}")
+        scenarios = generate_horizon(chain_lengths, per, seed, prefix=f"s{seed}",
+                                     ask_at=points)
     except GenerationError as e:
         raise UserError(f"generate: {e}") from None
     manifest = SuiteManifest(
@@ -134,7 +141,7 @@ def _asked(lengths: str | list[int] | None, per_length: int | None, ops: str | N
         handwritten=None, n_scenarios=len(scenarios), max_turns=ASKED_MAX_TURNS,
         counts=dict(Counter(x.category for x in scenarios)),
         lengths={str(n): per for n in chain_lengths}, ask_at=sorted(set(points)),
-        sha256=sha256_text(dumps_suite(scenarios)),
+        depth=depth_rows(scenarios, points), sha256=sha256_text(dumps_suite(scenarios)),
     )
     return Generated(scenarios, manifest)
 
@@ -170,7 +177,8 @@ def validate(files: list[str], track: Track | None = None) -> list[SuiteCheck]:
     """``butterfly validate``: each suite (a file or a frozen suite's name) checked; the first
     violation is one clear line. A turn worded like the few-shot example is refused too. A
     suite of the code track (its manifest's ``track``, or ``track="code"``) is also held to the
-    code track's rules (``butterfly.suite.code_rules``)."""
+    code track's rules (``butterfly.suite.code_rules``). A suite with chains of 40 turns or more
+    is held to the depth guard (contract v4, section 8; :func:`audit_depth`)."""
     checks = []
     for path in (resolve_suite(f) for f in files):
         scenarios = load_suite(path)
@@ -179,8 +187,44 @@ def validate(files: list[str], track: Track | None = None) -> list[SuiteCheck]:
         seen: dict[str, str | None] = {}
         for s in scenarios:
             _few_shot_free(path, s, seen)
+        report = _depth_of(path, scenarios)
+        if report.violation is not None:
+            raise UserError(f"{path}: {report.violation} (the depth guard, contract v4 "
+                            f"section 8; butterfly validate --depth {path} prints the table)")
         checks.append(SuiteCheck(path, len(scenarios), sum(len(s.turns) for s in scenarios)))
     return checks
+
+
+class DepthReport(NamedTuple):
+    """``butterfly validate --depth`` of one suite: its depth per ask point and the guard's
+    verdict (contract v4, section 8; docs/ladder.md, "Depth")."""
+
+    path: Path
+    guarded: bool
+    """Some chain reaches 40 turns: the guard concerns the suite."""
+    ask_at: list[int] | None
+    """The ask points read (the manifest's; None: each chain's last turn)."""
+    rows: list[DepthRow]
+    violation: DepthViolation | None
+
+
+def audit_depth(files: list[str]) -> list[DepthReport]:
+    """The depth of each suite at its ask points of 40 turns or more: how old the changes that
+    show are, and how often a recency window (the last t/2 or t/10 messages) matches."""
+    out = []
+    for path in (resolve_suite(f) for f in files):
+        out.append(_depth_of(path, load_suite(path, readings=False)))
+    return out
+
+
+def _depth_of(path: Path, scenarios: list[Scenario]) -> DepthReport:
+    manifest = load_manifest(path)
+    ask_at = None if manifest is None else manifest.ask_at
+    if not depth_guarded(scenarios):
+        return DepthReport(path, False, ask_at, [], None)
+    rows = [r for s in scenarios
+            for r in chain_depth(s, replay(s), asked_of(len(s.turns), ask_at))]
+    return DepthReport(path, True, ask_at, summarise(rows), depth_violation(rows))
 
 
 def _few_shot_free(path: Path, s: Scenario, seen: dict[str, str | None]) -> None:

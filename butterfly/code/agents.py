@@ -8,8 +8,9 @@
 - ``script/collateral``: the oracle's program with one setting no turn targets also changed:
   its change radius is exactly that setting.
 
-The spec-track agents that answer by the request's seed (``noisy``, ``drift``) and those that
-misread the rules (``lifo``, ``no-coupling``) answer their spec's reference program too.
+The spec-track agents that answer by the request's seed (``noisy``, ``drift``), the recency
+agent (``window:k=K``) and those that misread the rules (``lifo``, ``no-coupling``) answer their
+spec's reference program too.
 """
 
 from __future__ import annotations

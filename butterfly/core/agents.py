@@ -13,6 +13,7 @@ answers the spec as JSON. They double as checks of the metrics: each has a known
 | ``script/no-coupling`` | ignores the coupling rules |
 | ``script/noisy:p=P`` | the oracle's answer, wrong with a per-scenario probability (below) |
 | ``script/drift:p=P`` | the oracle's answer until it stops tracking for good (below) |
+| ``script/window:k=K`` | reads only the last K user messages (the recency baseline, below) |
 
 ``script/noisy:p=P`` (default P = 0.2) gives each scenario its own error rate q, drawn once from
 Beta(2P, 2(1-P)) (mean P; most scenarios rarely wrong, a few often) with a generator seeded by
@@ -29,16 +30,23 @@ t is seeded by the request's seed, the scenario and t, so a conversation stops a
 whenever it is replayed with the same seed, and repeats (other seeds) stop elsewhere. Its exact
 expected final match on a scenario of n turns is (1-P)^n + sum over t of (1-P)^(t-1) P
 [o_(t-1) == o_n] (:func:`drift_expected_final_match`).
+
+``script/window:k=K`` (contract section 8, the recency baseline) answers turn t from the initial
+spec and the user messages t-K+1..t only, by the oracle's rules; an undo or a redo that finds
+nothing in its window changes nothing (``oracle.depth.window_spec``). It matches every turn up to
+K, and later ones only while nothing older than K messages shows in the spec: on a suite that
+passes the depth guard, its horizon tracks K (docs/ladder.md, "Depth").
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from oracle import SETTINGS, Rules, Scenario, replay
+from oracle.depth import window_spec, window_specs
 
 SpecFn = Callable[[Scenario], list[dict[str, str]]]
 
@@ -85,6 +93,29 @@ def noisy_p(name: str) -> float | None:
 def drift_p(name: str) -> float | None:
     """P of ``drift`` / ``drift:p=P``, None for any other agent name."""
     return _agent_p(name, "drift")
+
+
+def window_k(name: str) -> int | None:
+    """K of ``window:k=K``, None when ``name`` is another agent."""
+    base, _, arg = name.partition(":")
+    if base != "window":
+        return None
+    key, _, value = arg.partition("=")
+    if key != "k" or not value.isdigit() or int(value) < 1:
+        raise AgentError(f"script/{name}: write script/window:k=K with K a whole number >= 1 "
+                         "(it reads only the last K user messages)")
+    return int(value)
+
+
+def window_name(k: int) -> str:
+    """The agent's (and the baseline's) name for window ``k``."""
+    return f"window:k={k}"
+
+
+def baseline_label(name: str) -> str:
+    """A baseline's name as tables print it: the recency agent says what it is."""
+    k = window_k(name) if name.startswith("window:") else None
+    return name if k is None else f"{name} (reads only the last {k} messages)"
 
 
 def _seeded(*parts: object) -> random.Random:
@@ -139,14 +170,27 @@ def drift_expected_final_match(scenario: Scenario, p: float,
     )
 
 
+def agent_specs_at(name: str, scenario: Scenario, turns: Sequence[int]) -> list[dict[str, str]]:
+    """What agent ``name`` answers at ``turns`` (a seed-free agent): for the recency agent only
+    those turns are replayed (each costs K turns), for the others one replay of the chain."""
+    k = window_k(name)
+    if k is not None:
+        return [window_spec(scenario, t, k) if t else dict(scenario.initial) for t in turns]
+    specs = agent_specs(name, scenario)
+    return [specs[t] for t in turns]
+
+
 def agent_specs(name: str, scenario: Scenario) -> list[dict[str, str]]:
     """The specs agent ``name`` answers after every turn (index 0 = initial)."""
     if noisy_p(name) is not None or drift_p(name) is not None:
         raise ValueError("this agent's answers depend on the seed: use noisy_spec / drift_spec")
+    k = window_k(name)
+    if k is not None:
+        return window_specs(scenario, k)
     if name not in _RULES:
         raise AgentError(f"unknown scripted agent script/{name} (known: "
                         f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P, "
-                        "script/drift:p=P)")
+                        "script/drift:p=P, script/window:k=K)")
     rules = _RULES[name]
     if rules is None:
         return [dict(scenario.initial) for _ in range(len(scenario.turns) + 1)]

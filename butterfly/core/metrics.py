@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from butterfly.core.agents import agent_specs
+from butterfly.core.agents import agent_specs_at, window_name
 from butterfly.core.asking import asked_turns
 from butterfly.core.horizon import Conversation, horizon
 from butterfly.core.metric_registry import pooled
@@ -42,6 +42,7 @@ from butterfly.core.results import (
 )
 from butterfly.core.turns import ConversationKey
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, Spec, replay, targeted
+from oracle.depth import DEPTH_FROM, half
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,13 +181,27 @@ def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, OpHeld]:
 
 def _agent_answers(name: str, scenario: Scenario,
                    asked: Sequence[int] | None = None) -> list[Spec | None]:
-    """What a scripted agent answers after turns 1..n, or the ``asked`` turns (for the trivial
+    """What a scripted agent answers after turns 1..n, or the ``asked`` turns (for the
     baselines)."""
-    specs = agent_specs(name, scenario)
-    return list(specs[1:]) if asked is None else [specs[t] for t in asked]
+    turns = range(1, len(scenario.turns) + 1) if asked is None else asked
+    return list(agent_specs_at(name, scenario, turns))
 
 
 BASELINES = ("noop", "last-edit")
+"""The trivial baselines scored beside every run; a suite with chains of 40 turns or more adds
+the recency baseline ``window:k=K`` (:func:`recency_ks`)."""
+
+
+def recency_ks(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None,
+               named: int | None = None) -> tuple[int, ...]:
+    """The K of each recency baseline a run shows (contract v4, section 8): none unless some
+    chain reaches 40 turns; else half the shortest asked length of 40 turns or more, and the
+    second K its suite's manifest names (``named``), in increasing order."""
+    asked = [t for s in scenarios if len(s.turns) >= DEPTH_FROM
+             for t in asked_turns(len(s.turns), ask_at) if t >= DEPTH_FROM]
+    if not asked:
+        return ()
+    return tuple(sorted({half(min(asked)), *(() if named is None else (named,))}))
 
 
 def score_conversations(
@@ -195,6 +210,7 @@ def score_conversations(
     incomplete: Sequence[ConversationKey],
     layouts: Sequence[str] = ("E",),
     ask_at: Sequence[int] | None = None,
+    windows: Sequence[int] = (),
 ) -> tuple[Aggregate, Totals, HorizonResult | None]:
     """The score of a run's complete conversations: the pooled aggregate, the totals, and the
     horizon (None when no conversation is complete).
@@ -203,10 +219,12 @@ def score_conversations(
     pools the repeats of each layout. Baselines are scored on exactly the same conversations.
     ``ask_at``: the run's ask points (contract v3, section 4); each list of ``answers`` then
     holds the answers to the asked turns (:func:`butterfly.core.asking.asked_turns`).
+    ``windows``: the K of each recency baseline to score too (:func:`recency_ks`).
     """
     by_id = {s.id: s for s in scenarios}
     keys = [k for k in answers if k.scenario in by_id]
-    scores, per_id = _scored(by_id, answers, keys, ask_at)
+    names = (*BASELINES, *(window_name(k) for k in windows))
+    scores, per_id = _scored(by_id, answers, keys, ask_at, names)
     all_scores = list(scores.values())
     total = len(answers) + len(incomplete)
     pairs = [(by_id[k.scenario], v) for k, v in scores.items()]
@@ -220,7 +238,7 @@ def score_conversations(
                    for lay in layouts},
         by_paraphrase=by_paraphrase(pairs),
         by_op=by_op(pairs),
-        baselines=_baselines(per_id, keys),
+        baselines=_baselines(per_id, keys, names),
         scenarios=[_verdict(k, v) for k, v in scores.items()],
     )
     return aggregate(all_scores), totals, horizon_of(scores)
@@ -258,7 +276,8 @@ def horizon_over(chains: Sequence[Chain]) -> HorizonResult | None:
 
 
 def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec | None]],
-            keys: Sequence[ConversationKey], ask_at: Sequence[int] | None = None
+            keys: Sequence[ConversationKey], ask_at: Sequence[int] | None = None,
+            names: Sequence[str] = BASELINES,
             ) -> tuple[dict[ConversationKey, ScenarioScore], dict[str, dict[str, ScenarioScore]]]:
     """Every conversation's score, and each baseline's score of each scenario. A scenario's
     oracle replay is made once and let go after its last conversation, so a run's replays are
@@ -266,23 +285,24 @@ def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec
     last = {k.scenario: i for i, k in enumerate(keys)}
     oracle: dict[str, list[Spec]] = {}
     scores: dict[ConversationKey, ScenarioScore] = {}
-    per_id: dict[str, dict[str, ScenarioScore]] = {b: {} for b in BASELINES}
+    per_id: dict[str, dict[str, ScenarioScore]] = {b: {} for b in names}
     for i, k in enumerate(keys):
         s = by_id[k.scenario]
         o = oracle.get(s.id) or oracle.setdefault(s.id, replay(s))
         asked = None if ask_at is None else asked_turns(len(s.turns), ask_at)
         scores[k] = score_scenario(s, answers[k], o, asked)
         if last[s.id] == i:
-            for b in BASELINES:
+            for b in names:
                 per_id[b][s.id] = score_scenario(s, _agent_answers(b, s, asked), o, asked)
             del oracle[s.id]
     return scores, per_id
 
 
 def _baselines(per_id: dict[str, dict[str, ScenarioScore]],
-               keys: Sequence[ConversationKey]) -> dict[str, BaselineScore]:
+               keys: Sequence[ConversationKey], names: Sequence[str] = BASELINES
+               ) -> dict[str, BaselineScore]:
     out = {}
-    for b in BASELINES:
+    for b in names:
         bs = [per_id[b][k.scenario] for k in keys]
         out[b] = BaselineScore(**dict(aggregate(bs)), by_category=by_category(bs))
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable, Collection, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from butterfly.suite.templates import (
     DEEP_REDO,
@@ -21,6 +21,7 @@ from butterfly.suite.templates import (
     FAMILIES,
     HISTORY_PARAPHRASES,
     ONE_READING,
+    ONE_READING_DESCRIPTIONS,
 )
 from oracle import (
     BY_KEY,
@@ -38,6 +39,9 @@ from oracle.ledger import Ledger
 from oracle.ops import REGISTRY
 from oracle.readings import Context, Reading, normalise, triggered, triggered_at
 from oracle.replay import Replayer
+
+if TYPE_CHECKING:
+    from butterfly.suite.depth import DepthPlan
 
 COUPLING_PLAYS: Final = (
     ("input_format", "tsv", "delimiter"),
@@ -101,6 +105,8 @@ class Builder:
         self.ledger = Ledger(initial)
         """The same turns on the guard-free ledger, for the second readings' triggers."""
         self.previous_undo: str | None = None
+        self.plan: DepthPlan | None = None
+        """A deep chain's plan of long-lived changes (``suite.depth``): it may refuse a turn."""
 
     @property
     def spec(self) -> dict[str, str]:
@@ -123,6 +129,8 @@ class Builder:
         if worded is None:
             return False
         turn, record = worded
+        if self.plan is not None and not self.plan.allows(self, record):
+            return False
         spec = self.oracle.push(record)  # every guard, as on the whole partial scenario
         if spec is None:
             return False
@@ -329,10 +337,15 @@ def one_reading(
     record = _record(turn)
     if not fire(record):
         return turn, record
-    for para in ONE_READING.get(turn.get("paraphrase", ""), ()):
+    drawn = turn.get("paraphrase", "")
+    described = ONE_READING_DESCRIPTIONS.get(turn.get("setting", ""))
+    tries: list[tuple[str, str | None]] = [(p, None) for p in ONE_READING.get(drawn, ())]
+    if described is not None and turn["op"] == "undo_ref":
+        tries += [(p, described) for p in (drawn, *ONE_READING.get(drawn, ()))]
+    for para, description in tries:
         if para == DEEP_REDO and not _undos_then_redos(before):
             continue
-        text = render(para, turn, spec)
+        text = render(para, turn, spec, description)
         if text is None:
             continue
         new = {**turn, "text": text, "paraphrase": para}
@@ -342,17 +355,19 @@ def one_reading(
     return None
 
 
-def render(paraphrase: str, turn: dict[str, str], spec: dict[str, str]) -> str | None:
+def render(paraphrase: str, turn: dict[str, str], spec: dict[str, str],
+           description: str | None = None) -> str | None:
     """The text of ``turn`` (not a distractor) in ``paraphrase`` (``family.index``), ``spec``
-    being the spec before it; None where the paraphrase does not fit (``{old}`` of a setting
-    left unspecified)."""
+    being the spec before it (``description``: another indirect description of its setting
+    than the catalogue's); None where the paraphrase does not fit (``{old}`` of a setting left
+    unspecified)."""
     family, _, index = paraphrase.rpartition(".")
     template = FAMILIES[family][int(index)]
     setting = turn.get("setting")
     if setting is None:
         return template
     s = BY_KEY[setting]
-    fields = {"name": s.name, "description": s.description}
+    fields = {"name": s.name, "description": description or s.description}
     if "value" in turn:
         fields["phrase"] = s.phrase(turn["value"])
     if "{old}" in template:

@@ -19,6 +19,7 @@ from butterfly.suite.builder import (
     need,
     scenario_seed,
 )
+from butterfly.suite.depth import DepthPlan, asked_of, deep_enough
 from oracle import MAX_TURNS, OPS, UNDO_OPS, Scenario
 
 DEFAULT_MIX: Final[dict[str, int]] = CHAIN_MIX
@@ -70,6 +71,8 @@ def _chain_op(b: Builder, op: str) -> bool:
 
 
 def _chain_turn(b: Builder, mix: dict[str, int]) -> None:
+    if b.plan is not None and b.plan.step(b):
+        return
     ops = [op for op in MIX_OPS if mix.get(op, 0) > 0]
     weights = [mix[op] for op in ops]
     for _ in range(12):
@@ -78,10 +81,12 @@ def _chain_turn(b: Builder, mix: dict[str, int]) -> None:
     need(b.set() or b.distractor())
 
 
-def _chain(b: Builder, length: int, mix: dict[str, int]) -> None:
+def _chain(b: Builder, length: int, mix: dict[str, int], asked: tuple[int, ...]) -> None:
     """Exactly ``length`` turns drawn from ``mix`` (the draw is retried unless: some undo or redo
     when the mix has them; from 10 turns, five different ops and a rule switched on; from 20
-    turns, every op of the mix and a rule switched on and later off again)."""
+    turns, every op of the mix and a rule switched on and later off again), with the depth
+    plan of a chain of 40 turns or more asked at ``asked`` (``suite.depth``)."""
+    b.plan = DepthPlan.of(length, asked, b.rng)
     need(b.set())
     while len(b.turns) < length:
         _chain_turn(b, mix)
@@ -111,22 +116,26 @@ Make = Callable[[random.Random], Builder]
 
 
 def generate_chain(length: int, seed: int, scenario_id: str,
-                   mix: dict[str, int] | None = None, make: Make | None = None) -> Scenario:
-    """One valid chain of exactly ``length`` turns from ``seed`` (category long_chain)."""
+                   mix: dict[str, int] | None = None, make: Make | None = None,
+                   ask_at: Sequence[int] | None = None) -> Scenario:
+    """One valid chain of exactly ``length`` turns from ``seed`` (category long_chain), deep
+    enough at its ask points ``ask_at`` (and its last turn) for the depth guard."""
     if not 1 <= length <= MAX_TURNS:
         raise GenerationError(f"a chain has 1 to {MAX_TURNS} turns, not {length}")
     weights = dict(DEFAULT_MIX if mix is None else mix)
-    s = build(lambda b: _chain(b, length, weights), seed, 50, "long_chain", scenario_id,
-              make=make)
+    asked = asked_of(length, ask_at)
+    s = build(lambda b: _chain(b, length, weights, asked), seed, 50, "long_chain", scenario_id,
+              keep=lambda s: deep_enough(s, asked), make=make)
     if s is not None:
         return s
     raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
 
 
 def generate_chains(lengths: Sequence[int], per_length: int, seed: int, prefix: str = "long",
-                    mix: dict[str, int] | None = None, make: Make | None = None
-                    ) -> list[Scenario]:
-    """``per_length`` chains of each length; ids ``{prefix}-{length:03d}-{nn}``."""
+                    mix: dict[str, int] | None = None, make: Make | None = None,
+                    ask_at: Sequence[int] | None = None) -> list[Scenario]:
+    """``per_length`` chains of each length, asked at ``ask_at`` (the suite's default ask
+    points; None: the last turn); ids ``{prefix}-{length:03d}-{nn}``."""
     if per_length < 1:
         raise GenerationError("a suite needs at least one chain per length")
     out = []
@@ -134,7 +143,7 @@ def generate_chains(lengths: Sequence[int], per_length: int, seed: int, prefix: 
         for i in range(1, per_length + 1):
             sseed = scenario_seed(seed, f"chain-{length}", i)
             out.append(generate_chain(length, sseed, f"{prefix}-{length:03d}-{i:02d}", mix,
-                                      make))
+                                      make, ask_at))
     return out
 
 

@@ -36,6 +36,7 @@ from butterfly.suite.builder import (
     need,
     scenario_seed,
 )
+from butterfly.suite.depth import DepthPlan, asked_of, deep_enough
 from butterfly.suite.templates import FAMILIES
 from oracle import ASKED_MAX_TURNS, UNDO_OPS, Scenario
 
@@ -164,8 +165,10 @@ _HOOKS: Final[dict[str, Hook]] = {
 
 
 def _turn(b: Builder) -> None:
-    """One turn: an op drawn by the state's weights, then the others in a random order until
-    one fits (a distractor always does)."""
+    """One turn: what the depth plan needs now, else an op drawn by the state's weights, then
+    the others in a random order until one fits (a distractor always does)."""
+    if b.plan is not None and b.plan.step(b):
+        return
     w = _weights(b)
     ops = [op for op in w if w[op] > 0]
     first = b.rng.choices(ops, [w[op] for op in ops])[0]
@@ -177,29 +180,40 @@ def _turn(b: Builder) -> None:
     need(b.distractor())
 
 
-def _horizon(b: Builder, length: int) -> None:
+def _horizon(b: Builder, length: int, asked: tuple[int, ...]) -> None:
+    b.plan = DepthPlan.of(length, asked, b.rng)
     need(_set_free(b))
     while len(b.turns) < length:
         _turn(b)
 
 
-def generate_horizon_chain(length: int, seed: int, scenario_id: str) -> Scenario:
-    """One valid chain of exactly ``length`` turns (1 to 10,000) from ``seed``."""
+def generate_horizon_chain(length: int, seed: int, scenario_id: str,
+                           ask_at: Sequence[int] | None = None) -> Scenario:
+    """One valid chain of exactly ``length`` turns (1 to 10,000) from ``seed``, deep enough
+    at its ask points ``ask_at`` (and its last turn) for the depth guard."""
     if not 1 <= length <= ASKED_MAX_TURNS:
         raise GenerationError(f"a chain has 1 to {ASKED_MAX_TURNS:,} turns, not {length}")
-    s = build(lambda b: _horizon(b, length), seed, 5, "long_chain", scenario_id)
+    asked = asked_of(length, ask_at)
+    s = build(lambda b: _horizon(b, length, asked), seed, TRIES, "long_chain", scenario_id,
+              keep=lambda s: deep_enough(s, asked))
     if s is not None:
         return s
     raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
 
 
+TRIES: Final = 5
+"""Candidates drawn for one chain before the generator gives up."""
+
+
 def generate_horizon(lengths: Sequence[int], per_length: int, seed: int,
-                     prefix: str = "horizon") -> list[Scenario]:
-    """``per_length`` chains of each length; ids ``{prefix}-{length:05d}-{nn}``."""
+                     prefix: str = "horizon", ask_at: Sequence[int] | None = None
+                     ) -> list[Scenario]:
+    """``per_length`` chains of each length, asked at ``ask_at`` (the suite's default ask
+    points); ids ``{prefix}-{length:05d}-{nn}``."""
     if per_length < 1:
         raise GenerationError("a suite needs at least one chain per length")
     return [
         generate_horizon_chain(n, scenario_seed(seed, f"horizon-{n}", i),
-                               f"{prefix}-{n:05d}-{i:02d}")
+                               f"{prefix}-{n:05d}-{i:02d}", ask_at)
         for n in lengths for i in range(1, per_length + 1)
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -21,6 +21,7 @@ from butterfly.errors import UserError
 from butterfly.suite.chains import generate_chains
 from butterfly.suite.code import CODE_COUNTS, CODE_MAX_TURNS, generate_code
 from butterfly.suite.code_rules import code_violation
+from butterfly.suite.depth import asked_of
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
 from butterfly.suite.hard import generate_hard
 from butterfly.suite.horizon import generate_horizon
@@ -32,8 +33,11 @@ from oracle import (
     Scenario,
     SuiteManifest,
     check,
+    replay,
     turn_limit,
 )
+from oracle.depth import chain_depth, depth_guarded, summarise
+from oracle.records import DepthRow
 from oracle.replay import played_before_v2
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -275,14 +279,17 @@ class Builtin:
     asked_only: bool = False
     """Chains longer than 200 turns, meant to be asked at chosen turns only: the manifest's
     turn limit is 10,000 (butterfly-long names ask points too, and keeps the limit of 200)."""
+    window_k: int | None = None
+    """The second K of the recency baseline its tables show (contract v4, section 8)."""
 
 
 BUILTINS: Final = {
     "butterfly-40": Builtin(seed=40, version=3),
-    "butterfly-long": Builtin(seed=4080, version=2, ask_at=(5, 10, 20, 40, 80)),
-    "butterfly-hard": Builtin(seed=1315, version=2),
-    "butterfly-code": Builtin(seed=1414, version=1, track="code"),
-    "butterfly-horizon": Builtin(seed=5000, version=1, ask_at=HORIZON_ASK_AT, asked_only=True),
+    "butterfly-long": Builtin(seed=4080, version=3, ask_at=(5, 10, 20, 40, 80), window_k=40),
+    "butterfly-hard": Builtin(seed=1315, version=3),
+    "butterfly-code": Builtin(seed=1414, version=2, track="code"),
+    "butterfly-horizon": Builtin(seed=5000, version=2, ask_at=HORIZON_ASK_AT, asked_only=True,
+                                 window_k=200),
 }
 BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
 """Frozen suites the generator can rebuild byte for byte, with their seeds."""
@@ -292,6 +299,10 @@ RETIRED: Final = {
     "c795c65f4b72360df0b056b6340642d652a8a92eff499d188da3ed29833a8ddd": ("butterfly-40", 2),
     "fe74dfedb5ea284c64b7714722bd6651fdbb689999636de5d322fc53cb7b4808": ("butterfly-long", 1),
     "f8891a02cc2e5d0f3d45f3c531e5532841ef930e7a446d9fbb2516ccfdc697c3": ("butterfly-hard", 1),
+    "8b49f2adb62444def9e2eb678e1670fb563c77bb9446873499bc2876db9939b9": ("butterfly-hard", 2),
+    "69c751d0bf83d869822e7005e13532d4f01820ae5e27a73a95deeb843799bc21": ("butterfly-code", 1),
+    "5d3d9ed532525e2f4ea86aee93a15e14e8caa2782d097f6eaa28cb8e0aba8b48": ("butterfly-long", 2),
+    "699a7c4251ba9b158563811046dbba3555d098b6f262cc3c371d2d31bb6557cd": ("butterfly-horizon", 1),
 }
 """sha256 -> (name, version) of frozen suites replaced by a later version (runs on them stay
 readable and are labelled with their version; docs/suite-changelog.md)."""
@@ -307,6 +318,21 @@ def frozen_version(sha256: str) -> tuple[str, int] | None:
         if manifest is not None and manifest.sha256 == sha256:
             return name, BUILTINS[name].version
     return None
+
+
+def suite_manifest_of(sha256: str, path: Path) -> SuiteManifest | None:
+    """The manifest of the suite whose content has ``sha256``: a frozen suite's we ship, or
+    the one beside ``path`` when it describes that content; None otherwise (a retired
+    version's, a suite without one)."""
+    for name in BUILTINS:
+        manifest = load_manifest(SCENARIOS_DIR / f"{name}.jsonl")
+        if manifest is not None and manifest.sha256 == sha256:
+            return manifest
+    try:
+        manifest = load_manifest(path)
+    except SuiteError:
+        return None
+    return manifest if manifest is not None and manifest.sha256 == sha256 else None
 
 
 LONG_LENGTHS: Final = (5, 10, 20, 40, 80)
@@ -338,10 +364,11 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     elif name == "butterfly-code":
         ordered = generate_code(CODE_COUNTS, seed)
     elif name == "butterfly-long":
-        ordered = generate_chains(LONG_LENGTHS, LONG_PER_LENGTH, seed)
+        ordered = generate_chains(LONG_LENGTHS, LONG_PER_LENGTH, seed, ask_at=LONG_LENGTHS)
         lengths = {str(n): LONG_PER_LENGTH for n in LONG_LENGTHS}
     elif name == "butterfly-horizon":
-        ordered = generate_horizon([HORIZON_LENGTH], HORIZON_CHAINS, seed)
+        ordered = generate_horizon([HORIZON_LENGTH], HORIZON_CHAINS, seed,
+                                   ask_at=HORIZON_ASK_AT)
         lengths = {str(HORIZON_LENGTH): HORIZON_CHAINS}
     else:
         ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
@@ -365,6 +392,20 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         else dict(DEFAULT_COUNTS),
         lengths=lengths,
         ask_at=_listed(BUILTINS[name].ask_at),
+        window_k=BUILTINS[name].window_k,
+        depth=depth_rows(ordered, BUILTINS[name].ask_at),
         sha256=sha256_text(text),
     )
     return ordered, manifest
+
+
+def depth_rows(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None
+               ) -> list[DepthRow] | None:
+    """A suite's depth per ask point (``oracle.depth``), as its manifest records it: None when
+    no chain reaches 40 turns (the guard does not concern it)."""
+    if not depth_guarded(scenarios):
+        return None
+    return summarise(
+        row for s in scenarios
+        for row in chain_depth(s, replay(s), asked_of(len(s.turns), ask_at))
+    )

@@ -122,6 +122,13 @@ ONE_READING: Final[dict[str, tuple[str, ...]]] = {
 reading (``oracle.readings``) is triggered, in order of preference (``set.5`` names the
 replaced value, so it needs one; ``set.6`` is for a setting left unspecified)."""
 
+ONE_READING_DESCRIPTIONS: Final[dict[str, str]] = {
+    "output_format": "which data format the output is written in (CSV, JSON and so on)",
+}
+"""Setting -> an indirect description with one reading, used in place of the catalogue's where
+that one triggers a second reading (reading 7: "what kind of files the tool writes" while a
+compression change is in effect, since compressing also changes the kind of files written)."""
+
 DEEP_REDO: Final = "redo.4"
 """A redo right after a redo. "The change I undid before that one" is the next change on the
 redo stack only while the undos since the last set or drop all came before the redos (undo A,

@@ -8,7 +8,8 @@ borrowed (the catalogue's couplings and value lists, through ``naive``).
 ``first_reading(initial, turns, specs)`` returns ``(turn, "reading_N")`` for the first turn (and,
 at that turn, the lowest-numbered reading) whose second reading gives a spec other than
 ``specs`` (the oracle's) after some turn, or None. Readings 1 to 5 are the contract's; 6 (the
-earliest change after a redo) was found by careful readers of the v3 suites.
+earliest change after a redo) was found by careful readers of the v3 suites, 7 (what kind of
+files the tool writes, while a compression change is in effect) by those of the v4 suites.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ LINKING = ("same format", "whatever format", "whatever the input", "match the in
            "matches the input", "matching the input", "format as the input",
            "format of the input", "the input's format", "the inputs format")
 PINNED = ("right now", "currently", "at the moment", "is now", "once")
+KIND_OF_FILES = ("kind of files", "kinds of files", "kind of file", "kind of output files",
+                 "kinds of output files", "kind of output file")
+READ_FILES = ("the tool reads", "it reads")
 
 
 def names_replaced_value(text: str) -> bool:
@@ -171,11 +175,29 @@ def alternatives(initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]],
     if (op == "set" and turn["setting"] == "output_format" and has(text, LINKING)
             and not has(text, PINNED)):
         out.append((5, {"op": "follow"}))
+    if (op == "undo_ref" and turn["setting"] == "output_format" and _kind_of_output(text)
+            and not has(text, ("format",))):
+        compressing = [i for i in live if changes[i][0] == "compression"]
+        if compressing:
+            out.append((7, {"op": "off", "index": compressing[-1]}))
     if op == "undo_earliest" and live and not has(text, ("made",)):
         longest = sorted(live, key=lambda i: changes[i][3])[0]
         if longest != live[0]:
             out.append((6, {"op": "off", "index": longest}))
     return out
+
+
+def _kind_of_output(text: str) -> bool:
+    """"kind of files" not followed by what the tool reads."""
+    words = tokens(text)
+    for phrase in KIND_OF_FILES:
+        p = phrase.split()
+        for i in range(len(words) - len(p) + 1):
+            if words[i : i + len(p)] == p:
+                after = " ".join(words[i + len(p) : i + len(p) + 3])
+                if not any(after.startswith(r) for r in READ_FILES):
+                    return True
+    return False
 
 
 def value_after_undo(initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]], t: int

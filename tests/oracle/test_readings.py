@@ -62,6 +62,12 @@ def _earliest(text: str) -> oracle.Scenario:
                 {"op": "undo_earliest", "text": text})
 
 
+def _kind(text: str) -> oracle.Scenario:
+    # the output format and the compression both changed: which is "what kind of files"?
+    return make(set_turn("output_format", "csv"), set_turn("compression", "gzip"),
+                undo_ref_turn("output_format", text))
+
+
 CASES = {
     # reading: (scenario with two readings, the turn, the same scenario worded with one)
     "stacked-redo": (_stacked("Bring back the change I undid most recently."), 6,
@@ -77,12 +83,15 @@ CASES = {
     "earliest-after-redo": (_earliest("Go back on the earliest change that is still in place."),
                             5, _earliest("Of the changes still in effect, revert the one I made "
                                          "first.")),
+    "output-kind": (_kind("Undo the change I made to what kind of files the tool writes."), 3,
+                    _kind("Undo the change I made to which data format the output is written "
+                          "in (CSV, JSON and so on).")),
 }
 
 
 def test_every_reading_of_the_registry_has_a_case() -> None:
     assert list(CASES) == [r.name for r in READINGS]
-    assert [r.number for r in READINGS] == [1, 2, 3, 4, 5, 6]
+    assert [r.number for r in READINGS] == [1, 2, 3, 4, 5, 6, 7]
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -148,3 +157,22 @@ def test_triggered_at_sees_the_state_before_the_turn() -> None:
                   worded(set_turn("retries", "3"), "Let's go with three retries instead."))
     assert triggered_at(second.initial, second.turns[:1], second.turns[1]) == (
         BY_NAME["replacing-instead"],)
+
+
+def test_what_kind_of_files_the_tool_reads_is_not_the_output() -> None:
+    # the input's description: compressing does not change what the tool reads
+    s = make(set_turn("input_format", "tsv"), set_turn("compression", "gzip"),
+             undo_ref_turn("input_format", "Undo the change I made to what kind of files the "
+                           "tool reads."))
+    ctx = next(c for t, c in contexts(s.initial, s.turns) if t == 3)
+    assert BY_NAME["output-kind"] not in triggered(ctx)
+    assert kind(s) is None
+
+
+def test_what_kind_of_files_without_a_compression_change_has_one_reading() -> None:
+    s = make(set_turn("output_format", "csv"),
+             undo_ref_turn("output_format", "Undo the change I made to what kind of files the "
+                           "tool writes."))
+    ctx = next(c for t, c in contexts(s.initial, s.turns) if t == 2)
+    assert BY_NAME["output-kind"] not in triggered(ctx)
+    assert kind(s) is None

@@ -56,7 +56,7 @@ def test_the_suite_regenerates_byte_for_byte_from_its_seed(
     lines = SUITE.read_text(encoding="utf-8").splitlines()
     for i in SAMPLE:
         chain = generate_horizon_chain(HORIZON_LENGTH, scenario_seed(seed, "horizon-5000", i),
-                                       f"horizon-05000-{i:02d}")
+                                       f"horizon-05000-{i:02d}", HORIZON_ASK_AT)
         assert chain.to_json() == lines[i - 1]
     assert [s.seed for s in scenarios] == [scenario_seed(seed, "horizon-5000", i)
                                            for i in range(1, HORIZON_CHAINS + 1)]

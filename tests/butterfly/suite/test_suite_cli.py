@@ -208,7 +208,7 @@ def test_validate_readings_reproduces_the_table_on_the_retired_suites(name: str)
     for reading, count in TABLE[name].items():
         row = next(line for line in r.stdout.splitlines() if f" {reading} " in line)
         assert row.split()[2:4] == [str(count), "of"] and row.split()[4] == str(n), row
-    assert "not valid under contract v3" in r.stdout
+    assert "not valid under contract v4" in r.stdout
     v = run_cli("validate", str(RETIRED_DIR / f"{name}.jsonl"))
     assert v.returncode == 1 and "second reading" in v.stderr
     assert len(v.stderr.strip().splitlines()) == 1
@@ -220,6 +220,6 @@ def test_validate_readings_on_the_new_versions_finds_nothing() -> None:
     assert r.returncode == 0, r.stderr
     rows = [line.split() for line in r.stdout.splitlines() if line.startswith("  ")
             and line.split()[0].isdigit()]
-    assert len(rows) == 4 * 6 and all(row[2] == "0" for row in rows)
-    assert r.stdout.count("valid under contract v3") == 4
+    assert len(rows) == 4 * 7 and all(row[2] == "0" for row in rows)
+    assert r.stdout.count("valid under contract v4") == 4
     assert "not valid" not in r.stdout
