@@ -17,14 +17,13 @@ from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
 from butterfly.suite.chains import generate_chains, parse_mix
 from butterfly.suite.code import generate_code_chains, generate_code_mixed
-from butterfly.suite.depth import asked_of
+from butterfly.suite.depth import asked_of, depth_rows
 from butterfly.suite.generate import GENERATOR_VERSION, generate_mixed, paraphrase_variants
 from butterfly.suite.horizon import generate_horizon
 from butterfly.suite.load import (
     BUILTINS,
     build_builtin,
     check_code,
-    depth_rows,
     dumps_suite,
     load_manifest,
     load_suite,

@@ -244,6 +244,21 @@ def score_conversations(
     return aggregate(all_scores), totals, horizon_of(scores)
 
 
+def baselines_of(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None = None,
+                 windows: Sequence[int] = ()) -> dict[str, BaselineScore]:
+    """Each baseline scored once on each of ``scenarios`` (the Kaggle notebook's headline: one
+    conversation a scenario), as :func:`score_conversations` scores them beside a run."""
+    names = (*BASELINES, *(window_name(k) for k in windows))
+    per: dict[str, list[ScenarioScore]] = {b: [] for b in names}
+    for s in scenarios:
+        o = replay(s)
+        asked = None if ask_at is None else asked_turns(len(s.turns), ask_at)
+        for b in names:
+            per[b].append(score_scenario(s, _agent_answers(b, s, asked), o, asked))
+    return {b: BaselineScore(**dict(aggregate(v)), by_category=by_category(v))
+            for b, v in per.items()}
+
+
 def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | None:
     """The horizon over complete conversations, clustered by scenario (core/horizon.py). A
     conversation asked at chosen turns gives one point per ask: the ask at turn t is a chain of

@@ -249,7 +249,8 @@ if run.status != "success":
     raise RuntimeError(f"ButterflyBench did not complete: {run.error_message}")
 # value, CI, turn match, wobble, first divergent turn, horizon: as `butterfly score` says them
 print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS], scenarios=BY_ID,
-                       ask_at=ASK_AT))
+                       ask_at=ASK_AT, window_k=None if os.environ.get("BUTTERFLY_SUITE_FILE")
+                       else SUITES[SUITE_NAME]["window_k"]))
 if TRACK == "code":  # settings broken per turn, the sandbox: as `butterfly score` prints them
     print(ct.code_text([VERDICTS[i] for i in RUN_IDS]))  # type: ignore[misc]  # CodeVerdicts
 pd.DataFrame([{asked_only(k, ASK_AT) if k in ("first_divergent_turn", "wobble") else k: v[k]

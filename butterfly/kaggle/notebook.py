@@ -50,6 +50,7 @@ MODULES: Final = (
     "oracle/ops.py",
     "oracle/readings.py",
     "oracle/replay.py",
+    "oracle/depth.py",
     "oracle/__init__.py",
     "butterfly/__init__.py",
     "butterfly/core/__init__.py",
@@ -245,6 +246,8 @@ class Frozen:
     sha256: str
     track: str
     ask_at: list[int] | None = None
+    window_k: int | None = None
+    """The second K of its recency baseline (its manifest's ``window_k``)."""
 
 
 def frozen_suites(root: Path) -> list[Frozen]:
@@ -262,7 +265,7 @@ def frozen_suites(root: Path) -> list[Frozen]:
             raise NotebookBuildError(f"{path}: sha256 {sha[:12]} differs from its manifest's "
                                      f"({str(manifest.get('sha256'))[:12]})")
         out.append(Frozen(name, path, text, sha, str(manifest.get("track", "spec")),
-                          manifest.get("ask_at")))
+                          manifest.get("ask_at"), manifest.get("window_k")))
     return out
 
 
@@ -276,8 +279,8 @@ def build(root: Path = ROOT) -> str:
     suites = frozen_suites(root)
     suite = suites[0].text
     n = sum(1 for line in suite.splitlines() if line.strip())
-    table = {x.name: {"sha256": x.sha256, "track": x.track, "ask_at": x.ask_at}
-             for x in suites}
+    table = {x.name: {"sha256": x.sha256, "track": x.track, "ask_at": x.ask_at,
+                      "window_k": x.window_k} for x in suites}
     code = code_cells(_read(CELLS, root), {"SUITES": json.dumps(table),
                                             "ESTIMATE": _quoted(_read(ESTIMATE, root).strip()),
                                             "TASK": TASK_NAME, "DESCRIPTION": DESCRIPTION})

@@ -80,11 +80,13 @@ def play_asked(
 
 
 class SuiteEntry(TypedDict):
-    """A frozen suite the notebook carries (its ``SUITES``): sha256, track, default ask points."""
+    """A frozen suite the notebook carries (its ``SUITES``): sha256, track, default ask points,
+    the second K of its recency baseline."""
 
     sha256: str
     track: str
     ask_at: list[int] | None
+    window_k: int | None
 
 
 class EstimateRow(TypedDict):

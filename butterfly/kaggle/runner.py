@@ -28,9 +28,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict, TypeVar
 
+from butterfly.core.agents import baseline_label
 from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
 from butterfly.core.horizon_text import horizon_line
-from butterfly.core.metrics import ScenarioScore, aggregate, horizon_over, score_scenario
+from butterfly.core.metrics import (
+    ScenarioScore,
+    aggregate,
+    baselines_of,
+    horizon_over,
+    recency_ks,
+    score_scenario,
+)
 from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import Message, messages
 from butterfly.core.results import Aggregate, HorizonResult
@@ -336,12 +344,29 @@ def figures_line(agg: Aggregate, ask_at: Sequence[int] | None) -> str:
             f"turn{note}: {first}")
 
 
+def baselines_line(played: Sequence[Scenario], ask_at: Sequence[int] | None,
+                   window_k: int | None = None) -> str:
+    """The baselines' final match on the played scenarios, asked as the run asked: no-op and
+    last-edit, and on a suite with chains of 40 turns or more the recency baseline (half the
+    shortest asked length of 40 or more, and the suite manifest's ``window_k``), as ``butterfly
+    score`` shows them (``core.metrics``)."""
+    windows = recency_ks(played, ask_at, window_k)
+    base = baselines_of(played, ask_at, windows)
+    parts = [f"{baseline_label(name)} {_share(b.final_match)}" for name, b in base.items()]
+    return f"baselines on the same {len(played)} scenarios: final match " + ", ".join(parts)
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
 def headline_text(model: str, verdicts: Sequence[Verdict], *,
                   scenarios: Mapping[str, Scenario] | None = None,
-                  ask_at: Sequence[int] | None = None) -> str:
+                  ask_at: Sequence[int] | None = None, window_k: int | None = None) -> str:
     """What the notebook prints under its run: how it asked (a run asked at chosen turns, in
     the words of ``butterfly score``), the leaderboard number (the task's value and ci), with
-    ``scenarios`` the line of :func:`figures_line`, and the horizon in the words ``butterfly
+    ``scenarios`` the line of :func:`figures_line` and the baselines' (:func:`baselines_line`;
+    ``window_k``: the suite manifest's second K), and the horizon in the words ``butterfly
     score`` prints."""
     head = headline([v["final_match"] for v in verdicts])
     lo, hi = head["interval"]
@@ -352,6 +377,7 @@ def headline_text(model: str, verdicts: Sequence[Verdict], *,
                  f"(± {head['ci']:.1%})")
     if scenarios is not None:
         lines.append(figures_line(figures(verdicts, scenarios), ask_at))
+        lines.append(baselines_line([scenarios[v["id"]] for v in verdicts], ask_at, window_k))
     return "\n".join([*lines, horizon_line(horizon_of(verdicts))])
 
 

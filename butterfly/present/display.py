@@ -22,6 +22,7 @@ from rich.text import Text
 
 from butterfly.code.judge import figures_line
 from butterfly.core import horizon_text
+from butterfly.core.agents import baseline_label
 from butterfly.core.asking import asked_line, asked_only
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
@@ -192,7 +193,7 @@ def _main_table(result: RunScore, columns: Sequence[Column]) -> Table:
              f"of {printable(suite_name(result.suite))}, "
              f"{version_name(result.prompt.version, result.prompt.track)})")
     rows: list[tuple[str, Aggregate]] = [(result.model, result)] + [
-        (f"baseline: {name}", b) for name, b in result.baselines.items()
+        (f"baseline: {baseline_label(name)}", b) for name, b in result.baselines.items()
     ]
     table = [_row(name, r) for name, r in rows]
     main = Table(title=title)
@@ -215,7 +216,8 @@ def _fits(console: Console, table: Table) -> bool:
 
 
 def score_tables(result: RunScore, console: Console | None = None) -> list[Table]:
-    """The model beside the two trivial baselines, then final match per category. On a
+    """The model beside the baselines (the two trivial ones, and the recency baseline on a suite
+    with chains of 40 turns or more), then final match per category. On a
     narrow ``console`` the secondary columns are dropped (:func:`secondary`) until the main
     table fits; a model name is folded, never cut, and an interval is never cut."""
     columns = main_columns()
@@ -228,15 +230,14 @@ def score_tables(result: RunScore, console: Console | None = None) -> list[Table
     cat = Table(title="final match by category")
     cat.add_column("category", overflow="fold")
     cat.add_column("n", justify="right")
-    for col in (printable(result.model), "noop", "last-edit"):
+    for col in (printable(result.model), *result.baselines):
         cat.add_column(Text(col), justify="right", overflow="fold")
     for c, r in result.by_category.items():
         cat.add_row(
             Text(printable(c)),
             str(r.n_conversations),
             _pct(r.final_match),
-            _pct(result.baselines["noop"].by_category[c].final_match),
-            _pct(result.baselines["last-edit"].by_category[c].final_match),
+            *(_pct(b.by_category[c].final_match) for b in result.baselines.values()),
         )
     return [main, cat]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypedDict, cast
 
+from butterfly.core.agents import window_k
 from butterfly.present.svgdraw import (
     Scale,
     axis,
@@ -31,7 +32,10 @@ WIDTH: Final = 420
 """The chart's width in pixels (each row's SVG and the axis share it)."""
 PAD: Final = 22
 ROW_H: Final = 22
-BASE_NAMES: Final = {"noop": "no-op", "last-edit": "last-edit"}
+def base_name(name: str) -> str:
+    """A baseline's name over its line: short, the recency agent by its window."""
+    k = window_k(name) if name.startswith("window:") else None
+    return {"noop": "no-op"}.get(name, name) if k is None else f"last {k} msgs"
 
 
 class HeadRow(TypedDict):
@@ -160,6 +164,26 @@ def sentences(rows: Sequence[HeadRow], above: set[tuple[int, int]],
             out.append(f"{_names(at)} {verb} at the no-op baseline: {whose} 95% interval "
                        f"includes the no-op's {_pct(noop)} (answering the initial spec every "
                        "turn).")
+    out += _recency(rows, scored, baselines, on_baseline_scenarios, noop)
+    return out
+
+
+def _recency(rows: Sequence[HeadRow], scored: Sequence[int], baselines: dict[str, float],
+             on_baseline_scenarios: Sequence[bool], noop: float | None) -> list[str]:
+    """Runs above the no-op baseline whose interval includes a recency baseline's figure: the
+    data do not show them remembering more than the last K messages."""
+    out = []
+    for name, v in baselines.items():
+        k = window_k(name) if name.startswith("window:") else None
+        if k is None:
+            continue
+        at = [rows[i]["label"] for i in scored if on_baseline_scenarios[i]
+              and (noop is None or (rows[i]["lo"] or 0.0) > noop)
+              and (rows[i]["lo"] or 0.0) <= v <= (rows[i]["hi"] or 0.0)]
+        if at:
+            whose = "its" if len(at) == 1 else "each one's"
+            out.append(f"{_names(at)}: {whose} 95% interval includes the {_pct(v)} of reading "
+                       f"only the last {k} messages (the recency baseline window:k={k}).")
     return out
 
 
@@ -186,7 +210,8 @@ def axis_svg(baselines: dict[str, float]) -> str:
     h = 40
     return "".join([axis(SCALE, [t / 100 for t in range(0, 101, 25)], "{:.0%}", h, "dw-axis",
                          "final match axis"),
-                    *baseline_labels(SCALE, baselines, BASE_NAMES, _pct),
+                    *baseline_labels(SCALE, baselines, {b: base_name(b) for b in baselines},
+                                     _pct),
                     *baseline_lines(SCALE, baselines, h - 16), "</svg>"])
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final, TypedDict, cast
 
+from butterfly.present.headline import base_name
 from butterfly.present.svgdraw import (
     Scale,
     axis,
@@ -57,7 +58,7 @@ def _ends(r: RadiusRow) -> tuple[float, float, float] | None:
 
 
 def _baselines(baselines: Sequence[RadiusRow]) -> dict[str, float]:
-    return {b["label"].removeprefix("baseline: "): v for b in baselines
+    return {b["label"].removeprefix("baseline: ").split(" (")[0]: v for b in baselines
             if (v := b["change_radius"]) is not None}
 
 
@@ -80,7 +81,7 @@ def _row(s: Scale, r: RadiusRow, base: dict[str, float]) -> str:
 def _axis(s: Scale, base: dict[str, float]) -> str:
     ticks = [s.top * k / 4 for k in range(5)]
     return "".join([axis(s, ticks, "{:g}", AXIS_H, "dw-axis", "change radius axis"),
-                    *baseline_labels(s, base, {"noop": "no-op"}, "{:.2f}".format),
+                    *baseline_labels(s, base, {b: base_name(b) for b in base}, "{:.2f}".format),
                     *baseline_lines(s, base, AXIS_H - 16), "</svg>"])
 
 

@@ -21,6 +21,7 @@ from butterfly import __version__
 from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.scoring import score_run
 from butterfly.analysis.transcripts import with_reasoning
+from butterfly.core.agents import baseline_label
 from butterfly.core.asking import ask_label, asked_line
 from butterfly.core.horizon_text import horizon_words
 from butterfly.core.metric_registry import aggregate_fields
@@ -241,7 +242,7 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
     if len(set(labels)) != len(labels):
         raise UserError("report: give each run directory once")
     assert baselines is not None
-    base_rows = [{"label": f"baseline: {name}", "baseline": True, **_metrics(b),
+    base_rows = [{"label": f"baseline: {baseline_label(name)}", "baseline": True, **_metrics(b),
                   "by_category": {c: _metrics(v) for c, v in b["by_category"].items()}}
                  for name, b in baselines.items()]
     flips = None

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Final
 
 from oracle import KEYS, Scenario, Turn, replay
 from oracle.catalogue import APPLICABILITY, COUPLINGS
-from oracle.depth import DEPTH_FROM, bands, chain_depth
+from oracle.depth import DEPTH_FROM, bands, chain_depth, depth_guarded, summarise
 from oracle.guards import Change
-from oracle.records import DropTurn, SetTurn, UndoRefTurn
+from oracle.records import DepthRow, DropTurn, SetTurn, UndoRefTurn
 
 if TYPE_CHECKING:
     from butterfly.suite.builder import Builder
@@ -231,6 +231,18 @@ def deep_enough(scenario: Scenario, asked: Iterable[int]) -> bool:
     return all(r.missing is None and not r.tenth_match and not r.half_match for r in rows)
 
 
+def depth_rows(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None
+               ) -> list[DepthRow] | None:
+    """A suite's depth per ask point (``oracle.depth``), as its manifest records it: None when
+    no chain reaches 40 turns (the guard does not concern it)."""
+    if not depth_guarded(scenarios):
+        return None
+    return summarise(
+        row for s in scenarios
+        for row in chain_depth(s, replay(s), asked_of(len(s.turns), ask_at))
+    )
+
+
 def _redone_since_change(b: Builder) -> bool:
     """Whether a redo came after the last new change (set or drop)."""
     for turn in reversed(b.turns):
@@ -247,4 +259,4 @@ def asked_of(length: int, ask_at: Sequence[int] | None) -> tuple[int, ...]:
     return tuple(sorted({t for t in (ask_at or ()) if 1 <= t < length} | {length}))
 
 
-__all__ = ["ANCHOR_KEYS", "Anchor", "DepthPlan", "asked_of", "deep_enough", "plan"]
+__all__ = ["ANCHOR_KEYS", "Anchor", "DepthPlan", "asked_of", "deep_enough", "depth_rows", "plan"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -21,7 +21,7 @@ from butterfly.errors import UserError
 from butterfly.suite.chains import generate_chains
 from butterfly.suite.code import CODE_COUNTS, CODE_MAX_TURNS, generate_code
 from butterfly.suite.code_rules import code_violation
-from butterfly.suite.depth import asked_of
+from butterfly.suite.depth import depth_rows
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
 from butterfly.suite.hard import generate_hard
 from butterfly.suite.horizon import generate_horizon
@@ -33,11 +33,8 @@ from oracle import (
     Scenario,
     SuiteManifest,
     check,
-    replay,
     turn_limit,
 )
-from oracle.depth import chain_depth, depth_guarded, summarise
-from oracle.records import DepthRow
 from oracle.replay import played_before_v2
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -397,15 +394,3 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         sha256=sha256_text(text),
     )
     return ordered, manifest
-
-
-def depth_rows(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None
-               ) -> list[DepthRow] | None:
-    """A suite's depth per ask point (``oracle.depth``), as its manifest records it: None when
-    no chain reaches 40 turns (the guard does not concern it)."""
-    if not depth_guarded(scenarios):
-        return None
-    return summarise(
-        row for s in scenarios
-        for row in chain_depth(s, replay(s), asked_of(len(s.turns), ask_at))
-    )

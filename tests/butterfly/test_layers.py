@@ -64,7 +64,9 @@ and ``oracle`` only (no ``code.agents`` or ``code.rewrite``, which the notebook 
 the sandbox, also ``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the
 notebook inlines that module too)."""
 
-MAX_LINES = 400
+MAX_LINES = 600
+"""A file over this many lines is flagged: length is reviewed, not capped to the line (issue
+36: a cap met by joining lines measures layout, not design)."""
 MAX_TOP_LEVEL = 8
 
 
@@ -209,7 +211,7 @@ def test_no_import_cycle_between_modules_or_subpackages() -> None:
 
 
 CAPPED = ("butterfly", "oracle", "butterflybench", "tools", "bench")
-"""The trees under the 400-line cap: the package, the oracle, the inspect tasks and the scripts
+"""The trees whose files are flagged over :data:`MAX_LINES`: the package, the oracle, the inspect tasks and the scripts
 beside them (the tests are not: a test file may keep a whole table of cases together)."""
 
 
@@ -218,9 +220,9 @@ def capped_files() -> list[str]:
 
 
 @pytest.mark.parametrize("rel", capped_files())
-def test_no_source_file_over_400_lines(rel: str) -> None:
+def test_no_source_file_over_600_lines(rel: str) -> None:
     n = len((ROOT / rel).read_text(encoding="utf-8").splitlines())
-    assert n <= MAX_LINES, f"{rel} has {n} lines; split it (docs/design.md)"
+    assert n <= MAX_LINES, f"{rel} has {n} lines; split it by what it is about (docs/design.md)"
 
 
 def test_the_line_cap_covers_the_oracle_and_the_scripts() -> None:
