@@ -116,15 +116,19 @@ class DepthPlan:
 
     anchors: list[Anchor]
     asked: tuple[int, ...]
+    shadow: bool = True
+    """Whether an anchor may be made on a setting that has changes in effect (it shadows them);
+    False for the horizon planner, which keeps one change in effect per setting."""
     made: dict[int, Anchor] = field(default_factory=dict)
     """Change index -> its anchor, for the anchors made so far."""
 
     @classmethod
-    def of(cls, length: int, asked: Iterable[int], rng: random.Random) -> DepthPlan | None:
+    def of(cls, length: int, asked: Iterable[int], rng: random.Random,
+           shadow: bool = True) -> DepthPlan | None:
         """The plan of a chain, or None when the guard does not concern it."""
         points = tuple(sorted(set(asked)))
         anchors = plan(length, points, rng)
-        return cls(anchors, points) if anchors else None
+        return cls(anchors, points, shadow) if anchors else None
 
     def _protected(self, c: Change, t: int) -> bool:
         a = self.made.get(c.index)
@@ -203,23 +207,38 @@ class DepthPlan:
         return self._make(b, a)
 
     def _make(self, b: Builder, a: Anchor) -> bool:
+        """Make anchor ``a`` on a free setting; else free one (an undo by description of the
+        only change in effect there, the anchor then follows); else, where the planner allows
+        it, make it over the changes in effect on a setting."""
         engine = b.oracle.engine
         taken = {c.setting for c in (x.change for x in self.anchors) if c is not None
                  and c.active}
-        free = [k for k in ANCHOR_KEYS if k in b.keys and not engine.live[k] and k not in taken]
-        if free:
-            made = b.drop(free) if b.drops and b.rng.random() < 0.15 else False
-            made = made or b.set(free)
-            if made:
-                c = engine.changes[-1]
-                a.change = c
-                self.made[c.index] = a
+        keys = [k for k in ANCHOR_KEYS if k in b.keys and k not in taken]
+        free = [k for k in keys if not engine.live[k]]
+        made = bool(free) and b.drops and b.rng.random() < 0.15 and b.drop(free)
+        if (made or (bool(free) and b.set(free))) and self._bind(engine.changes[-1], a):
+            return True
+        busy = sorted((engine.live[k][-1].index, k) for k in keys if len(engine.live[k]) == 1)
+        if any(b.undo_ref_of(k) for _, k in busy[:3]):
+            return True
+        return self.shadow and self._shadowing(b, keys) and self._bind(engine.changes[-1], a)
+
+    def _bind(self, c: Change, a: Anchor) -> bool:
+        a.change = c
+        self.made[c.index] = a
+        return True
+
+    @staticmethod
+    def _shadowing(b: Builder, keys: Sequence[str]) -> bool:
+        """A change to one of ``keys`` over the changes in effect there, to a value other than
+        the initial one (so that it shows)."""
+        order = list(keys)
+        b.rng.shuffle(order)
+        for k in order:
+            values = [v for v in b.domain(k) if v not in (b.initial[k], b.spec[k])]
+            if values and b.set([k], value=b.rng.choice(values)):
                 return True
-        busy = sorted(
-            (engine.live[k][-1].index, k) for k in ANCHOR_KEYS
-            if k in b.keys and len(engine.live[k]) == 1 and k not in taken
-        )
-        return any(b.undo_ref_of(k) for _, k in busy[:3])
+        return False
 
 
 

@@ -181,7 +181,7 @@ def _turn(b: Builder) -> None:
 
 
 def _horizon(b: Builder, length: int, asked: tuple[int, ...]) -> None:
-    b.plan = DepthPlan.of(length, asked, b.rng)
+    b.plan = DepthPlan.of(length, asked, b.rng, shadow=False)
     need(_set_free(b))
     while len(b.turns) < length:
         _turn(b)

@@ -211,8 +211,9 @@ def test_no_import_cycle_between_modules_or_subpackages() -> None:
 
 
 CAPPED = ("butterfly", "oracle", "butterflybench", "tools", "bench")
-"""The trees whose files are flagged over :data:`MAX_LINES`: the package, the oracle, the inspect tasks and the scripts
-beside them (the tests are not: a test file may keep a whole table of cases together)."""
+"""The trees whose files are flagged over :data:`MAX_LINES`: the package, the oracle, the inspect
+tasks and the scripts beside them (the tests are not: a test file may keep a whole table of
+cases together)."""
 
 
 def capped_files() -> list[str]:
