@@ -1,11 +1,15 @@
 """Time per edit against chain length: generator, oracle, guards, second readings, scorer.
 
 Draws chains of each length with butterfly-horizon's planner (``generate_horizon``, the same
-seeds every run) and times, per edit, in one process:
-  1. the generator (every turn tried by the oracle as it is added);
+seeds every run), asked at butterfly-horizon's points and their tenfold multiples up to the
+length (so the depth plan of contract v4 is at work), and times, per edit, in one process:
+  1. the generator (every turn tried by the oracle as it is added, the depth plan's anchors);
   2. ``replay``: the oracle's spec after every turn, every guard but second readings;
   3. ``check``: every guard, second readings (contract v3) included;
-  4. the scorer on an oracle-answered run (``score_conversations``: metrics, baselines, horizon).
+  4. ``depth``: the depth guard's measures (``validate --depth``: ages at each ask point, the
+     recency windows t/2 and t/10 replayed);
+  5. the scorer on an oracle-answered run asked at those points (``score_conversations``:
+     metrics, baselines with the recency baselines, horizon).
 Prints, per step, microseconds per edit at each length and the ratio of the longest length's
 to the shortest's (close to 1: linear in the chain's length; 10 would be quadratic from 1,000 to
 10,000 edits). Each timing is the best of ``--repeat`` (the machine is shared).
@@ -25,10 +29,17 @@ from functools import partial
 # bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
-from butterfly.core.metrics import score_conversations  # noqa: E402
+from butterfly.core.asking import asked_turns  # noqa: E402
+from butterfly.core.metrics import recency_ks, score_conversations  # noqa: E402
 from butterfly.core.turns import ConversationKey  # noqa: E402
+from butterfly.suite.depth import asked_of  # noqa: E402
 from butterfly.suite.horizon import generate_horizon  # noqa: E402
+from butterfly.suite.load import HORIZON_ASK_AT  # noqa: E402
 from oracle import Scenario, check, replay  # noqa: E402
+from oracle.depth import chain_depth  # noqa: E402
+
+ASK_AT = (*HORIZON_ASK_AT, 10_000)
+"""butterfly-horizon's ask points, and 10,000 for the longest chains."""
 
 
 def _best(fn: Callable[[], object], repeat: int) -> float:
@@ -41,8 +52,17 @@ def _best(fn: Callable[[], object], repeat: int) -> float:
 
 
 def _score(chains: list[Scenario]) -> None:
-    answers = {ConversationKey(s.id, "E", 0): list(replay(s)[1:]) for s in chains}
-    score_conversations(chains, answers, [])
+    answers = {}
+    for s in chains:
+        o = replay(s)
+        answers[ConversationKey(s.id, "E", 0)] = [o[t] for t in asked_turns(len(s.turns), ASK_AT)]
+    score_conversations(chains, answers, [], ask_at=ASK_AT,
+                        windows=recency_ks(chains, ASK_AT, 200))
+
+
+def _depth(chains: list[Scenario]) -> None:
+    for s in chains:
+        list(chain_depth(s, replay(s), asked_of(len(s.turns), ASK_AT)))
 
 
 def _replay(chains: list[Scenario]) -> None:
@@ -63,12 +83,14 @@ def main() -> None:
     a = ap.parse_args()
     lengths = [int(x) for x in a.lengths.split(",")]
     steps: dict[str, dict[int, float]] = {
-        "generate": {}, "replay": {}, "check (readings)": {}, "score": {}}
+        "generate": {}, "replay": {}, "check (readings)": {}, "depth": {}, "score": {}}
     for n in lengths:
         edits = n * a.chains
-        chains = generate_horizon([n], a.chains, seed=7)
-        steps["generate"][n] = _best(partial(generate_horizon, [n], a.chains, 7), a.repeat) / edits
-        for step, fn in (("replay", _replay), ("check (readings)", _check), ("score", _score)):
+        draw = partial(generate_horizon, [n], a.chains, 7, ask_at=ASK_AT)
+        chains = draw()
+        steps["generate"][n] = _best(draw, a.repeat) / edits
+        for step, fn in (("replay", _replay), ("check (readings)", _check), ("depth", _depth),
+                         ("score", _score)):
             steps[step][n] = _best(partial(fn, chains), a.repeat) / edits
     lo, hi = lengths[0], lengths[-1]
     print(f"microseconds per edit, {a.chains} chains per length (best of {a.repeat})")

@@ -36,6 +36,8 @@ class Context(NamedTuple):
     """The op of the last undo-or-redo turn before this one, if any."""
     text: str
     """The turn's text, normalised (:func:`normalise`) once for every reading."""
+    previous_op: str | None = None
+    """The op of the last turn before this one that was not a distractor, if any."""
 
 
 Rewrite = Callable[[Ledger, Turn], bool]
@@ -191,16 +193,31 @@ def _longest_in_effect(ledger: Ledger, turn: Turn) -> bool:
 
 def _output_kind(ctx: Context) -> bool:
     return (ctx.turn.op == "undo_ref" and _setting(ctx.turn) == "output_format"
-            and bool(ctx.ledger.in_effect("compression")))
+            and bool(ctx.ledger.changes_to("compression")))
 
 
 def _undo_compression(ledger: Ledger, turn: Turn) -> bool:
-    """The compression change in effect is the one undone (gzip also changes what kind of
-    files the tool writes), not the output format's."""
+    """The compression change is the one meant (gzip also changes what kind of files the tool
+    writes), not the output format's: the one in effect is undone, or, when it is already
+    undone, nothing changes."""
     hits = list(ledger.in_effect("compression"))
-    for i in reversed(hits[-1:]):
-        ledger.deactivate(i)
-    return bool(hits)
+    if hits:
+        ledger.deactivate(hits[-1])
+    return True
+
+
+# -------------------- 8. an undo of the last change right after an undo
+
+
+def _after_an_undo(ctx: Context) -> bool:
+    return ctx.turn.op == "undo_last" and ctx.previous_op is not None and (
+        REGISTRY[ctx.previous_op].kind == "undo")
+
+
+def _undo_the_undo(ledger: Ledger, turn: Turn) -> bool:
+    """The undo just made is what is taken back: the change it undid comes back."""
+    ledger.do_redo()
+    return True
 
 
 READINGS: Final[tuple[Reading, ...]] = (
@@ -268,17 +285,25 @@ READINGS: Final[tuple[Reading, ...]] = (
     ),
     Reading(
         7, "output-kind", "an undo of the output format worded as what kind of files the tool "
-        "writes, while a compression change is in effect",
+        "writes, once a compression change has been made",
         frozenset({"undo_ref"}),
         re.compile(r"\bkinds? of (?:output )?files?\b(?! (?:the tool|it) reads)"),
         re.compile(r"\bformat\b"),
         _output_kind, (_undo_compression,),
-        "the compression change is undone (compressing also changes what kind of files the "
-        "tool writes)",
+        "the compression change is the one meant (compressing also changes what kind of files "
+        "the tool writes): undone, or nothing if it is already",
+    ),
+    Reading(
+        8, "undo-last-after-an-undo", "an undo of the last change right after an undo",
+        frozenset({"undo_last"}),
+        re.compile(r"\S"),  # any wording that does not say the change is still in effect:
+        re.compile(r"\bstill in effect\b"),
+        _after_an_undo, (_undo_the_undo,),
+        "the undo just made is taken back: the change it undid comes back",
     ),
 )
 """The registry: the contract's five in its order (the numbers are its list's), then the ones
-careful readers found in the frozen suites (6 in v3, 7 in v4: ``docs/readings.md``)."""
+careful readers found in the frozen suites (6 in v3, 7 and 8 in v4: ``docs/readings.md``)."""
 
 BY_NAME: Final = {r.name: r for r in READINGS}
 
@@ -291,11 +316,13 @@ def contexts(initial: dict[str, str], turns: Sequence[Turn]) -> Iterator[tuple[i
     is the state before its turn only until the iteration goes on (it is then updated)."""
     ledger = Ledger(initial)
     previous: str | None = None
+    last: str | None = None
     for t, turn in enumerate(turns, 1):
-        yield t, Context(turn, ledger, previous, normalise(turn.text))
+        yield t, Context(turn, ledger, previous, normalise(turn.text), last)
         _play(ledger, turn)
         if _undo_family(turn):
             previous = turn.op
+        last = _last_op(last, turn)
 
 
 _BY_OP: Final = {op: tuple(r for r in READINGS if op in r.ops) for op in OPS}
@@ -312,10 +339,17 @@ def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
     """The readings ``turn`` would trigger after the turns ``before`` (for the generator)."""
     ledger = Ledger(initial)
     previous: str | None = None
+    last: str | None = None
     for t in before:
         _play(ledger, t)
         previous = t.op if _undo_family(t) else previous
-    return triggered(Context(turn, ledger, previous, normalise(turn.text)))
+        last = _last_op(last, t)
+    return triggered(Context(turn, ledger, previous, normalise(turn.text), last))
+
+
+def _last_op(last: str | None, turn: Turn) -> str | None:
+    """The op of the last turn that was not a distractor, once ``turn`` is played."""
+    return last if REGISTRY[turn.op].kind == "none" else turn.op
 
 
 class Difference(NamedTuple):

@@ -31,7 +31,10 @@ giving a length, +inf (above) or -inf (below); resamples in step 3 are left out 
 The ends are the 2.5th and 97.5th percentiles of these values (3 decimals). An end beyond the
 tested lengths on its own side is open (None); an end beyond them on the other side (the whole
 interval lies above L_max, or below L_min) is that bound. Ends that coincide are widened to the
-nearest distinct resample values (open where there is none): an interval never has zero width.
+nearest distinct resample values; where there is none on a side (every resample crosses at the
+same length: each scenario passes up to some tested length and fails from the next), to the
+nearest tested length beyond it on that side, between which the data put the crossing; open
+only beyond the tested lengths. An interval never has zero width.
 
 **Survival curve**: the Kaplan-Meier estimate of "matched at every turn so far" by turn index.
 """
@@ -172,18 +175,22 @@ def decide(successes: float, trials: float, fit: Fit | None, shortest: float,
     return crossing(fit, shortest, longest)
 
 
-def interval(values: Sequence[float], shortest: float,
-             longest: float) -> tuple[float | None, float | None]:
+def interval(values: Sequence[float], shortest: float, longest: float,
+             lengths: Sequence[float] = ()) -> tuple[float | None, float | None]:
     """The percentile interval of decided values (lengths and +-inf), with open (None) and
-    bound ends and no zero width (see the module docstring)."""
+    bound ends and no zero width (see the module docstring); ``lengths``: the tested lengths,
+    which bound an interval whose resamples all coincide."""
     if not values:
         return None, None
     arr = np.sort(np.round(np.asarray(values, dtype=float), 3))
     alpha = (1 - LEVEL) / 2
     lo, hi = (float(np.quantile(arr, q, method="inverted_cdf")) for q in (alpha, 1 - alpha))
-    if lo == hi and math.isfinite(lo):  # widen to the nearest distinct values, else open
-        lo = float(arr[arr < lo].max()) if (arr < lo).any() else -math.inf
-        hi = float(arr[arr > hi].min()) if (arr > hi).any() else math.inf
+    if lo == hi and math.isfinite(lo):  # widen: the nearest distinct values, else lengths
+        point = lo
+        lo = float(arr[arr < point].max()) if (arr < point).any() else max(
+            (n for n in lengths if n < point), default=-math.inf)
+        hi = float(arr[arr > point].min()) if (arr > point).any() else min(
+            (n for n in lengths if n > point), default=math.inf)
     return (None if lo == -math.inf else min(lo, longest),
             None if hi == math.inf else max(hi, shortest))
 
@@ -254,7 +261,8 @@ def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES
                          values.count(-math.inf), seed)
     turns, censored, bound, note = _verdict(point, fit is not None, shortest, longest)
     return Horizon(
-        turns=turns, ci=interval(values, shortest, longest), censored=censored, bound=bound,
+        turns=turns, ci=interval(values, shortest, longest, lengths), censored=censored,
+        bound=bound,
         note=note, fit=fit, survival=survival(conversations if chains is None else chains),
         n_conversations=len(conversations),
         n_scenarios=len(scenarios), bootstrap=boot,

@@ -105,6 +105,8 @@ class Builder:
         self.ledger = Ledger(initial)
         """The same turns on the guard-free ledger, for the second readings' triggers."""
         self.previous_undo: str | None = None
+        self.previous_op: str | None = None
+        """The op of the last turn that was not a distractor (second reading 8)."""
         self.plan: DepthPlan | None = None
         """A deep chain's plan of long-lived changes (``suite.depth``): it may refuse a turn."""
 
@@ -115,7 +117,7 @@ class Builder:
     def triggers(self, record: Turn) -> tuple[Reading, ...]:
         """The second readings ``record`` would trigger as the next turn."""
         return triggered(Context(record, self.ledger, self.previous_undo,
-                                 normalise(record.text)))
+                                 normalise(record.text), self.previous_op))
 
     def add(self, drawn: dict[str, str]) -> bool:
         """Append the turn ``drawn`` (worded with one reading) if the oracle accepts it and it
@@ -143,6 +145,8 @@ class Builder:
         REGISTRY[op].reread(self.ledger, record)
         if REGISTRY[op].undo:
             self.previous_undo = op
+        if REGISTRY[op].kind != "none":
+            self.previous_op = op
         return True
 
     def finish(self, category: str, seed: int, scenario_id: str) -> Scenario:

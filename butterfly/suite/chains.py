@@ -86,7 +86,7 @@ def _chain(b: Builder, length: int, mix: dict[str, int], asked: tuple[int, ...])
     when the mix has them; from 10 turns, five different ops and a rule switched on; from 20
     turns, every op of the mix and a rule switched on and later off again), with the depth
     plan of a chain of 40 turns or more asked at ``asked`` (``suite.depth``)."""
-    b.plan = DepthPlan.of(length, asked, b.rng)
+    b.plan = DepthPlan.of(length, asked, b.rng, release=bool(mix.get("undo_earliest")))
     need(b.set())
     while len(b.turns) < length:
         _chain_turn(b, mix)

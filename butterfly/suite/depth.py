@@ -61,6 +61,10 @@ ROOM: Final = 4
 DEEPEST: Final = 3
 """At most this many undone changes on the redo stack while an anchor waits there."""
 
+RELEASE: Final = 25
+"""The undo of the earliest change before an ask point comes in its last this many turns (or
+quarter of the turns since the ask point before)."""
+
 BACK: Final = 0.3
 """While an anchor waits on the redo stack, the chance at each turn that the plan redoes now
 (no new change can be made meanwhile: a long wait would bend the op mix)."""
@@ -85,11 +89,13 @@ class Anchor:
 
 def _requirements(length: int, asked: Iterable[int]) -> list[tuple[int, int, int]]:
     """(ask point, first, last turn a change may be made at to fall in the band), for every
-    band of every ask point the guard concerns, in order of ask point, oldest band first."""
+    band of every ask point the guard concerns, in order of ask point, oldest band first; the
+    oldest band twice (a spare: the earliest change in effect can then be undone for good
+    before the ask point, and another still shows there)."""
     out = []
     for t in sorted({a for a in asked if DEPTH_FROM <= a <= length}):
-        for lo, hi in bands(t):
-            out.append((t, max(1, math.floor(t - hi) + 1), math.floor(t - lo)))
+        for j, (lo, hi) in enumerate(bands(t)):
+            out += [(t, max(1, math.floor(t - hi) + 1), math.floor(t - lo))] * (1 + (j == 0))
     return out
 
 
@@ -98,7 +104,8 @@ def plan(length: int, asked: Iterable[int], rng: random.Random) -> list[Anchor]:
     reaches :data:`DEPTH_FROM`)."""
     anchors: list[Anchor] = []
     for t, first, last in _requirements(length, asked):
-        fits = [a for a in anchors if max(a.first, first) <= min(a.last, last)]
+        fits = [a for a in anchors if max(a.first, first) <= min(a.last, last)
+                and t not in a.needs]
         if fits and rng.random() >= ROTATE:
             a = rng.choice(fits)
             a.first, a.last = max(a.first, first), min(a.last, last)
@@ -119,16 +126,27 @@ class DepthPlan:
     shadow: bool = True
     """Whether an anchor may be made on a setting that has changes in effect (it shadows them);
     False for the horizon planner, which keeps one change in effect per setting."""
+    release: bool = True
+    """Whether to undo the earliest change in effect for good shortly before each ask point
+    (the chain's mix has undos of the earliest change)."""
     made: dict[int, Anchor] = field(default_factory=dict)
     """Change index -> its anchor, for the anchors made so far."""
+    releasing: bool = False
+    """True while the plan undoes the earliest change for good (only then may an anchor that
+    still has ask points to show at be undone for good: its spare must last until then)."""
+    released: set[int] = field(default_factory=set)
+    """The ask points before which the earliest change was undone for good."""
+    sticky: tuple[Change, int] | None = None
+    """That change and its ask point: until then it is not brought back, nor its setting
+    changed (so an agent that misreads "the earliest change" is wrong at the ask point)."""
 
     @classmethod
     def of(cls, length: int, asked: Iterable[int], rng: random.Random,
-           shadow: bool = True) -> DepthPlan | None:
+           shadow: bool = True, release: bool = True) -> DepthPlan | None:
         """The plan of a chain, or None when the guard does not concern it."""
         points = tuple(sorted(set(asked)))
         anchors = plan(length, points, rng)
-        return cls(anchors, points, shadow) if anchors else None
+        return cls(anchors, points, shadow, release) if anchors else None
 
     def _protected(self, c: Change, t: int) -> bool:
         a = self.made.get(c.index)
@@ -152,10 +170,15 @@ class DepthPlan:
         t = len(b.turns) + 1
         op = record.op
         waiting = bool(self.waiting(b))
+        held = self.sticky is not None and t <= self.sticky[1]
+        if op == "redo" and held and engine.redo and self.sticky is not None:
+            return engine.redo[-1] is not self.sticky[0]
         if op in ("set", "drop"):
             assert isinstance(record, SetTurn | DropTurn)
             if waiting:
                 return False  # a new change would clear the redo stack under an anchor
+            if held and self.sticky is not None and record.setting == self.sticky[0].setting:
+                return False
             return not any(self._protected(c, t) for c in engine.live[record.setting])
         if op not in ("undo_last", "undo_ref", "undo_earliest") or not engine.any_active():
             return True
@@ -173,14 +196,36 @@ class DepthPlan:
         # an anchor is (or will be) on the redo stack: it must come back by redos worded with
         # one reading, which a redo after a redo has only while every undo since the last new
         # change came before every redo ("the change I undid before that one")
+        if waiting and (len(engine.redo) >= DEEPEST or _redone_since_change(b)):
+            return False
+        if not protected or (self.releasing and self._release(target, t)):
+            return True  # undone for good: other anchors show in its bands from now on
         if len(engine.redo) >= DEEPEST or _redone_since_change(b):
             return False
-        if not protected:
-            return True
         need = self.made[target.index].next_need(t)
         assert need is not None
         due = any(a.change is None and a.at <= t + ROOM for a in self.anchors)
         return need - t >= ROOM and not due
+
+    def _release(self, c: Change, t: int) -> bool:
+        """Whether anchor change ``c`` may be undone for good at turn ``t``: at each ask point
+        it still serves, another anchor in effect falls in the same age band; if so, those ask
+        points pass to the others (and ``c`` becomes an ordinary change)."""
+        a = self.made[c.index]
+        moves: list[tuple[int, Anchor]] = []
+        for n in (x for x in a.needs if x >= t):
+            band = next(((lo, hi) for lo, hi in bands(n) if lo <= n - c.turn < hi), None)
+            other = None if band is None else next(
+                (x for x in self.made.values() if x is not a and x.change is not None
+                 and x.change.active and band[0] <= n - x.change.turn < band[1]), None)
+            if other is None:
+                return False
+            moves.append((n, other))
+        for n, other in moves:
+            if n not in other.needs:
+                other.needs.append(n)
+        a.needs = [x for x in a.needs if x < t]
+        return True
 
     def step(self, b: Builder) -> bool:
         """The turn the plan needs now, if any (a redo that brings an anchor back in time, an
@@ -200,11 +245,34 @@ class DepthPlan:
                 return True
             return False
         if not due:
-            return False
+            return self.release and self._release_before_ask(b, t)
         a = due[0]
         if t > a.last:
             raise Retry
         return self._make(b, a)
+
+    def _release_before_ask(self, b: Builder, t: int) -> bool:
+        """In the last turns before each ask point, the earliest change in effect undone for
+        good (it is not brought back before the ask point): an undo of the earliest change that
+        an agent reading it as the last change gets wrong there."""
+        guarded = [n for n in self.asked if n >= DEPTH_FROM]
+        n = next((x for x in guarded if x >= t), None)
+        if n is None or n in self.released:
+            return False
+        before = max((x for x in self.asked if x < n), default=0)
+        if t < n - max(3, min(RELEASE, (n - before) // 4)):
+            return False
+        engine = b.oracle.engine
+        self.releasing = True
+        try:
+            done = engine.any_active() and b.plain("undo_earliest")
+        finally:
+            self.releasing = False
+        if not done:
+            return False
+        self.released.add(n)
+        self.sticky = (engine.redo[-1], n)
+        return True
 
     def _make(self, b: Builder, a: Anchor) -> bool:
         """Make anchor ``a`` on a free setting; else free one (an undo by description of the

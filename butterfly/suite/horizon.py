@@ -37,8 +37,7 @@ from butterfly.suite.builder import (
     scenario_seed,
 )
 from butterfly.suite.depth import DepthPlan, asked_of, deep_enough
-from butterfly.suite.templates import FAMILIES
-from oracle import ASKED_MAX_TURNS, UNDO_OPS, Scenario
+from oracle import ASKED_MAX_TURNS, Scenario
 
 HORIZON_MIX: Final[dict[str, int]] = {
     "set": 18, "drop": 3, "distractor": 20, "undo_last": 3, "indirect": 2, "coupling": 4,
@@ -126,35 +125,11 @@ def _plain(op: str) -> Hook:
     return lambda b: b.plain(op)
 
 
-AFTER_AN_UNDO: Final = {"undo_last.0": 1, "undo_last.2": 3}
-"""Undo-last wordings that point at the turn before them ("Undo that last change.", "Scratch
-the change I just made.") -> the wording used instead right after an undo or a redo (distractors
-between them ignored): "revert my most recent change", "go back on my last change". A careful
-reader of butterfly-horizon v1 read "that last change" after an undo as the undo itself (undo
-the undo) in 120 of its 985 undo-lasts; the system message says an undo is not a change, but
-defines only "my last change". The same draw is kept (no new random number)."""
-
-
-def _after_an_undo(b: Builder) -> bool:
-    """Whether the last turn that was not a distractor is an undo or a redo."""
-    last = next((t["op"] for t in reversed(b.turns) if t["op"] != "distractor"), None)
-    return last in UNDO_OPS
-
-
-def _undo_last(b: Builder) -> bool:
-    """An undo of the last change in effect, never worded as if it could be the undo before it."""
-    text, para = b.word("undo_last")
-    if para in AFTER_AN_UNDO and _after_an_undo(b):
-        i = AFTER_AN_UNDO[para]
-        text, para = FAMILIES["undo_last"][i], f"undo_last.{i}"
-    return b.add({"op": "undo_last", "text": text, "paraphrase": para})
-
-
 _HOOKS: Final[dict[str, Hook]] = {
     "set": _set_free,
     "drop": _drop_free,
     "distractor": Builder.distractor,
-    "undo_last": _undo_last,
+    "undo_last": _plain("undo_last"),
     "indirect": _indirect,
     "coupling": _coupling,
     "undo_ref": _undo_ref,

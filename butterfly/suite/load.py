@@ -281,7 +281,7 @@ class Builtin:
 
 
 BUILTINS: Final = {
-    "butterfly-40": Builtin(seed=40, version=3),
+    "butterfly-40": Builtin(seed=40, version=4),
     "butterfly-long": Builtin(seed=4080, version=3, ask_at=(5, 10, 20, 40, 80), window_k=40),
     "butterfly-hard": Builtin(seed=1315, version=3),
     "butterfly-code": Builtin(seed=1414, version=2, track="code"),
@@ -296,6 +296,7 @@ RETIRED: Final = {
     "c795c65f4b72360df0b056b6340642d652a8a92eff499d188da3ed29833a8ddd": ("butterfly-40", 2),
     "fe74dfedb5ea284c64b7714722bd6651fdbb689999636de5d322fc53cb7b4808": ("butterfly-long", 1),
     "f8891a02cc2e5d0f3d45f3c531e5532841ef930e7a446d9fbb2516ccfdc697c3": ("butterfly-hard", 1),
+    "4b3c2db13d0305a458b3a2a0f5d72ade38ac19c2589cfe24f2e8a198a23cb4a9": ("butterfly-40", 3),
     "8b49f2adb62444def9e2eb678e1670fb563c77bb9446873499bc2876db9939b9": ("butterfly-hard", 2),
     "69c751d0bf83d869822e7005e13532d4f01820ae5e27a73a95deeb843799bc21": ("butterfly-code", 1),
     "5d3d9ed532525e2f4ea86aee93a15e14e8caa2782d097f6eaa28cb8e0aba8b48": ("butterfly-long", 2),

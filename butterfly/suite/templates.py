@@ -39,6 +39,8 @@ FAMILIES: Final[dict[str, tuple[str, ...]]] = {
         "Actually, revert my most recent change.",
         "Scratch the change I just made.",
         "Go back on my last change, please.",
+        # v4, one reading: right after an undo ("the change I just made" is not the undo)
+        "Undo my most recent change that is still in effect.",
     ),
     "undo_ref": (
         "Undo the change I made to {description}.",
@@ -105,6 +107,7 @@ and with it every op sequence, is the one generator v2 drew."""
 
 ONE_READING: Final[dict[str, tuple[str, ...]]] = {
     "set.1": ("set.5", "set.6"),  # "instead" -> "X instead of Y" (or Y is unspecified)
+    **{f"undo_last.{i}": ("undo_last.4",) for i in range(4)},  # right after an undo
     "undo_ref.0": ("undo_ref.4",),
     "undo_ref.1": ("undo_ref.0", "undo_ref.4"),  # "still in effect" only after another change
     "undo_ref.2": ("undo_ref.5",),

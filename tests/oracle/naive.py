@@ -45,7 +45,7 @@ KINDS = (
     "coupling_override",
     "undo_earliest_history",
     "inapplicable",
-    *(f"reading_{n}" for n in range(1, 7)),
+    *(f"reading_{n}" for n in range(1, 9)),
 )
 
 NOT_APPLICABLE = (

@@ -9,7 +9,8 @@ borrowed (the catalogue's couplings and value lists, through ``naive``).
 at that turn, the lowest-numbered reading) whose second reading gives a spec other than
 ``specs`` (the oracle's) after some turn, or None. Readings 1 to 5 are the contract's; 6 (the
 earliest change after a redo) was found by careful readers of the v3 suites, 7 (what kind of
-files the tool writes, while a compression change is in effect) by those of the v4 suites.
+files the tool writes, once a compression change has been made) and 8 (an undo of the last
+change right after an undo) by those of the v4 suites.
 """
 
 from __future__ import annotations
@@ -176,10 +177,14 @@ def alternatives(initial: Mapping[str, str], turns: Sequence[Mapping[str, Any]],
             and not has(text, PINNED)):
         out.append((5, {"op": "follow"}))
     if (op == "undo_ref" and turn["setting"] == "output_format" and _kind_of_output(text)
-            and not has(text, ("format",))):
+            and not has(text, ("format",)) and any(c[0] == "compression" for c in changes)):
         compressing = [i for i in live if changes[i][0] == "compression"]
-        if compressing:
-            out.append((7, {"op": "off", "index": compressing[-1]}))
+        out.append((7, {"op": "off", "index": compressing[-1]} if compressing
+                    else {"op": "distractor"}))
+    last = [u["op"] for u in turns[: t - 1] if u["op"] != "distractor"]
+    if (op == "undo_last" and last and last[-1] in ("undo_last", "undo_ref", "undo_earliest")
+            and not has(text, ("still in effect",))):
+        out.append((8, {"op": "redo"}))
     if op == "undo_earliest" and live and not has(text, ("made",)):
         longest = sorted(live, key=lambda i: changes[i][3])[0]
         if longest != live[0]:

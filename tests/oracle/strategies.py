@@ -104,7 +104,7 @@ def set_text(setting: str, value: str) -> str:
 # ---------------------------------------------------------------------------- turns
 
 SIMPLE_TEXT = {
-    "undo_last": "Scratch that last change.",
+    "undo_last": "Undo my most recent change that is still in effect.",
     "undo_earliest": "Of the changes still in effect, undo the one I made first.",
     "redo": "Actually, put that back.",
     "distractor": "By the way, my teammate runs this on Windows.",
@@ -130,9 +130,17 @@ def drop_turn(setting: str, text: str | None = None) -> dict[str, Any]:
     return {"op": "drop", "setting": setting, "text": text}
 
 
-def undo_ref_turn(setting: str, text: str = "Undo my change to {desc} that is still in effect."
-                  ) -> dict[str, Any]:
+ONE_READING_DESC = {"output_format": "which data format the output is written in"}
+"""The description with one reading where the catalogue's has two (reading 7: "what kind of
+files the tool writes" once a compression change was made)."""
+
+
+def undo_ref_turn(setting: str, text: str | None = None) -> dict[str, Any]:
+    """An undo by description; without ``text``, worded with one reading."""
     desc = BY_KEY[setting].description
+    if text is None:
+        text = "Undo my change to {desc} that is still in effect."
+        desc = ONE_READING_DESC.get(setting, desc)
     return {"op": "undo_ref", "setting": setting, "text": text.format(desc=desc)}
 
 
@@ -149,6 +157,7 @@ REPLACING_SET = ("Let's go with {phrase} instead.", "Actually, I want {phrase}."
 NAMED_SET = "Let's go with {phrase} instead of the value we had."
 EARLIEST_TEXTS = ("Undo the earliest change that is still in effect.",
                   "Go back on the earliest change that is still in place.")
+LAST_TEXTS = ("Scratch that last change.", "Go back on my last change, please.")
 LINK_TEXTS = ("Use the same format for the output as for the input.",
               "Write the output in whatever format the input files are in.",
               "Set the output format to whatever the input format is right now.")
@@ -433,6 +442,8 @@ def _reworded(turn: dict[str, Any], choice: int) -> dict[str, Any]:
         return {**turn, "text": texts[choice % len(texts)]}
     if op == "undo_ref":
         return undo_ref_turn(turn["setting"], AMBIGUOUS_REF[choice % len(AMBIGUOUS_REF)])
+    if op == "undo_last":  # right after an undo: the undo, or the change? (reading 8)
+        return {**turn, "text": LAST_TEXTS[choice % len(LAST_TEXTS)]}
     if op == "undo_earliest" and turn["text"] == SIMPLE_TEXT["undo_earliest"]:
         return {**turn, "text": EARLIEST_TEXTS[choice % len(EARLIEST_TEXTS)]}
     if op == "set":
@@ -475,6 +486,23 @@ def _twice_then_ref(init: dict[str, str], turn_list: list[dict[str, Any]], key: 
     return out
 
 
+def _kind_of_files(init: dict[str, str], turn_list: list[dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
+    """A compression change and an output-format change, then an undo of the output format by
+    the catalogue's description ("what kind of files the tool writes"), as far as that keeps it
+    valid."""
+    out = list(turn_list)
+    gz = next(v for v in BY_KEY["compression"].domain if v != init["compression"])
+    md = next(v for v in ("markdown", "csv") if v != init["output_format"])
+    for turn in (set_turn("compression", gz), set_turn("output_format", md),
+                 undo_ref_turn("output_format", "Undo the change I made to {desc}.")):
+        trial = [*out, turn]
+        if isinstance(naive.naive_replay(init, trial, readings=False), tuple):
+            break
+        out = trial
+    return out
+
+
 def _earliest_after_redo(init: dict[str, str], turn_list: list[dict[str, Any]]
                         ) -> list[dict[str, Any]]:
     """The earliest change undone and brought back, then undo-earliest worded without "made"
@@ -494,8 +522,10 @@ def read_scenarios(draw: st.DrawFn) -> Scenario:
     """A valid scenario (v1 and v2 guards) with some set, undo_ref and redo turns reworded so
     that a second reading (contract v3) may be triggered: rewording keeps every other guard."""
     init, turn_list = draw(valid_turn_lists(2, 8))
-    shape = draw(st.integers(0, 3))
-    if shape == 1:
+    shape = draw(st.integers(0, 4))
+    if shape == 4:
+        turn_list = _kind_of_files(init, turn_list)
+    elif shape == 1:
         turn_list = _stack_up(init, turn_list)
     elif shape == 2:
         turn_list = _twice_then_ref(init, turn_list, _pick(draw, OTHERS))

@@ -68,6 +68,12 @@ def _kind(text: str) -> oracle.Scenario:
                 undo_ref_turn("output_format", text))
 
 
+def _undo_then_last(text: str) -> oracle.Scenario:
+    # an undo, a question, then "the change I just made": the undo, or the log change?
+    return make(set_turn("log_level", "debug"), set_turn("retries", "3"), UNDO_LAST,
+                simple_turn("distractor"), {"op": "undo_last", "text": text})
+
+
 CASES = {
     # reading: (scenario with two readings, the turn, the same scenario worded with one)
     "stacked-redo": (_stacked("Bring back the change I undid most recently."), 6,
@@ -86,12 +92,15 @@ CASES = {
     "output-kind": (_kind("Undo the change I made to what kind of files the tool writes."), 3,
                     _kind("Undo the change I made to which data format the output is written "
                           "in (CSV, JSON and so on).")),
+    "undo-last-after-an-undo": (_undo_then_last("Scratch the change I just made."), 5,
+                                _undo_then_last("Undo my most recent change that is still "
+                                                "in effect.")),
 }
 
 
 def test_every_reading_of_the_registry_has_a_case() -> None:
     assert list(CASES) == [r.name for r in READINGS]
-    assert [r.number for r in READINGS] == [1, 2, 3, 4, 5, 6, 7]
+    assert [r.number for r in READINGS] == [1, 2, 3, 4, 5, 6, 7, 8]
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -175,4 +184,23 @@ def test_what_kind_of_files_without_a_compression_change_has_one_reading() -> No
                            "tool writes."))
     ctx = next(c for t, c in contexts(s.initial, s.turns) if t == 2)
     assert BY_NAME["output-kind"] not in triggered(ctx)
+    assert kind(s) is None
+
+
+def test_what_kind_of_files_after_a_compression_change_was_undone_reads_two_ways() -> None:
+    # the gzip change is undone: a reader who takes it as the one meant undoes nothing
+    s = make(set_turn("output_format", "csv"), set_turn("compression", "gzip"),
+             undo_ref_turn("compression"),
+             undo_ref_turn("output_format", "Undo the change I made to what kind of files the "
+                           "tool writes."))
+    assert kind(s) == (4, "reading_7")
+
+
+def test_an_undo_last_after_a_redo_has_one_reading() -> None:
+    # undoing the redo and undoing the last change made are the same change (the undo-last
+    # guard makes the redone change the one made last)
+    s = make(set_turn("log_level", "debug"), UNDO_LAST, simple_turn("redo"),
+             {"op": "undo_last", "text": "Scratch the change I just made."})
+    ctx = next(c for t, c in contexts(s.initial, s.turns) if t == 4)
+    assert BY_NAME["undo-last-after-an-undo"] not in triggered(ctx)
     assert kind(s) is None

@@ -155,3 +155,26 @@ def test_a_run_that_asks_every_turn_is_scored_as_before(tmp_path: Path) -> None:
     a = _score_of(butterfly.run(**kw, ask_at="all", out=tmp_path / "a").path)
     assert a["asked_turns_only"] is False and a["ask_at"] is None
     assert a["n_answers"] == 12 * 5
+
+
+def test_a_suite_of_long_chains_is_scored_beside_its_recency_baselines(drift: Path) -> None:
+    """Contract v4, section 8: half the shortest asked length of 40 or more (20) and the
+    manifest's second K (40), each scored on the run's own asks, labelled as what it is; the
+    Kaggle headline prints the same figures."""
+    from butterfly.core.agents import agent_specs_at
+    from butterfly.kaggle import runner as bb
+
+    score = butterfly.score_run(drift)
+    assert list(score.baselines) == ["noop", "last-edit", "window:k=20", "window:k=40"]
+    for k in (20, 40):
+        want = sum(agent_specs_at(f"window:k={k}", s, [len(s.turns)])[0] == replay(s)[-1]
+                   for s in LONG) / len(LONG)
+        assert score.baselines[f"window:k={k}"].final_match == pytest.approx(want)
+    assert score.baselines["window:k=20"].final_match == pytest.approx(36 / 60)  # <= 20 turns
+    r = run_inproc("score", str(drift))
+    assert "baseline: window:k=20 (reads only the last 20 messages)" in " ".join(r.stdout.split())
+    line = bb.baselines_line(LONG, ASKS, 40)
+    for name, b in score.baselines.items():
+        label = name if name in ("noop", "last-edit") else \
+            f"{name} (reads only the last {name.split('=')[1]} messages)"
+        assert f"{label} {b.final_match:.1%}" in line

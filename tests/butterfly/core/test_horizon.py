@@ -206,6 +206,25 @@ def test_the_interval_has_open_and_bound_ends_and_never_zero_width(
     assert interval(values, 5, 40) == expected
 
 
+@pytest.mark.parametrize(("values", "expected"), [
+    ([12.0] * 100, (10, 20)),  # every resample crosses between 10 and 20: there it lies
+    ([12.0] * 99 + [15.0], (10, 15.0)),  # a distinct value above, none below: a length
+    ([7.0] + [12.0] * 99, (7.0, 20)),
+    ([10.0] * 100, (5, 20)),  # on a tested length: the lengths around it
+    ([5.0] * 100, (None, 10)),  # at the shortest: nothing tested below, open
+])
+def test_resamples_that_all_coincide_are_bounded_by_the_tested_lengths_around_them(
+        values: list[float], expected: tuple[float | None, float | None]) -> None:
+    assert interval(values, 5, 40, [5, 10, 20, 40]) == expected
+
+
+def test_a_deterministic_agent_s_horizon_is_bracketed_by_the_lengths_around_it() -> None:
+    # every chain passes up to 20 turns and fails from 40: the crossing lies between them
+    convs = [Conversation(f"s{i}", n, n <= 20) for i in range(8) for n in (5, 10, 20, 40, 80)]
+    h = horizon(convs)
+    assert h.turns is not None and 20 <= h.turns <= 40 and h.ci == (20, 40)
+
+
 @st.composite
 def thin_runs(draw: st.DrawFn) -> list[Conversation]:
     """One to six scenarios at a few lengths, one to three repeats each, outcomes drawn."""

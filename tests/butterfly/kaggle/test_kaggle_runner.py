@@ -112,6 +112,10 @@ def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) 
     text = bb.headline_text("fake", verdicts, scenarios={s.id: s for s in CHAINS},
                             ask_at=ask_at)
     assert text.splitlines()[-1] == horizon_line(score.horizon)
+    line = next(x for x in text.splitlines() if x.startswith("baselines on the same"))
+    assert line == "baselines on the same 3 scenarios: final match " + ", ".join(
+        f"{name} {b.final_match:.1%}" for name, b in score.baselines.items())
+    assert list(score.baselines) == ["noop", "last-edit"]  # no chain of 40 turns: no window
     if ask_at is not None:
         assert text.splitlines()[0] == asked_line(ask_at) and text.count(ASKED_NOTE) == 3
         assert [v["asked"] for v in verdicts] == [list(t) for t in

@@ -41,10 +41,10 @@ def test_the_plan_covers_every_band_of_every_ask_point(seed: int) -> None:
     asked = asked_of(length, sorted(rng.sample(range(1, length), 4)))
     anchors = plan(length, asked, rng)
     for t in (a for a in asked if a >= 40):
-        for lo, hi in bands(t):
+        for j, (lo, hi) in enumerate(bands(t)):
             serving = [a for a in anchors if t in a.needs and lo <= t - a.last
                        and t - a.first < hi]
-            assert len(serving) == 1, (t, lo, hi)
+            assert len(serving) == (2 if j == 0 else 1), (t, lo, hi)  # the oldest: a spare
     assert all(a.first <= a.at <= a.last for a in anchors)
     assert plan(30, asked_of(30, [10, 20]), rng) == []  # no ask point from 40 on: no plan
 
@@ -68,13 +68,13 @@ def test_chains_shorter_than_40_turns_draw_as_before() -> None:
     # no plan below 40 turns: the random stream, and so the chain, is generator v3's
     old = {s.id: s for s in load_suite(RETIRED / "butterfly-long.v2.jsonl", readings=False)}
     new = [s for s in load_suite(resolve_suite("butterfly-long")) if len(s.turns) < 40]
-    kept = [s for s in new if old[s.id] == s]
-    assert len(kept) == len(new) - 1  # long-020-10: reading 7 reworded one turn
-    changed = next(s for s in new if old[s.id] != s)
-    diff = [t for t, (a, b) in enumerate(zip(old[changed.id].turns, changed.turns,
-                                             strict=True), 1) if a != b]
-    assert changed.id == "long-020-10" and diff == [16]
-    assert "which data format the output is written in" in changed.turns[15].text
+    for s in new:  # the same ops; a few turns reworded (readings 7 and 8)
+        for a, b in zip(old[s.id].turns, s.turns, strict=True):
+            if a != b:
+                assert a.model_copy(update={"text": "", "paraphrase": None}) == \
+                    b.model_copy(update={"text": "", "paraphrase": None})
+                assert "which data format the output" in b.text or "still in effect" in b.text
+    assert sum(old[s.id] != s for s in new) <= 4
 
 
 @pytest.mark.parametrize("name", ["butterfly-long", "butterfly-horizon"])
@@ -151,3 +151,16 @@ def test_the_drift_agent_s_expected_horizon_is_inside_its_interval(
     lo, hi = h.ci
     assert h.turns is not None and lo is not None and hi is not None
     assert lo <= expected <= hi, (expected, h.turns, h.ci)
+
+
+@pytest.mark.parametrize("agent", ["last-edit", "lifo"])
+def test_flawed_agents_fail_at_every_guarded_ask_point(
+        horizon_suite: list[tuple[Scenario, list[dict[str, str]], list[int]]],
+        agent: str) -> None:
+    """Undos that cancel out by the ask point (an anchor undone, then brought back) test
+    nothing there; the earliest change undone for good before each ask point does."""
+    from butterfly.core.agents import agent_specs_at
+
+    for t in (a for a in HORIZON_ASK_AT if a >= 40):
+        matched = sum(agent_specs_at(agent, s, [t])[0] == o[t] for s, o, _ in horizon_suite)
+        assert matched <= 1, (agent, t, matched)

@@ -44,9 +44,9 @@ def test_builtin_rebuild_is_byte_identical_to_committed_file(name: str) -> None:
     assert max(len(s.turns) for s in scenarios) <= committed.max_turns
 
 
-def test_butterfly40_is_v3_and_keeps_1_to_10_turns() -> None:
+def test_butterfly40_is_v4_and_keeps_1_to_10_turns() -> None:
     m = load_manifest(SUITE)
-    assert m is not None and m.version == 3 and m.max_turns == 10
+    assert m is not None and m.version == 4 and m.max_turns == 10
     assert turn_limit("butterfly-40") == 10 and turn_limit("butterfly-long") == 200
 
 

@@ -220,6 +220,6 @@ def test_validate_readings_on_the_new_versions_finds_nothing() -> None:
     assert r.returncode == 0, r.stderr
     rows = [line.split() for line in r.stdout.splitlines() if line.startswith("  ")
             and line.split()[0].isdigit()]
-    assert len(rows) == 4 * 7 and all(row[2] == "0" for row in rows)
+    assert len(rows) == 4 * 8 and all(row[2] == "0" for row in rows)
     assert r.stdout.count("valid under contract v4") == 4
     assert "not valid" not in r.stdout
