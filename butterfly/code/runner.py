@@ -132,9 +132,9 @@ def _open(path: Path) -> BinaryIO | None:
     return os.fdopen(fd, "rb")
 
 
-def _written(own: Path, work: Path) -> tuple[int, int]:
+def _written(own: Path, work: Path, most: int = FILES) -> tuple[int, int]:
     """(bytes written, entries) of a run so far: stdout, stderr and everything under ``work``
-    (links not followed); entries stop counting past ``FILES``; an unreadable directory counts
+    (links not followed); entries stop counting past ``most``; an unreadable directory counts
     as too many."""
     total = sum((own / n).stat().st_size for n in ("stdout", "stderr"))
     entries, todo = 0, [work]
@@ -144,7 +144,7 @@ def _written(own: Path, work: Path) -> tuple[int, int]:
         except FileNotFoundError:
             continue
         except OSError:
-            return total, FILES + 1
+            return total, most + 1
         with listing:
             for entry in listing:
                 entries += 1
@@ -154,7 +154,7 @@ def _written(own: Path, work: Path) -> tuple[int, int]:
                         todo.append(Path(entry.path))
                     else:
                         total += info.st_size
-                if entries > FILES:
+                if entries > most:
                     return total, entries
     return total, entries
 
@@ -166,7 +166,7 @@ def _watch(own: Path, work: Path, base: tuple[int, int], budget: Budget | None
     def watch() -> str | None:
         if budget is not None and budget.stop.is_set():
             return "stopped"
-        total, entries = _written(own, work)
+        total, entries = _written(own, work, FILES + base[1])
         if entries - base[1] > FILES:
             return "files"
         return "output" if total - base[0] > CAP else None
@@ -264,7 +264,10 @@ def run_program(source: str, args: list[str], stdin: bytes = b"", timeout: float
             raise Stopped("stopped")
         out, err = _head(own / "stdout"), _tail(own / "stderr")
         files, sizes = _collect(work, {"tool.py", *inputs}, keep)
-        flooded = ended.stopped == "output" or _written(own, work)[0] - base[0] > CAP
+        total, entries = _written(own, work, FILES + base[1])  # a burst between two looks
+        flooded = ended.stopped == "output" or total - base[0] > CAP
+        if ended.stopped is None and entries - base[1] > FILES:
+            ended = Exit(ended.status, "files", ended.cpu_seconds)
         limit = _limit(ended, flooded, err, wall < timeout)
         counted = None
         if tally is not None and ended.status == 0 and not flooded:

@@ -239,6 +239,16 @@ def _sandbox_init(info: int) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _reaped_cpu(init: int | None) -> float:
+    """CPU seconds of the children the sandbox's pid 1 has reaped (the program, when it ended
+    by itself: bwrap returns without waiting for pid 1, so its own accounting misses them)."""
+    try:
+        fields = Path(f"/proc/{init}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _end_namespace(init: int | None) -> None:
     """Kill the sandbox's pid 1 (the kernel then kills everything in its pid namespace) and wait
     until it is dead: it turns zombie only once every other process in it has gone. bwrap may
@@ -294,7 +304,9 @@ def execute_as(kind: Kind, work: Path, args: list[str], streams: Streams, limits
             status, cpu = reaped(proc.pid)
             proc.returncode = status
             if kind == "bubblewrap":
-                _end_namespace(_sandbox_init(info))
+                init = _sandbox_init(info)
+                cpu += _reaped_cpu(init)
+                _end_namespace(init)
     finally:
         os.close(info)
         os.close(cfg)
