@@ -52,7 +52,7 @@ def unobserved(runs: Sequence[Run]) -> list[str]:
     """One line per code run whose programs are not all observed: what is left out, and the
     command that observes them (reading never runs a program)."""
     out = []
-    for run in runs:
+    for run in {r.path: r for r in runs}.values():  # a run given twice is said once
         turns = run.unobserved
         if turns:
             convs = len({(t.scenario, t.layout, t.repeat) for t in turns})

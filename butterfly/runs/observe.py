@@ -321,14 +321,18 @@ def observe_programs(run_dir: Path, todo: Iterable[tuple[str, Mapping[str, str]]
     private directory removed) and what finished is kept."""
     found = read_observations(run_dir)
     fresh: dict[Key, tuple[str, dict[str, str]]] = {}
-    known = 0
+    on_file: set[Key] = set()
     for program, expect in todo:
         key = key_of(program, expect)
         if key in found.known:
-            known += 1
+            on_file.add(key)
         elif key not in fresh:
             fresh[key] = (program, {k: expect[k] for k in KEYS})
+    known = len(on_file)
     if not fresh:
+        path = run_dir / OBSERVATIONS
+        if path.is_file() and path.stat().st_size != found.end:
+            ObservationLog(run_dir, found).close()  # a torn or unsealed tail: cut off
         return Observed(str(run_dir), 0, known, None, 0.0)
     start, kind = time.perf_counter(), sandbox_kind()
     sweep_stale()
