@@ -21,8 +21,8 @@ from fakeserver import FakeServer
 
 from butterfly import api
 from butterfly.code import extract, runner, sandbox
-from butterfly.code.judge import figures_line
 from butterfly.code.agents import code_answers
+from butterfly.code.judge import figures_line
 from butterfly.runs import observe
 from butterfly.runs.code_turns import programs
 from butterfly.runs.lock import writer_lock
