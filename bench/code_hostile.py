@@ -133,7 +133,7 @@ def measure(kind: str, scenarios: int = 2, run_seconds: float | None = None,
         left = len(list(tmpdir.glob("bfcode-*")))
         try:
             found = list(read_observations(out).known.values())
-        except Exception as e:  # noqa: BLE001 - reported, not raised: the table goes on
+        except Exception as e:
             return Measured(kind, seconds, None, status, 0, 0, 0, 0, left, str(e))
         turns = sum(1 for _ in (out / "calls.jsonl").open()) if (out / "calls.jsonl").is_file() \
             else 0

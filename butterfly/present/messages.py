@@ -113,6 +113,9 @@ def imported(log: str, result: Imported) -> list[str]:
     if result.not_played:
         lines.append(f"butterfly: {result.not_played} of {result.conversations} "
                      "conversation(s) have no call in the log: score counts them as not played")
+    if m.params.track == "code" and m.n_calls:
+        lines.append("butterfly: a code run's programs are not run by the import; observe them "
+                     f"in the sandbox with: butterfly observe {one_line(str(result.out))}")
     return lines
 
 
