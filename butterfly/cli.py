@@ -69,6 +69,17 @@ ABOUT: dict[str, tuple[str, str, str]] = {
         "docs/running.md).\nA lost manifest is rebuilt from RUN FLAGS, the flags of the "
         "butterfly run that made RUN.",
         "exit status: 0 repaired (or nothing to repair), 1 refused"),
+    "observe": (
+        "run a code run's programs not yet observed in the sandbox, each observation kept as "
+        "it is made",
+        "Run every program of the code-track run RUN that has no observation yet in the "
+        "sandbox\n(bubblewrap), within its budget, and append each observation, sealed, to\n"
+        "RUN/observations.jsonl (docs/code-track.md). butterfly run --track code observes as it "
+        "plays;\nscore, show, report, export, compare, flips and runs only read observations "
+        "and\nsay when programs await this command. Holds RUN's write lock. As root, the "
+        "fallback\nsandbox (no bubblewrap) is refused unless --allow-fallback.",
+        "exit status: 0 observed (or nothing to observe), 1 refused, 130 interrupted "
+        "(what was\nobserved is kept)"),
 }
 """Commands with a description and an epilog of their own: (help, description, epilog)."""
 
@@ -168,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="when RUN's manifest is lost: --model M [--suite S --limit N ...] as "
                     "given to butterfly run")
     rr.set_defaults(func=_repair)
+
+    ob = _documented(sub, "observe")
+    ob.add_argument("run", metavar="RUN", help="a code-track run directory")
+    ob.add_argument("--allow-fallback", action="store_true", help="as root without "
+                    "bubblewrap: observe in the fallback sandbox anyway (it cannot stop a "
+                    "program from reading this user's files)")
+    ob.set_defaults(func=commands.cmd_observe)
 
     s = sub.add_parser("score", help="score a run directory")
     s.add_argument("run", metavar="RUN", help="a run directory")

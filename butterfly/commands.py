@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 
 if TYPE_CHECKING:
-    from butterfly.api import RunOptions
+    from butterfly.api import Run, RunOptions
 
 
 def _write(path: str | None, text: str) -> None:
@@ -184,6 +185,7 @@ def cmd_score(a: argparse.Namespace) -> int:
     else:
         print_score(result)
         print(content_line(run))
+    _unobserved([run])
     failed = failed_run(a.run, run.manifest)
     if failed is not None:  # scored what there is, but say so: exit 5
         print(failed, file=sys.stderr)
@@ -195,19 +197,23 @@ def cmd_export(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import to_csv
 
-    rows = api.export(a.runs, a.level)
+    runs = _loaded(a.runs)
+    rows = api.export(list(runs), a.level)
     _write(a.csv, to_csv(rows, a.level))
     if a.csv not in (None, "-"):
         print(f"wrote {len(rows)} {a.level} rows to {a.csv}", file=sys.stderr)
+    _unobserved(runs)
     return 0
 
 
 def cmd_runs(a: argparse.Namespace) -> int:
     from butterfly import api
+    from butterfly.present.messages import unobserved_runs
     from butterfly.present.text import runs_text
 
     lines = api.runs(a.dir)
     print(_dump([x.to_json() for x in lines]) if a.json else runs_text(lines))
+    _say(unobserved_runs(lines))
     return 0
 
 
@@ -215,8 +221,10 @@ def cmd_flips(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import flips_text
 
-    grid = api.flips(a.runs)
+    runs = _loaded(a.runs)
+    grid = api.flips(list(runs))
     print(_dump(grid) if a.json else _printable(flips_text(grid)))
+    _unobserved(runs)
     return 0
 
 
@@ -224,8 +232,10 @@ def cmd_audit(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import audit_text
 
-    items = api.audit(a.runs)
+    runs = _loaded(a.runs)
+    items = api.audit(list(runs))
     print(_dump(items) if a.json else _printable(audit_text(items)))
+    _unobserved(runs)
     return 0
 
 
@@ -235,15 +245,22 @@ def cmd_show(a: argparse.Namespace) -> int:
 
     if a.lines < 1:
         raise UserError("--lines must be at least 1")
-    shown = api.show(a.run, a.scenario, a.layout, a.repeat)
-    return print_shown(shown.info, shown.conversations, shown.one, full=a.full, lines=a.lines)
+    runs = _loaded([a.run])
+    shown = api.show(runs[0], a.scenario, a.layout, a.repeat)
+    code = print_shown(shown.info, shown.conversations, shown.one, full=a.full, lines=a.lines)
+    _unobserved(runs)
+    return code
 
 
 def cmd_report(a: argparse.Namespace) -> int:
     from butterfly import api
+    from butterfly.api.reading import check_report
 
-    size = api.report(a.runs, a.html, a.title, compare_method=a.compare_method, q=a.q)
+    check_report(a.runs, a.html, a.q)  # before any run is read
+    runs = _loaded(a.runs)
+    size = api.report(list(runs), a.html, a.title, compare_method=a.compare_method, q=a.q)
     print(f"wrote {a.html} ({size / 1e6:.2f} MB)", file=sys.stderr)
+    _unobserved(runs)
     return 0
 
 
@@ -251,9 +268,11 @@ def cmd_compare(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import compare_text
 
-    result = api.compare(a.run_a, a.run_b, a.method, a.q, k=a.k, cap=a.cap,
+    run_a, run_b = _loaded([a.run_a, a.run_b])
+    result = api.compare(run_a, run_b, a.method, a.q, k=a.k, cap=a.cap,
                          stop_fine=a.stop_fine, layout=a.layout, seed=a.seed)
     print(_dump(result.model_dump()) if a.json else _printable(compare_text(result)))
+    _unobserved([run_a, run_b])
     return 0
 
 
@@ -296,6 +315,30 @@ def cmd_parse(a: argparse.Namespace) -> int:
     code, text = api.parse(sys.stdin.read(), a.parse, a.protocol)
     print(text, file=sys.stdout if code == 0 else sys.stderr)
     return code
+
+
+def cmd_observe(a: argparse.Namespace) -> int:
+    from butterfly import api
+    from butterfly.present.display import ObservingDisplay
+    from butterfly.present.messages import observed
+
+    told = ObservingDisplay(f"observing the programs of {a.run}")
+    _say(observed(api.observe(a.run, allow_fallback=a.allow_fallback, on_done=told)))
+    return 0
+
+
+def _loaded(paths: Sequence[str]) -> list[Run]:
+    """The runs a reading command reads, each read once (the API is given them)."""
+    from butterfly import api
+
+    return [api.load_run(Path(p)) for p in paths]
+
+
+def _unobserved(runs: Sequence[Run]) -> None:
+    """Say which code runs hold programs not yet observed (on stderr)."""
+    from butterfly.present.messages import unobserved
+
+    _say(unobserved(runs))
 
 
 def _printable(text: str) -> str:

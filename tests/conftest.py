@@ -144,7 +144,7 @@ def code_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The scripted code agents' runs (:data:`CODE_AGENTS`) of the test code suite, one
     directory each, played once per worker: the modules that use them are in the xdist group
     ``code-runs``, so one worker plays them for both (code/test_code_runs.py,
-    present/test_report_code.py). Scoring them writes their observations; a test that changes
+    present/test_report_code.py). Playing them writes their observations; a test that changes
     a run works on a copy."""
     from butterfly import api
 

@@ -31,7 +31,7 @@ from typing import Final, TypedDict
 from butterfly.core.asking import asked_turns
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
-from butterfly.runs.reader import check_same_scenarios, load_run
+from butterfly.runs.reader import Run, check_same_scenarios, load_run
 from oracle import KEYS, Scenario, Spec, replay
 
 CLASSES: Final = ("stable-pass", "stable-fail", "layout-sensitive", "runs-differ", "noisy",
@@ -209,15 +209,15 @@ def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[Audi
     return items
 
 
-def load_columns(runs: Sequence[Path]) -> tuple[list[Scenario], list[Column]]:
-    """The columns of one or more run directories, over the scenarios all of them play
-    (matched by content: one id must mean one scenario in every run)."""
-    loaded = [load_run(path) for path in runs]
+def load_columns(runs: Sequence[Path | Run]) -> tuple[list[Scenario], list[Column]]:
+    """The columns of one or more run directories (or runs already read), over the scenarios
+    all of them play (matched by content: one id must mean one scenario in every run)."""
+    loaded = [r if isinstance(r, Run) else load_run(r) for r in runs]
     check_same_scenarios(loaded)
     columns: list[Column] = []
     scenarios: list[Scenario] | None = None
-    for i, (path, run) in enumerate(zip(runs, loaded, strict=True)):
-        manifest = run.manifest
+    for i, run in enumerate(loaded):
+        path, manifest = run.path, run.manifest
         chosen = run.scenarios
         scenarios = chosen if scenarios is None else [s for s in scenarios if s in chosen]
         p = run.params

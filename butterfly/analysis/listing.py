@@ -3,7 +3,8 @@ sha, prompt version, layouts and repeats, mode and ask points, whether it was im
 inspect log, status and shard, final match, cost and its price's source, cached prompt tokens and
 what they saved, reasoning tokens). A directory that
 does not read as a run is listed with its error, never skipped silently; a run made before the
-digest is labelled unsealed, a repaired one repaired. A run with no priced answer (an unpriced
+digest is labelled unsealed, a repaired one repaired, a code run with programs not yet observed
+says how many turns (listing never runs a program). A run with no priced answer (an unpriced
 model, or every call failed) has no cost (``-``), never $0."""
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class RunLine:
     sealed: bool | None = None
     repaired: int = 0
     """How many times ``butterfly repair`` rebuilt it."""
+    unobserved: int = 0
+    """A code run's answered turns whose program is not yet observed (not scored; ``butterfly
+    observe RUN`` observes them)."""
 
     def to_json(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = asdict(self)
@@ -92,6 +96,7 @@ def describe(path: Path) -> RunLine:
         reasoning_tokens=None if u is None else u.reasoning_tokens,
         shard=None if p.shard is None else str(p.shard), content=run.digest.label(),
         sealed=run.digest.sealed is not None, repaired=len(m.repaired),
+        unobserved=len(run.unobserved),
     )
 
 

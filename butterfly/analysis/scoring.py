@@ -28,7 +28,9 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
     re-parse the raw answers. Conversations without any call record were never played (a run
     stopped before them, or a sequential comparison that stopped their scenario early): counted as
     ``not_played``, not as incomplete. A run asked at chosen turns is scored on its asked turns
-    (contract v3, section 4): a turn not asked has no answer and is not scored."""
+    (contract v3, section 4): a turn not asked has no answer and is not scored. A code run's
+    conversation holding a program not yet observed (and no failed call) is counted apart
+    (``code.unobserved_conversations``): reading never runs a program."""
     if not isinstance(run, Run):
         run = load_run(run)
     params = run.params
@@ -37,6 +39,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
     in_run = run.scenarios
     answers: dict[ConversationKey, list[Spec | None]] = {}
     incomplete: list[ConversationKey] = []
+    unobserved: list[ConversationKey] = []  # a code run's programs not yet observed: apart
     not_played = 0
     by_id = {s.id: s for s in in_run}
     for key in run.conversations():
@@ -44,14 +47,22 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             not_played += 1
             continue
         specs: list[Spec | None] = []
+        waiting = False
         for t in asked(by_id[key.scenario], params):  # a turn not asked has no answer
-            turn = done.get(TurnKey(key.scenario, t, key.layout, key.repeat))
+            turn_key = TurnKey(key.scenario, t, key.layout, key.repeat)
+            turn = done.get(turn_key)
+            if turn is None and turn_key in run.unobserved:
+                waiting = True
+                continue
             if turn is None:
                 incomplete.append(key)
                 break
             specs.append(turn.spec)
         else:
-            answers[key] = specs
+            if waiting:
+                unobserved.append(key)
+            else:
+                answers[key] = specs
     windows = recency_ks(in_run, params.ask_at, suite_window_k(run))
     overall, totals, horizon = score_conversations(in_run, answers, incomplete, params.layouts,
                                                    params.ask_at, windows)
@@ -76,7 +87,8 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        shard=shard,
                        sweep_conversations=sweep, ask_at=params.ask_at,
                        asked_turns_only=params.ask_at is not None,
-                       code=code_score(run, answers, done) if params.track == "code" else None)
+                       code=code_score(run, answers, done, len(unobserved))
+                       if params.track == "code" else None)
 
 
 def shard_of(run: Run) -> tuple[str | None, int | None]:

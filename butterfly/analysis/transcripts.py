@@ -17,7 +17,7 @@ from butterfly.core.transcript import Transcript, conversation_of
 from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView
-from butterfly.runs.reader import load_run
+from butterfly.runs.reader import Run, load_run
 from oracle import Scenario
 
 
@@ -34,11 +34,12 @@ class ShowInfo(TypedDict):
     """How the run asked (:func:`butterfly.core.asking.asked_line`); None: every turn."""
 
 
-def load(run: Path, scenario: str | None, layout: str | None,
+def load(run: Path | Run, scenario: str | None, layout: str | None,
          repeat: int) -> tuple[ShowInfo, list[Transcript]]:
     """The run's manifest summary and the transcripts asked for (every scenario when
-    ``scenario`` is None)."""
-    loaded = load_run(run)
+    ``scenario`` is None); ``run``: its directory, or the run already read."""
+    loaded = run if isinstance(run, Run) else load_run(run)
+    run = loaded.path
     manifest, params = loaded.manifest, loaded.params
     chosen = loaded.scenarios
     lay = loaded.layout(layout)

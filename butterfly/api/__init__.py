@@ -10,8 +10,8 @@ command line parses flags, calls one of these and renders the result through
 ``butterfly.present``; docs/api.md):
 
 - playing and writing runs (:mod:`~butterfly.api.running`, :mod:`~butterfly.api.sequential`):
-  ``run`` (options: :class:`RunOptions`), ``repair``, ``merge``, ``import_inspect``,
-  ``sequential``;
+  ``run`` (options: :class:`RunOptions`), ``observe``, ``repair``, ``merge``,
+  ``import_inspect``, ``sequential``;
 - reading runs (:mod:`~butterfly.api.reading`): ``load_run``, ``score`` / ``score_run``,
   ``show``, ``export`` / ``tidy_rows`` / ``load_runs``, ``runs``, ``flips``, ``audit``,
   ``compare``, ``calibrate``, ``report``;
@@ -44,6 +44,7 @@ from butterfly.api.running import (
     import_inspect,
     merge,
     model_args,
+    observe,
     options,
     repair,
     run,
@@ -82,6 +83,6 @@ __all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "Imported"
            "audit_readings", "calibrate", "compare", "default_out", "dry_run", "export",
            "flips", "generate",
            "import_inspect", "load_run", "load_runs", "merge", "model_args", "notebook",
-           "options", "oracle", "parse", "repair", "report", "run", "run_dir", "run_params",
-           "runs", "schema", "score", "score_run", "sequential", "show", "tidy_rows",
-           "validate"]
+           "observe", "options", "oracle", "parse", "repair", "report", "run", "run_dir",
+           "run_params", "runs", "schema", "score", "score_run", "sequential", "show",
+           "tidy_rows", "validate"]

@@ -5,6 +5,7 @@ renders them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -34,6 +35,11 @@ def _run(run: RunRef) -> Run:
     return run if isinstance(run, Run) else load_run(Path(run))
 
 
+def _ref(run: RunRef) -> Path | Run:
+    """A run already read as it is, a directory as its path (read where it is used)."""
+    return run if isinstance(run, Run) else Path(run)
+
+
 def score(run: RunRef, parse: ParseMode | None = None,
           protocol: Protocol | None = None) -> ScoreReport:
     """``butterfly score``: the run's scores (its answers re-parsed in ``parse`` mode or as
@@ -55,7 +61,7 @@ def show(run: RunRef, scenario: str | None = None, layout: str | None = None,
          repeat: int = 0) -> Shown:
     """``butterfly show``: ``scenario``'s transcript in ``layout`` and ``repeat`` against the
     oracle, or (``scenario`` None) every scenario's verdict."""
-    info, convs = load(_path(run), scenario, layout, repeat)
+    info, convs = load(_ref(run), scenario, layout, repeat)
     return Shown(info, convs, scenario is not None)
 
 
@@ -74,13 +80,13 @@ def runs(root: str | Path = "runs") -> list[RunLine]:
 def flips(runs: list[RunRef]) -> FlipGrid:
     """``butterfly flips``: per scenario, one character per repeat of each run and layout,
     and its class (stable, layout-sensitive, runs-differ, noisy)."""
-    scenarios, columns = load_columns([_path(r) for r in runs])
+    scenarios, columns = load_columns([_ref(r) for r in runs])
     return flip_grid(scenarios, columns)
 
 
 def audit(runs: list[RunRef]) -> list[AuditItem]:
     """``butterfly audit``: the scenarios whose verdict flips across repeats of a layout."""
-    scenarios, columns = load_columns([_path(r) for r in runs])
+    scenarios, columns = load_columns([_ref(r) for r in runs])
     return audit_columns(scenarios, columns)
 
 
@@ -97,7 +103,7 @@ def compare(run_a: RunRef, run_b: RunRef, method: str = "bh", q: float = 0.1, *,
     from butterfly.analysis.compare import compare as compare_runs  # scipy: when asked
     from butterfly.analysis.compare import load_answers
 
-    return compare_runs(load_answers(_path(run_a), layout), load_answers(_path(run_b), layout),
+    return compare_runs(load_answers(_ref(run_a), layout), load_answers(_ref(run_b), layout),
                         method, q, k=k, cap=cap, stop_fine=stop_fine, seed=seed)
 
 
@@ -119,15 +125,20 @@ def calibrate(run: RunRef | None = None, *, simulate: bool = False, q: float = 0
     return Calibrated(result, title)
 
 
-def report(runs: list[RunRef], html: str | Path, title: str | None = None, *,
-           compare_method: str = "bh", q: float = 0.1) -> int:
-    """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes. Runs
-    of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
+def check_report(runs: Sequence[object], html: str | Path, q: float) -> None:
+    """``report``'s arguments, checked before any run is read (as ``compare`` checks ``q``)."""
     if not runs:
         raise UserError("report: give at least one run directory")
     if not str(html).strip():
         raise UserError("--html must name a file, got ''")
-    _check_q(q)  # as butterfly compare: checked before any run is read
+    _check_q(q)
+
+
+def report(runs: list[RunRef], html: str | Path, title: str | None = None, *,
+           compare_method: str = "bh", q: float = 0.1) -> int:
+    """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes. Runs
+    of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
+    check_report(runs, html, q)
     from butterfly.present.report import write_report  # matplotlib, jinja2, scipy: when asked
 
-    return write_report([_path(r) for r in runs], Path(html), title, compare_method, q)
+    return write_report([_ref(r) for r in runs], Path(html), title, compare_method, q)

@@ -1,4 +1,4 @@
-"""The API's commands that play or write runs: ``run``, ``repair``, ``merge``,
+"""The API's commands that play or write runs: ``run``, ``observe``, ``repair``, ``merge``,
 ``import_inspect`` (and ``sequential`` in :mod:`butterfly.api.sequential`). Each takes typed
 options and returns what it wrote; the command line is a thin layer over them."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,16 +27,18 @@ from butterfly.models.registry import (
 )
 from butterfly.models.router import RouterConfig, load_router
 from butterfly.models.tokens import caching_of, counter_for
-from butterfly.present.display import ProgressDisplay
+from butterfly.present.display import ObservingDisplay, ProgressDisplay
+from butterfly.runs.code_turns import programs
 from butterfly.runs.dryrun import DryRun, SliceBy
 from butterfly.runs.dryrun import dry_run as bill_of
 from butterfly.runs.inspect_import import Imported, import_log
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.merge import merge as merge_shards
+from butterfly.runs.observe import Observed, check_sandbox, observe_programs
 from butterfly.runs.options import check_model, check_out, make_params, parse_model_args
 from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.pricing import PriceGiven, user_price
-from butterfly.runs.reader import Run, run_of
+from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
 from butterfly.runs.repair import repair as repair_run
@@ -159,8 +161,19 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
               router: RouterConfig | None = None) -> RunState:
     """Hold ``out``'s write lock, open the model, then create or resume the run: a model that
     cannot be opened leaves nothing behind but the (free) lock file."""
+    with writer_lock(out):
+        state = _play(model, suite_path, scenarios, params, out, api_base=api_base, cache=cache,
+                      progress=progress, router=router)
+        if params.track == "code":  # the writer observes its programs, the model closed
+            _observe_played(out, scenarios, state, progress)
+    return state
+
+
+def _play(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
+          out: Path, *, api_base: str | None, cache: str | None, progress: bool,
+          router: RouterConfig | None) -> RunState:
+    """Open the model, create or resume the run, and play it (the caller holds the lock)."""
     with contextlib.ExitStack() as stack:
-        stack.enter_context(writer_lock(out))
         client = open_client(stack, model, scenarios, concurrency=params.concurrency,
                              retries=params.retries, timeout=params.timeout, api_base=api_base,
                              cache_path=cache, via=params.via, router=router,
@@ -182,6 +195,31 @@ def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: R
             tracker.on_update = display.update
         asyncio.run(_closing(run_suite(scenarios, client, state, out, tracker), client))
     return state
+
+
+def _observe_played(out: Path, scenarios: list[Scenario], state: RunState,
+                    progress: bool) -> Observed:
+    """Observe the programs of a code run just played, each kept as it is made."""
+    told = ObservingDisplay(f"observing the programs of {out}") if progress else None
+    return observe_programs(out, programs(tuple(scenarios), state.done).values(), told)
+
+
+def observe(run: str | Path, *, allow_fallback: bool = False,
+            on_done: Callable[[int, int], None] | None = None) -> Observed:
+    """``butterfly observe``: run every program of the code run ``run`` not yet observed in
+    the sandbox, each observation kept as it is made (the run's write lock held: refused while
+    another process writes it). Refuses the fallback sandbox when this process is root unless
+    ``allow_fallback``. ``on_done(observed, to_observe)`` is told after each
+    (docs/code-track.md, "Observing a run")."""
+    path = Path(run)
+    loaded = load_run(path)
+    if loaded.params.track != "code":
+        raise UserError(f"{path}: a {loaded.params.track}-track run has no programs to observe "
+                        "(observe is for code-track runs)")
+    check_sandbox(allow_fallback)
+    with writer_lock(path):
+        loaded = load_run(path)  # as it is now that no one else writes it
+        return observe_programs(path, programs(loaded.suite, loaded.records).values(), on_done)
 
 
 async def _closing(coro: Coroutine[Any, Any, T], client: ModelClient) -> T:

@@ -17,16 +17,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Final
+from typing import Final, NamedTuple
 
 from butterfly.code import probes
 from butterfly.code.catalogue import BROKEN, DOMAINS, INPUT_SIDE, KEYS, UNOBSERVED, observable
-from butterfly.code.runner import Outcome, run_program
+from butterfly.code.runner import Budget, Outcome, Spent, run_program
 
-EXTRACTOR_VERSION: Final = 2
+EXTRACTOR_VERSION: Final = 3
 """Bumped whenever a change can observe a program differently: cached observations of another
-version are observed again (``runs/observe.py``). 2: every input configuration tried, nearest
-first; a stray CR is no line ending; UTF-16 without a byte-order mark read as UTF-16."""
+version are observed again (``butterfly observe``). 2: every input configuration tried, nearest
+first; a stray CR is no line ending; UTF-16 without a byte-order mark read as UTF-16. 3: within a
+budget (a run that hits a limit ends the search for its input; ``RUN_SECONDS``,
+``BUDGET_SECONDS``, ``BUDGET_CPU``; the output's total cap); an output counted streamed, a line
+of white space no record."""
 
 ARGS = ["input.dat", "output.dat"]
 NAMES = {r[0]: r[1] for r in probes.SMALL}
@@ -35,22 +38,58 @@ NULLS = {"": "empty", "NA": "NA", "null": "null"}
 LIMITS = {1000: "1000", 10000: "10000", 100000: "100000"}
 PARALLEL: Final = 2
 """Runs of one program at a time after the small probe (the development machine's 2 cores)."""
+RUN_SECONDS: Final = 10.0
+"""Wall-clock seconds of one run of a program (and its CPU seconds, rounded up)."""
+BUDGET_SECONDS: Final = 30.0
+"""Wall-clock seconds of all the runs of one observed program (the reference program takes
+about 1.5 s; one whose input side is wrong, up to about 8 s on a loaded machine)."""
+BUDGET_CPU: Final = 30.0
+"""CPU seconds of all the runs of one observed program, as the kernel accounts them (runs
+side by side may pass it by one run's CPU limit)."""
 
 
-def _run(source: str, data: bytes, timeout: float) -> Outcome:
-    return run_program(source, ARGS, b"", timeout, {ARGS[0]: data})
+class Extraction(NamedTuple):
+    """An observed spec, and why settings are ``broken`` by a limit or the budget (None: no run
+    hit one)."""
+
+    observed: dict[str, str]
+    reason: str | None
 
 
-def _small(source: str, config: Mapping[str, str], timeout: float,
+class Halted(Exception):
+    """A run of the small probe hit a limit: the search for the input stops, all is broken."""
+
+
+def budget() -> Budget:
+    """A fresh budget for one observed program (``BUDGET_SECONDS``, ``BUDGET_CPU``)."""
+    return Budget(BUDGET_SECONDS, BUDGET_CPU)
+
+
+def _run(source: str, data: bytes, timeout: float, spend: Budget, *,
+         counted: bool = False) -> Outcome:
+    """A run on ``data``: the output kept (small probes), or ``counted`` streamed (row limit)."""
+    if counted:
+        return run_program(source, ARGS, b"", timeout, {ARGS[0]: data}, keep=set(),
+                           tally=(ARGS[1], probes.count_file), budget=spend)
+    return run_program(source, ARGS, b"", timeout, {ARGS[0]: data}, keep={ARGS[1]},
+                       budget=spend)
+
+
+def _small(source: str, config: Mapping[str, str], timeout: float, spend: Budget,
            bad_at: int | None = None) -> Outcome:
     """A run on the small probe in ``config`` (with ``bad_at``: the error probe)."""
-    return _run(source, probes.small_input(probes.key(config), bad_at), timeout)
+    return _run(source, probes.small_input(probes.key(config), bad_at), timeout, spend)
 
 
 def _reading(outcome: Outcome) -> probes.Reading | None:
     if not outcome.ok or ARGS[1] not in outcome.files:
         return None
     return probes.read(outcome.files[ARGS[1]])
+
+
+def _said(probe: str, outcome: Outcome) -> str | None:
+    """Why the run of ``probe`` shows nothing: the limit it hit, in words (None: none)."""
+    return None if outcome.why is None else f"{probe}: the program {outcome.why}"
 
 
 def _rows(reading: probes.Reading) -> list[probes.Row]:
@@ -93,11 +132,17 @@ def candidates(expect: Mapping[str, str]) -> Iterator[dict[str, str]]:
     yield from sorted(configs, key=lambda c: sum(c[k] != first[k] for k in INPUT_SIDE))
 
 
-def find_input(source: str, expect: Mapping[str, str], timeout: float
+def find_input(source: str, expect: Mapping[str, str], timeout: float, spend: Budget
                ) -> tuple[dict[str, str], Outcome, probes.Reading] | None:
-    """The first input configuration the program reads correctly, with its small-probe run."""
-    for config in candidates(expect):
-        outcome = _small(source, config, timeout)
+    """The first input configuration the program reads correctly, with its small-probe run.
+    :class:`Halted` at the first run that hits a limit (a program that never ends is not run
+    36 times), :class:`Spent` when the budget runs out first."""
+    for n, config in enumerate(candidates(expect)):
+        outcome = _small(source, config, timeout, spend)
+        why = _said("the small probe" + (" (the expected input)" if n == 0 else
+                                         f" (input configuration {n + 1} of 36)"), outcome)
+        if why is not None:
+            raise Halted(why)
         reading = _reading(outcome)
         if reading is not None and _records_match(reading):
             return config, outcome, reading
@@ -158,14 +203,15 @@ def read_encoding(config: Mapping[str, str], reading: probes.Reading,
     return "utf-8" if reading.encoding in ("utf-8", None) else BROKEN
 
 
-def latin_probe(source: str, config: Mapping[str, str], timeout: float) -> probes.Reading | None:
+def latin_probe(source: str, config: Mapping[str, str], timeout: float, spend: Budget
+                ) -> Outcome:
     """The encoding probe: the small probe in Latin-1."""
-    return _reading(_small(source, {**config, "encoding": "latin-1"}, timeout))
+    return _small(source, {**config, "encoding": "latin-1"}, timeout, spend)
 
 
 def read_errors(outcome: Outcome, quiet: bytes) -> str:
     """The error policy from a run whose input holds one unreadable record."""
-    if outcome.status is None or outcome.flooded:
+    if outcome.status is None or outcome.flooded or outcome.limit is not None:
         return BROKEN
     if outcome.status != 0:
         err = outcome.stderr
@@ -187,48 +233,107 @@ def limit_sizes(expect: Mapping[str, str]) -> list[int]:
 def read_limit(outcome: Outcome, size: int) -> str | None:
     """The row limit from a run over ``size`` distinct records; None when all of them came out
     of fewer than ``probes.BIG`` (the limit, if any, is larger: a bigger probe tells)."""
-    if not outcome.ok or ARGS[1] not in outcome.files:
+    if not outcome.ok:
         return BROKEN
-    count = probes.count_records(outcome.files[ARGS[1]])
+    count = outcome.tally
     if count == size:
         return "none" if size == probes.BIG else None
     return LIMITS.get(count, BROKEN) if count is not None and count < size else BROKEN
 
 
 def observe_limit(source: str, config: Mapping[str, str], expect: Mapping[str, str],
-                  timeout: float) -> str:
-    """The row limit, from the smallest probe that shows it."""
+                  timeout: float, spend: Budget) -> tuple[str, str | None]:
+    """The row limit, from the smallest probe that shows it, and why it is broken by a limit."""
     for size in limit_sizes(expect):
-        value = read_limit(_run(source, probes.limit_input(probes.key(config), size), timeout),
-                           size)
+        outcome = _run(source, probes.limit_input(probes.key(config), size), timeout, spend,
+                       counted=True)
+        value = read_limit(outcome, size)
         if value is not None:
-            return value
-    return BROKEN
+            return value, _said(f"the row-limit probe ({size:,} records)", outcome)
+    return BROKEN, None
 
 
-def _later(source: str, config: Mapping[str, str], expect: Mapping[str, str], timeout: float
-           ) -> tuple[Future[str], Future[Outcome], Future[probes.Reading | None] | None]:
+Later = tuple[Future[tuple[str, str | None]], Future[Outcome], Future[Outcome] | None]
+
+
+def _later(source: str, config: Mapping[str, str], expect: Mapping[str, str], timeout: float,
+           spend: Budget) -> Later:
     """The runs after the small probe, which do not depend on each other: the row limit, the
-    error probe and (UTF-8 read) the encoding probe, ``PARALLEL`` at a time; all done on return."""
+    error probe and (UTF-8 read) the encoding probe, ``PARALLEL`` at a time; all done on return
+    (a stop request, or an error in one, stops the others at once)."""
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        limit = pool.submit(observe_limit, source, config, expect, timeout)
-        errors = pool.submit(_small, source, config, timeout, 2)
-        latin = (pool.submit(latin_probe, source, config, timeout)
-                 if config["encoding"] == "utf-8" else None)
+        try:
+            limit = pool.submit(observe_limit, source, config, expect, timeout, spend)
+            errors = pool.submit(_small, source, config, timeout, spend, 2)
+            latin = (pool.submit(latin_probe, source, config, timeout, spend)
+                     if config["encoding"] == "utf-8" else None)
+        except BaseException:
+            spend.stop.set()
+            raise
     return limit, errors, latin
 
 
-def extract(source: str, expect: Mapping[str, str], timeout: float = 10.0) -> dict[str, str]:
-    """The observed spec of ``source``: each setting a value, ``broken``, or ``unobserved``
-    (hidden by ``expect``'s other settings, or by the program's own output)."""
+def _outcome(future: Future[Outcome], probe: str) -> tuple[Outcome | None, str | None]:
+    """A later run's outcome and why it shows nothing; (None, why) when the budget ran out
+    before it could start."""
+    try:
+        outcome = future.result()
+    except Spent as e:
+        return None, f"{probe}: {e}"
+    return outcome, _said(probe, outcome)
+
+
+def _read_later(config: Mapping[str, str], small: Outcome, reading: probes.Reading,
+                later: Later) -> tuple[dict[str, str], list[str]]:
+    """The encoding, error policy and row limit from the later runs, and why any is broken."""
+    limit, errors, latin = later
+    why: list[str | None] = []
+    try:
+        max_rows, said = limit.result()
+    except Spent as e:
+        max_rows, said = BROKEN, f"the row-limit probe: {e}"
+    why.append(said)
+    err, said = _outcome(errors, "the error probe")
+    why.append(said)
+    found = {"max_rows": max_rows,
+             "on_error": BROKEN if err is None else read_errors(err, small.stderr)}
+    latin_out, said = (None, None) if latin is None else _outcome(latin, "the encoding probe")
+    why.append(said)
+    if latin is not None and (latin_out is None or latin_out.limit is not None):
+        found["encoding"] = BROKEN  # the Latin-1 run hit a limit: no reading of the encoding
+    else:
+        found["encoding"] = read_encoding(config, reading,
+                                          None if latin_out is None else _reading(latin_out))
+    return found, [w for w in why if w is not None]
+
+
+def observe(source: str, expect: Mapping[str, str], spend: Budget | None = None,
+            timeout: float | None = None) -> Extraction:
+    """The observed spec of ``source`` (each setting a value, ``broken``, or ``unobserved``:
+    hidden by ``expect``'s other settings, or by the program's own output) within ``spend``
+    (default: a fresh :func:`budget`), each run at most ``timeout`` seconds (``RUN_SECONDS``),
+    and why settings are broken by a limit. ``runner.Stopped`` when the budget's stop request
+    came."""
+    spend = budget() if spend is None else spend
+    timeout = RUN_SECONDS if timeout is None else timeout
     hidden = set(KEYS) - observable(expect)
-    found = find_input(source, expect, timeout)
+    try:
+        found = find_input(source, expect, timeout, spend)
+    except (Halted, Spent) as e:
+        return Extraction({k: UNOBSERVED if k in hidden else BROKEN for k in KEYS},
+                          f"{e}: every setting broken")
     if found is None:
-        return {k: UNOBSERVED if k in hidden else BROKEN for k in KEYS}
+        return Extraction({k: UNOBSERVED if k in hidden else BROKEN for k in KEYS}, None)
     config, small, reading = found
     values = read_small(config, reading)
-    limit, errors, latin = _later(source, config, expect, timeout)
-    values["encoding"] = read_encoding(config, reading, latin.result() if latin else None)
-    values["on_error"] = read_errors(errors.result(), small.stderr)
-    values["max_rows"] = limit.result()
-    return {k: UNOBSERVED if k in hidden else values[k] for k in KEYS}
+    later, why = _read_later(config, small, reading,
+                             _later(source, config, expect, timeout, spend))
+    values.update(later)
+    observed = {k: UNOBSERVED if k in hidden else values[k] for k in KEYS}
+    return Extraction(observed, "; ".join(why) or None)
+
+
+def extract(source: str, expect: Mapping[str, str], timeout: float = RUN_SECONDS
+            ) -> dict[str, str]:
+    """The observed spec of ``source`` (:func:`observe`, a fresh budget)."""
+    return observe(source, expect, None, timeout).observed

@@ -44,6 +44,8 @@ def figures(counts: Sequence[int], sandboxes: Iterable[str]) -> CodeScore:
 def figures_line(code: CodeScore) -> str:
     """The code track's line under the score table (``butterfly score``, the notebook)."""
     per = "-" if code.broken_per_turn is None else f"{code.broken_per_turn:.3f}"
+    waiting = (f"; {code.unobserved_turns} turns ({code.unobserved_conversations} complete "
+               "conversations) not yet observed, not scored" if code.unobserved_turns else "")
     return (f"code track: {code.turns_observed} turns observed, {per} settings broken per turn "
             f"({code.turns_broken} turns with a broken setting); sandbox: "
-            f"{', '.join(code.sandbox) or '-'}")
+            f"{', '.join(code.sandbox) or '-'}{waiting}")

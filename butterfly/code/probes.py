@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bz2
 import calendar
+import codecs
 import csv
 import datetime
 import functools
@@ -22,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Final
+from typing import BinaryIO, Final, cast
 
 Row = list[str | None]
 
@@ -44,6 +45,15 @@ BIG: Final = 100_001
 LIMIT_COLUMNS: Final = ("id",)
 """The row-limit probe's one column (the header's names are the columns, so a narrow record is
 as readable as a wide one, and costs the program about half as much)."""
+
+READ_CAP: Final = 1024 * 1024
+"""Decompressed bytes a probe's output is read up to (the small probe's five records: a few
+hundred bytes; more is no table of them)."""
+COUNT_CAP: Final = 16 * 1024 * 1024
+"""Decompressed bytes of the row-limit probe's output counted, streamed (its largest correct
+output, 100,001 ids as indented UTF-16 JSON with CRLF, is about 7 MB; more is no count)."""
+CHUNK: Final = 1024 * 1024
+"""Bytes read at a time when counting."""
 
 Config = tuple[tuple[str, str], ...]
 """An input configuration as a hashable key (sorted items), for the cached inputs below."""
@@ -121,12 +131,25 @@ class Reading:
     rows: list[Row]
 
 
-def decompress(data: bytes) -> tuple[str, bytes]:
-    if data[:2] == b"\x1f\x8b":
-        return "gzip", gzip.decompress(data)
-    if data[:3] == b"BZh":
-        return "bz2", bz2.decompress(data)
-    return "none", data
+def _opened(f: BinaryIO) -> tuple[str, BinaryIO]:
+    """(compression, a reader of the decompressed bytes) of a file read from its start."""
+    magic = f.read(3)
+    f.seek(0)
+    if magic[:2] == b"\x1f\x8b":
+        return "gzip", cast(BinaryIO, gzip.GzipFile(fileobj=f))
+    if magic == b"BZh":
+        return "bz2", cast(BinaryIO, bz2.BZ2File(f))
+    return "none", f
+
+
+def decompress(data: bytes, cap: int = READ_CAP) -> tuple[str, bytes]:
+    """(compression, the decompressed bytes); ``ValueError`` past ``cap`` bytes (a small file
+    can hold gigabytes: only what a probe reads is ever decompressed)."""
+    compression, raw = _opened(io.BytesIO(data))
+    out = raw.read(cap + 1)
+    if len(out) > cap:
+        raise ValueError(f"more than {cap} bytes decompressed")
+    return compression, out
 
 
 def _utf16le(data: bytes) -> bool:
@@ -250,24 +273,88 @@ def by_column(reading: Reading, names: tuple[str, ...]) -> list[Row]:
     return reading.rows
 
 
-def count_records(data: bytes) -> int | None:
-    """How many records an output file holds, counted without parsing them (the row-limit
-    probe's output is large, and its ids hold no newline, brace, bar or quote): table rows below
-    the header, JSON objects, JSON lines or CSV lines."""
+class _Counts:
+    """What :func:`count_file` reads of an output's text, fed piece by piece: the figures
+    each output format's count needs, whatever the format turns out to be."""
+
+    def __init__(self) -> None:
+        self.first = self.last = ""
+        self.table = False
+        self.rows = self.braces = self.lines = self.bars = self.rules = 0
+        self._tail = self._line = ""
+
+    def feed(self, text: str, final: bool = False) -> None:
+        lower = text.lower()
+        self.table = self.table or "<table" in self._tail + lower
+        self.rows += (self._tail[-2:] + lower).count("<tr")
+        self._tail = (self._tail + lower)[-5:]
+        self.braces += text.count("{")
+        stripped = text.strip()
+        if stripped:
+            self.first = self.first or stripped[0]
+            self.last = stripped[-1]
+        lines = (self._line + text).splitlines(keepends=True)
+        self._line = ""
+        if lines and not final and (lines[-1].endswith("\r") or lines[-1] == lines[-1].rstrip(
+                "\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029")):
+            self._line = lines.pop()  # unfinished, or half of a CRLF: read with what follows
+        self.lines += len(lines) - sum(map(str.isspace, lines))
+        if self.first == "|":
+            bars = [r for r in lines if r.lstrip().startswith("|")]
+            self.bars += len(bars)
+            self.rules += sum(1 for r in bars if "-" in r and not _markdown(r))
+
+    def count(self) -> int | None:
+        if self.table:
+            return self.rows - 1
+        if self.first == "[":
+            return self.braces if self.last == "]" else None
+        if self.first == "{":
+            return self.lines
+        if self.first == "|":
+            return self.bars - self.rules - 1
+        return self.lines - 1
+
+
+def _counted(f: BinaryIO, encoding: str) -> int | None:
+    """:class:`_Counts` of the file decoded as ``encoding``; None past ``COUNT_CAP``."""
+    f.seek(0)
+    decoder = codecs.getincrementaldecoder(encoding)()
+    counts, total = _Counts(), 0
+    raw = _opened(f)[1]  # not closed: a decompressor's close would close ``f``'s reader too
+    while chunk := raw.read(CHUNK):
+        total += len(chunk)
+        if total > COUNT_CAP:
+            return None
+        counts.feed(decoder.decode(chunk))
+    counts.feed(decoder.decode(b"", final=True), final=True)
+    return counts.count()
+
+
+def count_file(f: BinaryIO) -> int | None:
+    """How many records an output file holds, streamed from disk (never held whole) and counted
+    without parsing them (the row-limit probe's output is large, and its ids hold no newline,
+    brace, bar or quote): table rows below the header, JSON objects, JSON lines (each holding
+    more than white space), CSV lines below the header. The text is decoded as :func:`decode`
+    would (a byte-order mark, little-endian UTF-16 without one, UTF-8, else Latin-1)."""
     try:
-        text = decode(decompress(data)[1])[1].strip()
-    except (OSError, EOFError, ValueError, UnicodeDecodeError):
-        return None
-    if "<table" in text.lower():
-        return text.lower().count("<tr") - 1
-    if text.startswith("["):
-        return text.count("{") if text.endswith("]") else None
-    lines = text.splitlines()
-    blank = lines.count("")
-    if text.startswith("{"):
-        return len(lines) - blank
-    if text.startswith("|"):
-        rows = [r for r in lines if r.lstrip().startswith("|")]
-        rules = sum(1 for r in rows if "-" in r and not _markdown(r))
-        return len(rows) - rules - 1
-    return len(lines) - blank - 1
+        head = _opened(f)[1].read(8192)
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            encodings = ["utf-16"]
+        else:
+            encodings = ["utf-16-le"] if _utf16le(head) else []
+            encodings += ["utf-8", "latin-1"]
+        for encoding in encodings:
+            try:
+                return _counted(f, encoding)
+            except UnicodeDecodeError:
+                if encoding == "utf-16":
+                    return None
+    except (OSError, EOFError, ValueError):
+        pass
+    return None
+
+
+def count_records(data: bytes) -> int | None:
+    """:func:`count_file` of bytes in memory."""
+    return count_file(io.BytesIO(data))

@@ -1,7 +1,8 @@
 """The sandbox a model's program runs in (contract section 7, docs/code-track.md "The sandbox").
 
-``execute(work, args, streams, limits)`` runs ``python -I tool.py ARGS`` in a child process with
-``work`` (the program's private directory) as the only writable place, and returns its status.
+``execute(work, args, streams, limits, watch)`` runs ``python -I tool.py ARGS`` in a child process
+with ``work`` (the program's private directory) as the only writable place, and returns how it
+ended (``child.Exit``: its status, whether the harness stopped it and why, its CPU seconds).
 Two kinds, ``sandbox_kind()`` says which one is in use (for the run manifest to record):
 
 - ``bubblewrap``: Linux namespaces through ``bwrap``: no network (a network namespace of its own),
@@ -22,8 +23,10 @@ Two kinds, ``sandbox_kind()`` says which one is in use (for the run manifest to 
   extension already loaded), and as root it cannot stop reads the hook does not see.
 
 Both apply the resource limits of ``Limits`` (CPU seconds, address space, file size, processes,
-no core files) to the child before it starts (through ``prlimit``), and kill its process group at
-the end.
+no core files) to the child before it starts (through ``prlimit``), stop it when its wall-clock
+limit passes or the harness's watch asks (``butterfly.code.child``: the runner's total output
+cap, a stop request), and kill its process group at the end, on every path out (an interrupt
+included).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ import math
 import os
 import re
 import resource
-import select
 import shutil
 import signal
 import stat
@@ -46,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final, Literal
 
+from butterfly.code.child import Exit, Watch, reaped, wait
+from butterfly.code.guard import GUARD
 from butterfly.errors import UserError
 
 Kind = Literal["bubblewrap", "fallback"]
@@ -78,8 +82,11 @@ class Limits:
     processes: int = 32
 
     @classmethod
-    def for_timeout(cls, timeout: float, file_bytes: int) -> Limits:
-        return cls(wall_seconds=timeout, cpu_seconds=max(1, math.ceil(timeout)),
+    def for_timeout(cls, timeout: float, file_bytes: int, cpu: float | None = None) -> Limits:
+        """``timeout`` wall-clock seconds, and as many CPU seconds (rounded up; ``cpu`` when
+        given, as when a budget has fewer left)."""
+        seconds = timeout if cpu is None else min(timeout, cpu)
+        return cls(wall_seconds=timeout, cpu_seconds=max(1, math.ceil(seconds)),
                    file_bytes=file_bytes)
 
 
@@ -164,52 +171,6 @@ def _bwrap_argv(work: Path, args: list[str], info: int, cfg: int) -> list[str]:
             *drop, f"{VENV}/bin/python", "-I", "tool.py", *args]
 
 
-GUARD: Final = r'''
-import os, sys, runpy, site
-site.setquit(); site.setcopyright(); site.sethelper()
-def _guard():
-    root = os.path.realpath(os.getcwd())
-    reads = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, "/usr")} | {root}
-    devices = {"/dev/null", "/dev/zero", "/dev/urandom"}
-    writing_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-    mutating = {"os." + e for e in ("remove", "rename", "rmdir", "mkdir", "chmod", "chown",
-                "symlink", "link", "truncate", "utime", "setxattr", "removexattr", "chflags")}
-    refused = ("socket.", "ctypes.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn",
-               "os.fork", "os.kill", "os.system", "os.startfile", "pty.", "signal.pthread_kill",
-               "_posixsubprocess", "os.pidfd", "mmap.")
-    modules = {"_posixsubprocess", "_ctypes", "ctypes"}
-    def inside(path, bases):
-        p = os.path.realpath(os.fsdecode(path))
-        return p in devices or any(
-            p == b or p.startswith(b.rstrip("/") + "/") for b in bases)
-    def hook(event, args):
-        if event == "open":
-            path, mode, flags = args
-            if isinstance(path, int):
-                return
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")
-                       or isinstance(flags, int) and flags & writing_flags)
-            if not inside(path, {root} if writing else reads):
-                raise PermissionError(f"sandbox: {'writing' if writing else 'reading'} "
-                                      f"{path!r} is refused")
-        elif event in ("os.listdir", "os.scandir"):
-            if isinstance(args[0], (str, bytes, os.PathLike)) and not inside(args[0], reads):
-                raise PermissionError(f"sandbox: listing {args[0]!r} is refused")
-        elif event in mutating:
-            for a in args:
-                if isinstance(a, (str, bytes, os.PathLike)) and not inside(a, {root}):
-                    raise PermissionError(f"sandbox: {event} {a!r} is refused")
-        elif event == "import" and args[0] in modules or event.startswith(refused):
-            raise PermissionError(f"sandbox: {event} {args[0] if args else ''} is refused")
-    sys.addaudithook(hook)
-_guard()
-del _guard
-sys.argv = sys.argv[1:]
-runpy.run_path(os.path.abspath(sys.argv[0]), run_name="__main__")
-'''
-"""The fallback's wrapper (``python -I -S -c GUARD tool.py ARGS``): the builtins ``site`` would
-add (``exit``, ``help``...; no site-packages: the standard library only), the audit hook, then
-the program as ``__main__`` with ``sys.argv`` as ``python tool.py ARGS`` would give it."""
 
 
 @functools.cache
@@ -278,6 +239,16 @@ def _sandbox_init(info: int) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _reaped_cpu(init: int | None) -> float:
+    """CPU seconds of the children the sandbox's pid 1 has reaped (the program, when it ended
+    by itself: bwrap returns without waiting for pid 1, so its own accounting misses them)."""
+    try:
+        fields = Path(f"/proc/{init}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _end_namespace(init: int | None) -> None:
     """Kill the sandbox's pid 1 (the kernel then kills everything in its pid namespace) and wait
     until it is dead: it turns zombie only once every other process in it has gone. bwrap may
@@ -310,31 +281,14 @@ def _start(kind: Kind, work: Path, args: list[str], streams: Streams, limits: Li
                             preexec_fn=None if wrap else functools.partial(_limit, limits))
 
 
-def _wait(proc: subprocess.Popen[bytes], seconds: float) -> int | None:
-    """The exit status, or None after ``seconds`` (on a pidfd where Linux has one: no polling)."""
-    try:
-        pidfd: int | None = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None:
-        try:
-            select.select([pidfd], [], [], seconds)
-        finally:
-            os.close(pidfd)
-        seconds = 0.0
-    try:
-        return proc.wait(seconds)
-    except subprocess.TimeoutExpired:
-        return None
-
-
-def execute_as(kind: Kind, work: Path, args: list[str], streams: Streams,
-               limits: Limits) -> int | None:
-    """Run ``tool.py ARGS`` in ``work`` in a sandbox of ``kind``: its exit status (negative: the
-    signal that killed it), or None when the wall clock ran out. Nothing it started is left
-    running when this returns (its pid namespace, or its process group, is killed)."""
+def execute_as(kind: Kind, work: Path, args: list[str], streams: Streams, limits: Limits,
+               watch: Watch | None = None) -> Exit:
+    """Run ``tool.py ARGS`` in ``work`` in a sandbox of ``kind`` until it ends, its wall-clock
+    limit passes or ``watch`` says to stop it. Nothing it started is left running when this
+    returns or raises (its pid namespace, or its process group, is killed)."""
     info, info_w = os.pipe()
     cfg, cfg_w = os.pipe()
+    stopped: str | None = None
     try:
         os.write(cfg_w, venv_cfg())
         os.close(cfg_w)
@@ -342,21 +296,27 @@ def execute_as(kind: Kind, work: Path, args: list[str], streams: Streams,
             proc = _start(kind, work, args, streams, limits, (info_w, cfg))
         finally:
             os.close(info_w)
-        status = _wait(proc, limits.wall_seconds)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        if kind == "bubblewrap":
-            _end_namespace(_sandbox_init(info))
+        try:
+            stopped = wait(proc, limits.wall_seconds, watch)
+        finally:  # an interrupt here too: the program never outlives the call
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            status, cpu = reaped(proc.pid)
+            proc.returncode = status
+            if kind == "bubblewrap":
+                init = _sandbox_init(info)
+                cpu += _reaped_cpu(init)
+                _end_namespace(init)
     finally:
         os.close(info)
         os.close(cfg)
-    return None if status is None else _normalise(kind, status)
+    return Exit(None if stopped else _normalise(kind, status), stopped, cpu)
 
 
-def execute(work: Path, args: list[str], streams: Streams, limits: Limits) -> int | None:
+def execute(work: Path, args: list[str], streams: Streams, limits: Limits,
+            watch: Watch | None = None) -> Exit:
     """``execute_as`` the kind in use (``sandbox_kind``)."""
-    return execute_as(sandbox_kind(), work, args, streams, limits)
+    return execute_as(sandbox_kind(), work, args, streams, limits, watch)
 
 
 @functools.cache
@@ -374,7 +334,7 @@ def bubblewrap_problem() -> str | None:
             os.chown(work, UID, UID)
         with open(Path(tmp) / "err", "w+b") as err, open(os.devnull, "r+b") as null:
             status = execute_as("bubblewrap", work, [], Streams(null, null, err),
-                                Limits.for_timeout(10.0, 1 << 20))
+                                Limits.for_timeout(10.0, 1 << 20)).status
             err.seek(0)
             said = err.read().decode("utf-8", "replace").strip().splitlines()
         if status == 0 and (work / "ok").is_file():

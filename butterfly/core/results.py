@@ -207,6 +207,12 @@ class CodeScore(Result):
     turns_broken: int = Field(description="Observed turns with at least one broken setting.")
     sandbox: tuple[str, ...] = Field(description="The sandboxes the programs ran in "
                                      "(bubblewrap, or the documented fallback).")
+    unobserved_turns: int = Field(default=0, description="Answered turns whose program is not "
+                                  "yet observed (butterfly observe RUN observes them): not "
+                                  "scored.")
+    unobserved_conversations: int = Field(default=0, description=(
+        "Conversations holding such a turn (and no failed call): counted apart, neither "
+        "complete nor incomplete, as never-played ones are."))
 
 
 class Usage(Result):

@@ -80,6 +80,8 @@ MODULES: Final = (
     "butterfly/code/program.py",
     "butterfly/code/conversation.py",
     "butterfly/code/probes.py",
+    "butterfly/code/child.py",
+    "butterfly/code/guard.py",
     "butterfly/code/sandbox.py",
     "butterfly/code/runner.py",
     "butterfly/code/extract.py",
@@ -91,8 +93,9 @@ MODULES: Final = (
 )
 """The inlined modules, in the order they run: each may import only those before it. The code
 track's modules (``butterfly/code/``: the catalogue, the renderer, the conversation, the probes,
-the sandbox and its runner, the extractor, the judge; ``butterfly/errors.py`` for the sandbox's
-error) are inlined so that the notebook observes and scores programs with the CLI's code."""
+the sandbox (with its child-process wait and the fallback's audit hook) and its runner, the
+extractor, the judge; ``butterfly/errors.py`` for the sandbox's error) are inlined so that the
+notebook observes and scores programs with the CLI's code."""
 
 PACKAGES: Final = ("oracle", "butterfly")
 TASK_NAME: Final = "ButterflyBench"

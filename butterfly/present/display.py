@@ -41,6 +41,26 @@ from butterfly.runs.reader import Run
 from butterfly.runs.versions import version_name
 
 
+class ObservingDisplay:
+    """What observing a code run's programs says on stderr: how many there are, then how many
+    are done, every ``every`` seconds and at the end."""
+
+    def __init__(self, label: str, every: float = 10.0) -> None:
+        self.label = printable(label, newlines=False)
+        self.every = every
+        self._last: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if self._last is None:
+            print(f"{self.label}: {total} program(s) to observe in the sandbox",
+                  file=sys.stderr, flush=True)
+            self._last = now
+        if done == total or now - self._last >= self.every:
+            print(f"{self.label}: {done} of {total} observed", file=sys.stderr, flush=True)
+            self._last = now
+
+
 class ProgressDisplay:
     """A rich progress bar on a terminal; a plain line every 10 s (and at the end) otherwise.
     A wait before a retry ("rate-limited, waiting 60 s") is shown at once either way (as a

@@ -5,10 +5,13 @@ every string from a run or a model is made printable."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from butterfly.analysis.listing import RunLine
 from butterfly.core.printable import printable
 from butterfly.runs.inspect_import import Imported
+from butterfly.runs.observe import Observed
 from butterfly.runs.reader import Run
 from butterfly.runs.records import RunManifest
 from butterfly.runs.repair import RepairResult
@@ -45,6 +48,39 @@ def run_end(run: Run, max_cost: float | None) -> tuple[int, list[str]]:
     return 0, []
 
 
+def unobserved(runs: Sequence[Run]) -> list[str]:
+    """One line per code run whose programs are not all observed: what is left out, and the
+    command that observes them (reading never runs a program)."""
+    out = []
+    for run in {r.path: r for r in runs}.values():  # a run given twice is said once
+        turns = run.unobserved
+        if turns:
+            convs = len({(t.scenario, t.layout, t.repeat) for t in turns})
+            out.append(f"butterfly: {one_line(str(run.path))}: {len(turns)} turn(s) of {convs} "
+                       "conversation(s) hold programs not yet observed: they are not scored "
+                       "(counted apart, as incomplete conversations are); observe them with: "
+                       f"butterfly observe {one_line(str(run.path))}")
+    return out
+
+
+def unobserved_runs(lines: Sequence[RunLine]) -> list[str]:
+    """``butterfly runs``: one line per listed code run with programs not yet observed."""
+    return [f"butterfly: {one_line(x.path)}: {x.unobserved} turn(s) hold programs not yet "
+            "observed: not scored (counted apart); observe them with: butterfly observe "
+            f"{one_line(x.path)}" for x in lines if x.unobserved]
+
+
+def observed(result: Observed) -> list[str]:
+    """What ``butterfly observe`` says it did."""
+    run = one_line(result.run)
+    if not result.observed:
+        return [f"{run}: every program is observed already ({result.known} on file); "
+                "nothing ran"]
+    return [f"{run}: observed {result.observed} program(s) in the sandbox ({result.sandbox}) "
+            f"in {result.seconds:.1f} s, each kept as it was made; {result.known} were on "
+            "file already"]
+
+
 def interrupted(where: Path) -> str:
     """What ``butterfly run`` says when interrupted (Ctrl-C)."""
     return (f"butterfly: interrupted; answers so far are kept in {where}. Re-run the same "
@@ -77,6 +113,9 @@ def imported(log: str, result: Imported) -> list[str]:
     if result.not_played:
         lines.append(f"butterfly: {result.not_played} of {result.conversations} "
                      "conversation(s) have no call in the log: score counts them as not played")
+    if m.params.track == "code" and m.n_calls:
+        lines.append("butterfly: a code run's programs are not run by the import; observe them "
+                     f"in the sandbox with: butterfly observe {one_line(str(result.out))}")
     return lines
 
 

@@ -38,7 +38,7 @@ from butterfly.present.heatmap import grid
 from butterfly.present.packing import pack
 from butterfly.present.radius_chart import radius_chart, radius_row
 from butterfly.present.undo_chart import undo_chart, undo_row
-from butterfly.runs.reader import check_same_scenarios, load_run
+from butterfly.runs.reader import Run, check_same_scenarios, load_run
 from butterfly.runs.versions import version_name
 from oracle import CATEGORIES, KEYS, OPS, UNDO_OPS, Scenario, replay
 
@@ -170,7 +170,7 @@ def _compact_turn(row: TranscriptTurn) -> list[Any]:
     return out
 
 
-def build(runs: Sequence[Path], title: str | None = None, compare_method: str = "bh",
+def build(runs: Sequence[Path | Run], title: str | None = None, compare_method: str = "bh",
           q: float = 0.1) -> ReportModel:
     """The report model: every figure and transcript the page shows, JSON-able. Runs of one
     suite are compared (``compare_method``, ``q``: as ``butterfly compare``)."""
@@ -181,10 +181,10 @@ def build(runs: Sequence[Path], title: str | None = None, compare_method: str = 
     convs_out: list[ConversationData] = []
     baselines: dict[str, RunEntry] | None = None
     baseline_ids: list[str] | None = None
-    loaded = [load_run(path) for path in runs]
+    loaded = [r if isinstance(r, Run) else load_run(r) for r in runs]
     check_same_scenarios(loaded)  # scenarios are keyed by id: one id, one scenario
-    for i, (path, run) in enumerate(zip(runs, loaded, strict=True)):
-        manifest, params = run.manifest, run.params
+    for i, run in enumerate(loaded):
+        path, manifest, params = run.path, run.manifest, run.params
         chosen, answered = run.scenarios, run.turns()
         run_score = score_run(run)
         score: RunEntry = run_score.to_json()
@@ -317,7 +317,7 @@ def render_html(model: ReportModel) -> str:
     )
 
 
-def write_report(runs: Sequence[Path], html: Path, title: str | None = None,
+def write_report(runs: Sequence[Path | Run], html: Path, title: str | None = None,
                  compare_method: str = "bh", q: float = 0.1) -> int:
     """Build and write the report; returns its size in bytes."""
     text = render_html(build(runs, title, compare_method, q))

@@ -16,7 +16,7 @@ from butterfly.core.price import UserPrice
 from butterfly.core.results import RunScore
 from butterfly.files import write_text_atomic
 from butterfly.runs.dryrun import DryRun
-from butterfly.runs.observe import Observation
+from butterfly.runs.observe import Observation, ObservationSeal
 from butterfly.runs.records import CallRecord, RunManifest
 from oracle import Scenario, SuiteManifest, spec_json_schema
 
@@ -62,7 +62,14 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         Observation.model_json_schema(),
         "ButterflyBench observation",
         "One line of observations.jsonl (code track): a program observed in the sandbox against "
-        "the turn's expected spec, cached by program hash.",
+        "the turn's expected spec, kept by program hash, linked into the digest of the lines "
+        "before it.",
+    ),
+    "observation-seal.schema.json": lambda: _titled(
+        ObservationSeal.model_json_schema(),
+        "ButterflyBench observation seal",
+        "observations.seal (code track): the lines of observations.jsonl it covers and their "
+        "rolling sha256 (docs/code-track.md, \"Observations on disk\").",
     ),
     "spec.schema.json": lambda: _titled(
         spec_json_schema(),

@@ -68,7 +68,8 @@ def runs_text(lines: list[RunLine]) -> str:
         cost += " (user price)" if x.user_price and x.cost_usd is not None else ""
         notes = [text for on, text in ((x.shard is not None, f"shard {x.shard}"),
                                        (x.sealed is False, "unsealed"),
-                                       (x.repaired > 0, "repaired")) if on]
+                                       (x.repaired > 0, "repaired"),
+                                       (x.unobserved > 0, f"{x.unobserved} unobserved")) if on]
         status = (x.status or "") + (f" ({', '.join(notes)})" if notes else "")
         prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
         rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,

@@ -32,6 +32,7 @@ from butterfly.core.vocab import RunStatus
 from butterfly.errors import UserError
 from butterfly.runs.digest import Chain
 from butterfly.runs.lock import LOCK, writer_lock
+from butterfly.runs.observe import OBSERVATIONS, SEAL, carry
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, MergedShard, RunManifest, RunParams, Shard
 from butterfly.runs.scope import conversation_keys, select
@@ -218,6 +219,7 @@ def _write(paths: Sequence[Path], shards: Sequence[RunManifest], tmp: Path) -> R
         records = (rec for p, m in zip(paths, shards, strict=True)
                    for rec in _copy(p, m, f, chain))
         manifest = _merged_manifest(paths, shards, records)
+    carry(paths, tmp)  # the programs the shards observed are not run again
     return write_manifest(tmp, manifest, chain)
 
 
@@ -235,7 +237,7 @@ def merge(shard_dirs: Sequence[Path | str], out: Path | str) -> RunManifest:
         return _write_locked(paths, shards, target)
     except BaseException:
         if created:  # leave no directory behind a refused, failed or interrupted merge
-            for name in (SUITE_COPY, CALLS, LOCK):
+            for name in (SUITE_COPY, CALLS, OBSERVATIONS, SEAL, LOCK):
                 with contextlib.suppress(OSError):
                     (target / name).unlink()
             with contextlib.suppress(OSError):
@@ -252,8 +254,9 @@ def _write_locked(paths: Sequence[Path], shards: Sequence[RunManifest], out: Pat
             shutil.rmtree(tmp, ignore_errors=True)  # a killed merge's leftovers
             tmp.mkdir(parents=True)
             manifest = _write(paths, shards, tmp)
-            for name in (SUITE_COPY, CALLS, MANIFEST):  # the manifest last
-                os.replace(tmp / name, out / name)
+            for name in (SUITE_COPY, CALLS, OBSERVATIONS, SEAL, MANIFEST):  # the manifest last
+                if name == MANIFEST or (tmp / name).exists():
+                    os.replace(tmp / name, out / name)
         except OSError as e:
             raise UserError(f"merge: --out {out}: cannot write: {e.strerror or e}") from None
         finally:

@@ -19,7 +19,7 @@ from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_t
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor
-from butterfly.runs.code_turns import code_turns
+from butterfly.runs.code_turns import CodeTurns, code_turns
 from butterfly.runs.digest import Digest
 from butterfly.runs.integrity import check_counts, check_one_meaning, check_suite_copy
 from butterfly.runs.lock import writer_alive
@@ -107,6 +107,7 @@ class Run:
     compactor: Compactor = field(default_factory=Compactor, repr=False, compare=False)
     digest: Digest = field(default_factory=lambda: Digest(0, None), compare=False)
     """What was verified of its content (:mod:`butterfly.runs.digest`)."""
+    _code: list[CodeTurns] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def params(self) -> RunParams:
@@ -135,15 +136,25 @@ class Run:
               protocol: Protocol | None = None) -> dict[TurnKey, Turn]:
         """Each answered turn (``parse_mode`` or ``protocol`` re-parse the raw answers);
         computed once."""
-        key = (parse_mode, protocol)
         if self.params.track == "code":  # programs are observed, not parsed: one reading
-            key = (None, None)
-            if key not in self._turns:
-                self._turns[key] = code_turns(self.path, self.suite, self.records)
+            return self.code().turns
+        key = (parse_mode, protocol)
         if key not in self._turns:
             self._turns[key] = turns(self.records, self.params, parse_mode, protocol,
                                      self.compactor)
         return self._turns[key]
+
+    def code(self) -> CodeTurns:
+        """A code run's turns, from the observations on file (read once; no program runs)."""
+        if not self._code:
+            self._code.append(code_turns(self.path, self.suite, self.records))
+        return self._code[0]
+
+    @property
+    def unobserved(self) -> frozenset[TurnKey]:
+        """The answered turns whose program is not yet observed (a code run's; they are not
+        in :meth:`turns`): ``butterfly observe RUN`` observes them."""
+        return self.code().unobserved if self.params.track == "code" else frozenset()
 
     def layout(self, layout: str | None) -> str:
         """``layout``, or the run's first; a clear error for a layout the run does not have."""

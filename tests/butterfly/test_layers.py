@@ -53,7 +53,8 @@ NOTEBOOK_INLINED = {
     "butterfly.kaggle.restate": {"core", "kaggle"},
     "butterfly.kaggle.code_track": {"core", "code", "kaggle"},
     **{f"butterfly.code.{m}": {"core", "code"}
-       for m in ("catalogue", "program", "conversation", "probes", "runner", "extract", "judge")},
+       for m in ("catalogue", "program", "conversation", "probes", "child", "guard", "runner",
+                 "extract", "judge")},
     "butterfly.code.sandbox": {"core", "code", "errors"},
 }
 """Modules the notebook inlines (``butterfly.kaggle.notebook.MODULES``), whatever their layer

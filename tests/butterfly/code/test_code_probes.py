@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 
 import pytest
 
 from butterfly.code import probes
 from butterfly.code.catalogue import canonical
-from butterfly.code.extract import ARGS, extract, limit_sizes, read_limit
+from butterfly.code.extract import extract, limit_sizes, read_limit
 from butterfly.code.program import render
 from butterfly.code.runner import Outcome
 
@@ -48,8 +49,11 @@ def test_inputs_are_built_once_per_configuration() -> None:
 
 
 def _outcome(count: int) -> Outcome:
-    return Outcome(0, b"", b"", {ARGS[1]: OUTPUTS["csv"].split("\n")[0].encode() + b"\n"
-                                 + b"".join(b"r%d\n" % i for i in range(count))})
+    """A run whose output (streamed and counted, as the runner's ``tally`` does) holds
+    ``count`` ids."""
+    output = OUTPUTS["csv"].split("\n")[0].encode() + b"\n" + b"".join(
+        b"r%d\n" % i for i in range(count))
+    return Outcome(0, b"", b"", tally=probes.count_file(io.BytesIO(output)))
 
 
 def test_the_row_limit_is_read_from_the_smallest_probe_that_shows_it() -> None:

@@ -83,18 +83,31 @@ def test_a_rescore_and_a_resume_run_no_program_again(oracle_run: Path, tmp_path:
     def refuse(*_: object) -> None:
         raise AssertionError("a program ran again")
 
-    monkeypatch.setattr(observe, "extract", refuse)
+    monkeypatch.setattr(observe, "observe", refuse)
     assert api.score(oracle_run).final_match == 1.0
     assert _run(tmp_path, "oracle").manifest.n_calls == 12  # resumed: nothing to play
     assert api.score(oracle_run).code is not None
+    assert api.observe(oracle_run).observed == 0
 
 
-def test_a_torn_observation_is_cut_and_observed_again(oracle_run: Path) -> None:
+def test_a_torn_observation_is_left_out_then_cut(oracle_run: Path) -> None:
     path = oracle_run / observe.OBSERVATIONS
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) - 40])  # a kill mid-write
+    whole = path.read_bytes()
+    path.write_bytes(whole + whole.splitlines(keepends=True)[0][:40])  # a kill mid-write
+    score = api.score(oracle_run)
+    assert score.final_match == 1.0 and score.code is not None
+    assert score.code.unobserved_turns == 0
+    assert api.observe(oracle_run).observed == 0
+    path.write_bytes(whole + b'{"schema_version":2,')
+    (oracle_run / observe.SEAL).unlink()  # killed before its first seal: nothing vouched for
+    score = api.score(oracle_run)
+    assert score.code is not None and score.code.unobserved_turns == 12
+    assert score.n_conversations == 0 and score.code.unobserved_conversations == 3
+    assert api.observe(oracle_run).observed == len(whole.splitlines())  # cut, observed again
+    again = path.read_bytes().splitlines(keepends=True)
+    assert len(again) == len(whole.splitlines()) and all(x.endswith(b"}\n") for x in again)
+    assert json.loads((oracle_run / observe.SEAL).read_text())["observations"] == len(again)
     assert api.score(oracle_run).final_match == 1.0
-    assert all(line.endswith(b"}") for line in path.read_bytes().splitlines())
 
 
 def test_the_first_message_shows_the_initial_program_and_the_rules() -> None:
@@ -238,10 +251,14 @@ def test_shards_of_a_code_run_merge_and_score(tmp_path: Path) -> None:
 def test_an_observation_of_another_extractor_is_made_again(oracle_run: Path) -> None:
     path = oracle_run / observe.OBSERVATIONS
     records = [json.loads(x) for x in path.read_text().splitlines()]
-    path.write_text("".join(json.dumps({**r, "extractor": r["extractor"] - 1}) + "\n"
+    path.write_text("".join(json.dumps({**r, "extractor": r["extractor"] - 1,  # as version 1
+                                        "schema_version": 1, "chain_sha256": None}) + "\n"
                             for r in records))
+    (oracle_run / observe.SEAL).unlink()
+    assert api.score(oracle_run).final_match is None  # read, never observed by a reader
+    assert api.observe(oracle_run).observed == len(records)
     assert api.score(oracle_run).final_match == 1.0
-    fresh = [json.loads(x) for x in path.read_text().splitlines()][len(records):]
+    fresh = [json.loads(x) for x in path.read_text().splitlines()]
     assert len(fresh) == len(records) and {r["extractor"] for r in fresh} == {
         records[0]["extractor"]}
 

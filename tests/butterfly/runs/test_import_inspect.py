@@ -34,6 +34,7 @@ from butterfly import api
 from butterfly.core.price import UserPrice
 from butterfly.errors import UserError
 from butterfly.models.prices import cost_usd
+from butterfly.present.messages import imported
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.records import RunParams
 
@@ -398,6 +399,10 @@ def test_a_code_track_log_imports_and_scores_as_its_run(tmp_path: Path) -> None:
     log.eval.model = "butterfly/script/oracle"
     got = api.import_inspect(_written(log, tmp_path / "l.eval"), tmp_path / "i")
     assert got.manifest.params.track == "code" and got.manifest.status == "complete"
+    waiting = api.score(tmp_path / "i").code  # the import runs no program
+    assert waiting is not None and waiting.unobserved_turns == 5
+    assert f"butterfly observe {tmp_path / 'i'}" in " ".join(imported("l.eval", got))
+    api.observe(tmp_path / "i")
     assert _score(tmp_path / "i") == _score(played)
 
 
