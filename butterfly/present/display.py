@@ -40,6 +40,16 @@ from butterfly.runs.reader import Run
 from butterfly.runs.versions import version_name
 
 
+def eta_text(done: int, total: int, elapsed: float) -> str:
+    """The time left at the pace so far; before the first answer (every call rate-limited, say)
+    there is no pace, and the line says so rather than "eta nan s"."""
+    if done >= total:
+        return "eta 0 s"
+    if done <= 0 or elapsed <= 0:
+        return "eta unknown (no call answered yet)"
+    return f"eta {(total - done) * elapsed / done:.0f} s"
+
+
 class ProgressDisplay:
     """A rich progress bar on a terminal; a plain line every 10 s (and at the end) otherwise.
     A wait before a retry ("rate-limited, waiting 60 s") is shown at once either way (as a
@@ -89,10 +99,8 @@ class ProgressDisplay:
                   flush=True)
         elif now - self._last >= 10 or p.done == p.total:
             self._last = now
-            rate = p.done / elapsed
-            eta = (p.total - p.done) / rate if rate > 0 else float("nan")
             print(f"calls {p.done}/{p.total}  errors {p.errors}  {tps} tok/s  "
-                  f"eta {eta:.0f} s", file=sys.stderr, flush=True)
+                  f"{eta_text(p.done, p.total, elapsed)}", file=sys.stderr, flush=True)
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
