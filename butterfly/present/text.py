@@ -76,9 +76,10 @@ def runs_text(lines: list[RunLine]) -> str:
                      "butterfly" if x.imported_from is None else "inspect", status, fm, cost,
                      _cached(x),
                      str(x.reasoning_tokens or 0)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    cells = [[printable(c, newlines=False) for c in r] for r in rows]  # paths, names: data
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)
+                     for r in cells)
 
 
 def flips_text(grid: FlipGrid) -> str:
