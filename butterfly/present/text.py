@@ -71,7 +71,8 @@ def runs_text(lines: list[RunLine]) -> str:
                                        (x.repaired > 0, "repaired")) if on]
         status = (x.status or "") + (f" ({', '.join(notes)})" if notes else "")
         prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
-        rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,
+        suite = (x.suite or "") + ("" if x.suite_version is None else f" v{x.suite_version}")
+        rows.append((x.path, x.model or "", suite, (x.suite_sha256 or "")[:12], prompt,
                      x.layouts or "", str(x.repeats), mode_cell(x.mode, x.ask_at),
                      "butterfly" if x.imported_from is None else "inspect", status, fm, cost,
                      _cached(x),

@@ -92,7 +92,7 @@ def test_each_turn_carries_its_program_diff_and_the_marks_show_computes(
 
 
 def test_a_spec_track_run_carries_no_code_entries() -> None:
-    m = build([ROOT / "runs" / "script-noop-butterfly-40"])
+    m = build([ROOT / "runs" / "script-noop__butterfly-40__v1"])
     assert not any("c" in c for c in m["conversations"])
 
 
