@@ -37,8 +37,11 @@ def _dump(obj: Any) -> str:
 
 
 def _say(lines: list[str]) -> None:
+    """Lines on stderr, each made printable (paths and names may hold control characters)."""
+    from butterfly.present.messages import one_line
+
     for line in lines:
-        print(line, file=sys.stderr)
+        print(one_line(line), file=sys.stderr)
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
@@ -62,7 +65,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
     if manifest is not None and where:
         _write(where, manifest.to_json())
     if a.out not in (None, "-"):
-        print(f"wrote {len(made.scenarios)} scenarios to {a.out}", file=sys.stderr)
+        _say([f"wrote {len(made.scenarios)} scenarios to {a.out}"])
     return 0
 
 
@@ -72,7 +75,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
     if a.readings:
         for r in api.audit_readings(a.files):
-            print(readings_table(str(r.path), r.scenarios, r.tallies))
+            print(_printable(readings_table(str(r.path), r.scenarios, r.tallies)))
         return 0
     if a.depth:
         reports = api.audit_depth(a.files)
@@ -81,7 +84,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
                               None if d.violation is None else str(d.violation)))
         return 1 if any(d.violation is not None for d in reports) else 0
     for c in api.validate(a.files, track=a.track):
-        print(f"{c.path}: {c.scenarios} scenarios, {c.turns} turns: valid")
+        print(_printable(f"{c.path}: {c.scenarios} scenarios, {c.turns} turns: valid"))
     return 0
 
 
@@ -100,7 +103,7 @@ def cmd_schema(a: argparse.Namespace) -> int:
     from butterfly import api
 
     for path in api.schema(a.out_dir):
-        print(f"wrote {path}", file=sys.stderr)
+        _say([f"wrote {path}"])
     return 0
 
 
@@ -138,7 +141,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     try:
         result = api.run(opts, progress=True)
     except KeyboardInterrupt:
-        print(interrupted(api.run_dir(opts)), file=sys.stderr)
+        _say([interrupted(api.run_dir(opts))])
         return 130
     print_score(api.score_run(result))
     _say([f"butterfly: {line}" for line in failure_lines(result)])
@@ -184,11 +187,11 @@ def cmd_score(a: argparse.Namespace) -> int:
         print(_dump(result.to_json()))
     else:
         print_score(result)
-        print(content_line(run))
+        print(_printable(content_line(run)))
     _unobserved([run])
     failed = failed_run(a.run, run.manifest)
     if failed is not None:  # scored what there is, but say so: exit 5
-        print(failed, file=sys.stderr)
+        _say([failed])
         return 5
     return 0
 
@@ -201,7 +204,7 @@ def cmd_export(a: argparse.Namespace) -> int:
     rows = api.export(list(runs), a.level)
     _write(a.csv, to_csv(rows, a.level))
     if a.csv not in (None, "-"):
-        print(f"wrote {len(rows)} {a.level} rows to {a.csv}", file=sys.stderr)
+        _say([f"wrote {len(rows)} {a.level} rows to {a.csv}"])
     _unobserved(runs)
     return 0
 
@@ -259,7 +262,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     check_report(a.runs, a.html, a.q)  # before any run is read
     runs = _loaded(a.runs)
     size = api.report(list(runs), a.html, a.title, compare_method=a.compare_method, q=a.q)
-    print(f"wrote {a.html} ({size / 1e6:.2f} MB)", file=sys.stderr)
+    _say([f"wrote {a.html} ({size / 1e6:.2f} MB)"])
     _unobserved(runs)
     return 0
 
@@ -283,7 +286,7 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     result, title = api.calibrate(a.run, simulate=a.simulate, q=a.q, reshuffles=a.reshuffles,
                                   m=a.m, reps=a.reps, seed=a.seed)
     print(_dump(result.model_dump(by_alias=True)) if a.json
-          else calibration_text(result, title))
+          else _printable(calibration_text(result, title)))
     return 0
 
 
@@ -291,8 +294,8 @@ def cmd_notebook(a: argparse.Namespace) -> int:
     from butterfly import api
 
     built = api.notebook(a.out, a.check)
-    print(f"{built.path}: up to date" if built.checked
-          else f"wrote {built.path} ({built.size} bytes)")
+    print(_printable(f"{built.path}: up to date" if built.checked
+                     else f"wrote {built.path} ({built.size} bytes)"))
     return 0
 
 

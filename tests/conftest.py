@@ -153,3 +153,17 @@ def code_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         api.run(model=f"script/{agent}", suite=str(CODE_SUITE), track="code", out=tmp / agent,
                 cache=None)
     return tmp
+
+
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One headless Chromium for the tests that use it (tests/browser.py: offline), started
+    once per worker: a test sizes its viewport and loads its page. A missing browser is a
+    failure, not a skip: make test installs it."""
+    from browser import chrome, missing
+
+    why = missing()
+    if why is not None:
+        pytest.fail(why)
+    with chrome(tmp_path_factory.mktemp("chromium-profile")) as driver:
+        yield driver

@@ -36,8 +36,9 @@ def main(folder: str) -> None:
     for cmd in COMMANDS:
         (out / "help" / f"{cmd}.txt").write_text(_out([cmd, "--help"]))
     (out / "help" / "notebook-build.txt").write_text(_out(["notebook", "build", "--help"]))
-    runs = [str(ROOT / "runs" / n) for n in ("smollm2-butterfly-40", "script-oracle-butterfly-40",
-                                              "script-lifo-butterfly-40")]
+    runs = [str(ROOT / "runs" / n) for n in ("local-smollm2__butterfly-40__v1",
+                                              "script-oracle__butterfly-40__v1",
+                                              "script-lifo__butterfly-40__v1")]
     (out / "report.txt").write_text(_out(["report", *runs, "--html", str(out / "report.html")]))
     (out / "notebook.txt").write_text(_out(["notebook", "build", "--out",
                                             str(out / "butterflybench.ipynb")]))

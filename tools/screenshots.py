@@ -20,12 +20,13 @@ sys.path.append(str(ROOT / "tests"))
 
 from browser import chrome, missing, viewport, wait_ready  # noqa: E402
 
-RUNS = ["runs/smollm2-butterfly-40-layouts", "runs/smollm2-sc3-per-category-1",
-        "runs/script-oracle-butterfly-40", "runs/script-last-edit-butterfly-40",
-        "runs/script-lifo-butterfly-40", "runs/script-no-coupling-butterfly-40",
-        "runs/script-noisy-butterfly-40"]
+RUNS = ["runs/local-smollm2__butterfly-40__v1-layouts-repeats-2",
+        "runs/local-smollm2__butterfly-40__v1-sc3-per-category-1",
+        "runs/script-oracle__butterfly-40__v1", "runs/script-last-edit__butterfly-40__v1",
+        "runs/script-lifo__butterfly-40__v1", "runs/script-no-coupling__butterfly-40__v1",
+        "runs/script-noisy-p-0.2__butterfly-40__v1-layouts-repeats-2"]
 REPORT = ROOT / "docs" / "report-butterfly-40.html"
-SHOW = ("runs/smollm2-butterfly-40-layouts", "hw-undo-earliest-after-undo")
+SHOW = ("runs/local-smollm2__butterfly-40__v1-layouts-repeats-2", "hw-undo-earliest-after-undo")
 VIEWPORTS = ((1400, 900), (1024, 768))
 CHARTS = (("report-undo.png", "chart-undo"), ("report-radius.png", "chart-change-radius"),
           ("report-horizon.png", "chart-horizon"))

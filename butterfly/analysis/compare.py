@@ -112,6 +112,28 @@ def paired_difference(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]], 
     )
 
 
+PAIRS_SEARCHED = 1000
+"""How far :func:`pairs_needed` looks (a method that needs more is told as needing more)."""
+
+
+def can_flag(method: str, pairs: int, q: float, *, k: int | None = None, cap: int | None = None,
+             stop_fine: bool = False) -> bool:
+    """Whether ``method`` can flag any scenario at ``q`` with ``pairs`` pairs per scenario (``k``
+    or ``cap`` read of them): its verdict on the most extreme answers, A passing and B failing
+    every pair. No answers give a smaller p-value or a larger e-value, and BH and e-BH reject a
+    suite whose statistics are all equal exactly when they would reject one scenario alone, so
+    when this scenario is not flagged, no scenario of any suite can be."""
+    a = np.ones((1, 1, pairs), dtype=bool)
+    decision = regress.run_method(method, a, ~a, q, k=k, cap=cap, stop_fine=stop_fine)
+    return bool(decision.regressed.any())
+
+
+def pairs_needed(method: str, q: float) -> int | None:
+    """The fewest pairs per scenario with which ``method`` (reading every pair) can flag a
+    scenario at ``q``; None beyond :data:`PAIRS_SEARCHED`."""
+    return next((n for n in range(1, PAIRS_SEARCHED + 1) if can_flag(method, n, q)), None)
+
+
 def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | None = None,
             cap: int | None = None, stop_fine: bool = False, seed: int = 0) -> CompareResult:
     """The comparison printed by ``butterfly compare`` (``--json``: its dump)."""
@@ -159,4 +181,7 @@ def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | Non
         "final_match": paired_difference(full_a, full_b, seed=seed),
         "scenarios": rows,
         "ask_at_a": a.ask_at, "ask_at_b": b.ask_at,
+        "can_flag": can_flag(method, n, q, k=k, cap=cap, stop_fine=stop_fine),
+        "pairs_needed": pairs_needed(method, q),
+        "methods_that_can": [m for m in regress.METHODS if can_flag(m, n, q)],
     })

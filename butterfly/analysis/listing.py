@@ -1,11 +1,11 @@
-"""``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name and
-sha, prompt version, layouts and repeats, mode and ask points, whether it was imported from an
-inspect log, status and shard, final match, cost and its price's source, cached prompt tokens and
-what they saved, reasoning tokens). A directory that
-does not read as a run is listed with its error, never skipped silently; a run made before the
-digest is labelled unsealed, a repaired one repaired, a code run with programs not yet observed
-says how many turns (listing never runs a program). A run with no priced answer (an unpriced
-model, or every call failed) has no cost (``-``), never $0."""
+"""``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name,
+version and sha, prompt version, layouts and repeats, mode and ask points, whether it was
+imported from an inspect log, status and shard, final match, cost and its price's source, cached
+prompt tokens and what they saved, reasoning tokens). A directory that does not read as a run is
+listed with its error, never skipped silently; a run made before the digest is labelled
+unsealed, a repaired one repaired, a code run with programs not yet observed says how many turns
+(listing never runs a program). A run with no priced answer (an unpriced model, or every call
+failed) has no cost (``-``), never $0."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ class RunLine:
     path: str
     model: str | None = None
     suite: str | None = None
+    """The suite's name: a frozen suite's, or its file's name (``score``'s ``suite``)."""
+    suite_version: int | None = None
+    """A frozen suite's version (None: not a suite we shipped)."""
     suite_sha256: str | None = None
     prompt_version: int | None = None
     """The prompt's version (recorded, or named by its fingerprint: runs/versions.py)."""
@@ -85,8 +88,9 @@ def describe(path: Path) -> RunLine:
     m, p = run.manifest, run.params
     u = score.usage
     return RunLine(
-        path=str(path), model=m.model, suite=Path(m.suite.path).stem,
-        suite_sha256=m.suite.sha256, prompt_version=score.prompt.version,
+        path=str(path), model=m.model, suite=score.suite.name,
+        suite_version=score.suite.version, suite_sha256=m.suite.sha256,
+        prompt_version=score.prompt.version,
         layouts=",".join(p.layouts), repeats=p.repeats, mode=p.mode, ask_at=p.ask_at,
         imported_from=m.imported_from,
         status=m.status, final_match=score.final_match, n_conversations=score.n_conversations,

@@ -63,6 +63,17 @@ class CompareResult(Result):
         None, description="Run A's ask points (--ask-at); null: every turn asked. Final match "
         "is the answer at each chain's last turn, which every run asks.")
     ask_at_b: tuple[int, ...] | None = Field(None, description="Run B's ask points.")
+    can_flag: bool = Field(
+        True, description="Whether the method, with the pairs it reads (k or cap of "
+        "pairs_available), can flag any scenario at q: false when even A passing and B failing "
+        "every pair would not reach q, so that regressed and improved are empty whatever the "
+        "answers say.")
+    pairs_needed: int | None = Field(
+        None, description="The fewest pairs per scenario with which the method, reading every "
+        "pair, can flag a scenario at q (null: more than 1000).")
+    methods_that_can: list[str] = Field(
+        default_factory=list, description="The methods that can flag a scenario at q with "
+        "pairs_available pairs per scenario (each reading every pair).")
 
 
 class SequentialResult(Result):

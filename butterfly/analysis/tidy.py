@@ -1,7 +1,9 @@
 """Tidy rows of runs, one per turn or one per conversation: ``butterfly export`` writes them as
 CSV, ``butterfly.load_runs`` returns them as a pandas DataFrame (like inspect's ``evals_df``).
 
-Every row names its run, model, suite (path and sha256), scenario, category, layout and repeat.
+Every row names its run, model, suite (its name, its version when it is a frozen suite, and
+its sha256: never a path of the machine that made the run), scenario, category, layout and
+repeat.
 Turn rows add the turn, its op, ``match`` (0/1), the abstention reason, the collateral settings
 (changed from the model's previous answer while the oracle's did not, ``;``-joined) and the
 call's tokens and cost. Conversation rows add ``complete`` (0/1), ``final_match`` (0/1, empty
@@ -21,7 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from butterfly.analysis.scoring import suite_label
 from butterfly.core.metrics import collateral_keys, score_scenario
+from butterfly.core.results import SuiteLabel
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, load_run
@@ -34,14 +38,15 @@ Row = dict[str, Cell]
 """One tidy row: column -> a scalar (None: null, an empty CSV cell)."""
 LEVELS: Final[tuple[Level, ...]] = ("turn", "conversation")
 
-BASE: Final = ("run", "model", "suite", "suite_sha256", "scenario", "category", "layout",
-               "repeat")
+BASE: Final = ("run", "model", "suite", "suite_version", "suite_sha256", "scenario", "category",
+               "layout", "repeat")
 USAGE: Final = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
                 "cost_usd", "saved_usd")
 """Tokens and cost, summed over a turn's samples (a conversation's turns): completion tokens
 include the reasoning tokens (counted once); ``saved_usd`` is what the cached prompt tokens
-saved (docs/cost.md). ``price`` says where the costs came from: ``user`` (``run --price``) or
-``litellm`` (the offline price map)."""
+saved (docs/cost.md). ``price`` says where the costs came from: ``user`` (``run --price``),
+``litellm`` (the offline price map), or nothing when no call of the run was priced (a scripted
+agent, an unpriced model: its costs are empty too)."""
 TURN_COLUMNS: Final = (*BASE, "turn", "op", "match", "abstention", "collateral",
                        "n_collateral", *USAGE, "price", "asked_turns_only")
 CONVERSATION_COLUMNS: Final = (*BASE, "n_turns", "complete", "final_match",
@@ -49,11 +54,19 @@ CONVERSATION_COLUMNS: Final = (*BASE, "n_turns", "complete", "final_match",
                                *USAGE, "price", "n_answers", "asked_turns_only")
 
 
-def _base(run: Run, s: Scenario, key: ConversationKey) -> Row:
-    m = run.manifest
-    return {"run": str(run.path), "model": m.model, "suite": m.suite.path,
-            "suite_sha256": m.suite.sha256, "scenario": s.id, "category": s.category,
-            "layout": key.layout, "repeat": key.repeat}
+def _base(run: Run, suite: SuiteLabel, s: Scenario, key: ConversationKey) -> Row:
+    return {"run": str(run.path), "model": run.manifest.model, "suite": suite.name,
+            "suite_version": suite.version, "suite_sha256": suite.sha256, "scenario": s.id,
+            "category": s.category, "layout": key.layout, "repeat": key.repeat}
+
+
+def price_source(run: Run) -> str | None:
+    """Where a run's costs came from: ``user`` (``run --price``), ``litellm`` (the offline price
+    map priced a call), or None (no call priced: a scripted agent, an unpriced model)."""
+    if run.params.price is not None:
+        return "user"
+    priced = any(v.cost_usd is not None for v in run.records.values())
+    return "litellm" if priced else None
 
 
 def _sum(values: list[Any]) -> Any:
@@ -82,7 +95,8 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
     attempted = run.attempted
     by_id = {s.id: s for s in run.scenarios}
     rows: list[Row] = []
-    price = "litellm" if run.params.price is None else "user"
+    price = price_source(run)
+    suite = suite_label(run)
     only = int(run.params.ask_at is not None)
     for key in run.conversations():
         if key not in attempted:
@@ -94,7 +108,7 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
         turns = [done.get(TurnKey(s.id, t, key.layout, key.repeat)) for t in ts]
         answered = [t for t in turns if t is not None]
         complete = len(answered) == len(ts)
-        base = {**_base(run, s, key), "asked_turns_only": only}
+        base = {**_base(run, suite, s, key), "asked_turns_only": only}
         if level == "turn":
             rows += _turn_rows(base, s, oracle, ts, turns, price)
             continue
@@ -120,7 +134,7 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
 
 
 def _turn_rows(base: Row, s: Scenario, oracle: list[dict[str, str]], ts: Sequence[int],
-               turns: Sequence[Turn | None], price: str) -> list[Row]:
+               turns: Sequence[Turn | None], price: str | None) -> list[Row]:
     """A conversation's turn rows: its asked turns up to the first without an answer."""
     rows: list[Row] = []
     prev: dict[str, str] | None = oracle[0]

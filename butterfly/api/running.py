@@ -73,18 +73,22 @@ def _slug(text: str) -> str:
 
 
 def default_out(model: str, suite_path: Path, prefix: str = "",
-                shard: str | None = None) -> Path:
-    """``runs/MODEL__SUITE`` (``...__SUITE.shard-I-of-N`` for a shard): where a run goes
-    when no ``out`` is given."""
+                shard: str | None = None, mode: str = "chat") -> Path:
+    """``runs/MODEL__SUITE`` (``MODEL__SUITE__restate`` in restate mode, so that a restate run
+    never takes a chat run's directory; ``.shard-I-of-N`` after either for a shard): where a
+    run goes when no ``out`` is given (the naming scheme: docs/running.md, "Run
+    directories")."""
     part = parse_shard(shard)
     tail = "" if part is None else f".shard-{part.index}-of-{part.count}"
-    return Path("runs") / f"{prefix}{_slug(model)}__{suite_path.stem}{tail}"
+    kind = "__restate" if mode == "restate" else ""
+    return Path("runs") / f"{prefix}{_slug(model)}__{suite_path.stem}{kind}{tail}"
 
 
 def run_dir(opts: RunOptions) -> Path:
     """The run directory ``opts`` write to: ``out``, or the default for its model and suite."""
     where = check_out(opts.out)
-    return where or default_out(opts.model, resolve_suite(opts.suite), shard=opts.shard)
+    return where or default_out(opts.model, resolve_suite(opts.suite), shard=opts.shard,
+                                mode=opts.mode)
 
 
 def run_params(opts: RunOptions) -> RunParams:
@@ -121,7 +125,7 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
         check_priced(o.model, o.api_base, o.via, config, params.price)
     suite_path = resolve_suite(o.suite)
     whole = load_suite(suite_path)
-    target = where or default_out(o.model, suite_path, shard=o.shard)
+    target = where or default_out(o.model, suite_path, shard=o.shard, mode=o.mode)
     check_cache(o.model, o.cache, routed=config is not None)  # last: it may create the cache
     state = _play_all(o.model, suite_path, select(whole, params), params, target,
                       api_base=o.api_base, cache=o.cache, progress=progress, router=config)
@@ -145,7 +149,7 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
     suite_path = resolve_suite(o.suite)
     whole = load_suite(suite_path)
     scenarios = select(whole, params)
-    target = where or default_out(o.model, suite_path, shard=o.shard)
+    target = where or default_out(o.model, suite_path, shard=o.shard, mode=o.mode)
     state = peek_state(target, o.model, suite_path, scenarios, params)
     manifest = load_manifest(suite_path)
     by: SliceBy = slice_by or ("length" if manifest is not None and manifest.lengths

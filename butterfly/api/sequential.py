@@ -54,7 +54,7 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
     if model_a == model_b and prices[0] != prices[1]:
         raise UserError("--model-a and --model-b are one model: give it one price (the same "
                         "--price-a and --price-b)")
-    a, b = _outs(model_a, model_b, suite_path, out_a, out_b)
+    a, b = _outs(model_a, model_b, suite_path, out_a, out_b, o.mode)
     check_options(method, cap, q, a, b)
     configs = routers(o.router, (model_a, model_b), o.api_base)
     if not configs:
@@ -85,11 +85,11 @@ def _asked(o: RunOptions, suite_path: Path) -> RunOptions:
 
 
 def _outs(model_a: str, model_b: str, suite_path: Path, out_a: str | Path | None,
-          out_b: str | Path | None) -> tuple[Path, Path]:
-    """Both run directories: given, or ``runs/seq-MODEL__SUITE`` (``-b`` added to B's when the
-    two defaults are one)."""
-    a = check_out(out_a, "--out-a") or default_out(model_a, suite_path, "seq-")
-    b = check_out(out_b, "--out-b") or default_out(model_b, suite_path, "seq-")
+          out_b: str | Path | None, mode: str) -> tuple[Path, Path]:
+    """Both run directories: given, or ``runs/seq-MODEL__SUITE`` (``...__restate`` in restate
+    mode, as ``run`` names them; ``-b`` added to B's when the two defaults are one)."""
+    a = check_out(out_a, "--out-a") or default_out(model_a, suite_path, "seq-", mode=mode)
+    b = check_out(out_b, "--out-b") or default_out(model_b, suite_path, "seq-", mode=mode)
     if a == b and not (out_a or out_b):
         b = b.with_name(b.name + "-b")
     return a, b

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any, Final
 
+from butterfly.core.printable import printable
 from butterfly.core.results import HorizonResult
 from butterfly.present.horizon_chart import horizon_figure
 
@@ -16,6 +17,12 @@ if TYPE_CHECKING:  # report.py imports this module
     from butterfly.present.report import ReportModel
 
 FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")
+
+
+def chart_label(text: str) -> str:
+    """A run's label as matplotlib draws it: control characters escaped (matplotlib has no
+    glyph for them, and its warning printed the raw byte on the terminal)."""
+    return printable(text, newlines=False)
 
 
 def _svg(fig: Any) -> str:
@@ -43,7 +50,7 @@ def first_divergent_figure(plt: Any, runs: list[Any]) -> Any:
     width = 0.8 / max(1, len(runs))
     for i, r in enumerate(runs):
         bars = ax.bar([x + i * width for x in range(len(FDT_BINS))], fdt_shares(r), width,
-                      label=r["label"])
+                      label=chart_label(r["label"]))
         for b, bar in zip(FDT_BINS, bars, strict=True):
             bar.set_gid(f"fdt-{i}-{b}")
     ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
@@ -59,7 +66,7 @@ def first_divergent_figure(plt: Any, runs: list[Any]) -> Any:
 
 def laddered(runs: list[Any]) -> list[tuple[str, HorizonResult]]:
     """The runs over two chain lengths or more, with their typed horizons."""
-    return [(r["label"], HorizonResult.model_validate(r["horizon"])) for r in runs
+    return [(chart_label(r["label"]), HorizonResult.model_validate(r["horizon"])) for r in runs
             if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
 
 

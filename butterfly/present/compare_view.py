@@ -51,6 +51,8 @@ class Comparison(TypedDict):
     n_scenarios: int
     pairs: int
     difference: float
+    note: str | None
+    """Why the method can flag no scenario with these pairs, and what can (``compare``'s note)."""
 
 
 def _links(run: int, answers: RunAnswers, sid: str) -> list[Link]:
@@ -84,6 +86,7 @@ def compare_view(runs: Sequence[Path | Run], suites: Sequence[str], labels: Sequ
     if len(set(suites)) == len(suites):  # no two runs of one suite: no pair
         return []
     from butterfly.analysis.compare import compare, load_answers  # scipy: only for a pair
+    from butterfly.present.text import cannot_flag_note
 
     out: list[Comparison] = []
     first: dict[str, int] = {}
@@ -94,7 +97,7 @@ def compare_view(runs: Sequence[Path | Run], suites: Sequence[str], labels: Sequ
         i = first[sha]
         entry: Comparison = {"a": labels[i], "b": labels[j], "method": method, "q": q,
                              "regressed": [], "improved": [], "error": None, "n_scenarios": 0,
-                             "pairs": 0, "difference": 0.0}
+                             "pairs": 0, "difference": 0.0, "note": None}
         try:
             a, b = load_answers(runs[i]), load_answers(runs[j])
             res = compare(a, b, method, q)
@@ -105,6 +108,7 @@ def compare_view(runs: Sequence[Path | Run], suites: Sequence[str], labels: Sequ
         entry["n_scenarios"] = res.n_scenarios
         entry["pairs"] = res.pairs_available
         entry["difference"] = res.final_match.diff
+        entry["note"] = cannot_flag_note(res, "--compare-method")
         entry["regressed"] = _findings(res.regressed, i, j, a, b, regressed=True)
         entry["improved"] = _findings(res.improved, i, j, a, b, regressed=False)
         out.append(entry)

@@ -61,6 +61,16 @@ class ObservingDisplay:
             self._last = now
 
 
+def eta_text(done: int, total: int, elapsed: float) -> str:
+    """The time left at the pace so far; before the first answer (every call rate-limited, say)
+    there is no pace, and the line says so rather than "eta nan s"."""
+    if done >= total:
+        return "eta 0 s"
+    if done <= 0 or elapsed <= 0:
+        return "eta unknown (no call answered yet)"
+    return f"eta {(total - done) * elapsed / done:.0f} s"
+
+
 class ProgressDisplay:
     """A rich progress bar on a terminal; a plain line every 10 s (and at the end) otherwise.
     A wait before a retry ("rate-limited, waiting 60 s") is shown at once either way (as a
@@ -110,10 +120,8 @@ class ProgressDisplay:
                   flush=True)
         elif now - self._last >= 10 or p.done == p.total:
             self._last = now
-            rate = p.done / elapsed
-            eta = (p.total - p.done) / rate if rate > 0 else float("nan")
             print(f"calls {p.done}/{p.total}  errors {p.errors}  {tps} tok/s  "
-                  f"eta {eta:.0f} s", file=sys.stderr, flush=True)
+                  f"{eta_text(p.done, p.total, elapsed)}", file=sys.stderr, flush=True)
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -216,7 +224,7 @@ def _main_table(result: RunScore, columns: Sequence[Column]) -> Table:
         (f"baseline: {baseline_label(name)}", b) for name, b in result.baselines.items()
     ]
     table = [_row(name, r) for name, r in rows]
-    main = Table(title=title)
+    main = Table(title=Text(title))  # a Text: a name's "[red]" is shown, never a style
     for key, header in columns:  # figures keep their width; the agent folds, never loses a letter
         if key == "agent":
             longest = max(len(w) for row in table for w in row[key].split(" "))
@@ -247,7 +255,7 @@ def score_tables(result: RunScore, console: Console | None = None) -> list[Table
             break
         columns = [c for c in columns if c[0] not in (name, f"{name}_ci")]
         main = _main_table(result, columns)
-    cat = Table(title="final match by category")
+    cat = Table(title=Text("final match by category"))
     cat.add_column("category", overflow="fold")
     cat.add_column("n", justify="right")
     for col in (printable(result.model), *result.baselines):
@@ -309,50 +317,54 @@ def code_line(code: CodeScore) -> str:
     return figures_line(code)
 
 
+def _say(console: Console, text: str, *, highlight: bool = True) -> None:
+    """One line under the score tables: control characters escaped, never read as markup (a
+    price note or a label may come from a user's file or a model's name)."""
+    console.print(printable(text), markup=False, highlight=highlight)
+
+
 def print_score(result: RunScore, console: Console | None = None) -> None:
     if console is None:
         console = Console() if sys.stdout.isatty() else Console(width=120)
     if result.shard is not None:
         own = result.n_total + result.not_played
-        console.print(f"shard {result.shard} of a sweep: every figure below covers this "
+        _say(console, f"shard {result.shard} of a sweep: every figure below covers this "
                       f"shard's {own} of the sweep's {result.sweep_conversations} "
-                      "conversations (butterfly merge joins the shards)", markup=False)
+                      "conversations (butterfly merge joins the shards)")
     asked = asked_line(result.ask_at)
     if asked is not None:
-        console.print(asked, markup=False, highlight=False)
+        _say(console, asked, highlight=False)
     for t in score_tables(result, console):
         console.print(t)
-    console.print(f"effective final match (final match x coverage): "
+    _say(console, f"effective final match (final match x coverage): "
                   f"{_pct(result.effective_final_match)}")
     if result.code is not None:
-        console.print(code_line(result.code), markup=False)
+        _say(console, code_line(result.code))
     if result.abstention_by_reason:
-        console.print("abstentions by reason: " + ", ".join(
+        _say(console, "abstentions by reason: " + ", ".join(
             f"{k} {v}" for k, v in result.abstention_by_reason.items()))
     if result.usage is not None and result.usage.calls:
-        console.print(usage_line(result.usage))
+        _say(console, usage_line(result.usage))
     if len(result.by_layout) > 1:
-        console.print("final match by layout: " + ", ".join(
+        _say(console, "final match by layout: " + ", ".join(
             f"{lay} {_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"
             for lay, r in result.by_layout.items()))
     if result.incomplete:
-        console.print(
-            f"incomplete (a call failed after its retries or was cut off; excluded from every "
-            f"figure): {result.incomplete} of {result.n_total} conversations "
-            f"({_pct(result.incomplete_share)})"
-        )
+        _say(console, f"incomplete (a call failed after its retries or was cut off; excluded "
+                      f"from every figure): {result.incomplete} of {result.n_total} "
+                      f"conversations ({_pct(result.incomplete_share)})")
     if result.not_played:
-        console.print(f"not played (never started: an interrupted run, or a sequential "
+        _say(console, f"not played (never started: an interrupted run, or a sequential "
                       f"comparison that stopped early): {result.not_played} conversations")
     flips = result.flips.model_dump(by_alias=True)
     if result.n_conversations > result.n_scenarios:  # several per scenario
-        console.print("flips (butterfly flips RUN for the table): "
+        _say(console, "flips (butterfly flips RUN for the table): "
                       + ", ".join(f"{k} {v}" for k, v in flips.items()))
     parts = [f"{op} {_pct(v.share)} (n={v.n})" for op, v in result.undo_recovery_by_op.items()
              if v.n]
     if parts:
-        console.print(asked_only("undo recovery by op", result.ask_at) + ": "
+        _say(console, asked_only("undo recovery by op", result.ask_at) + ": "
                       + ", ".join(parts))
     line = horizon_line(result.horizon)
     if line is not None:
-        console.print(line, markup=False, highlight=False)
+        _say(console, line, highlight=False)

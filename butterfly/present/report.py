@@ -13,6 +13,7 @@ a report of 5 runs x 2,000 scenarios stays usable (``bench/report.py`` measures 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
@@ -288,6 +289,30 @@ def _add_scenario(out: dict[str, ScenarioData], s: Scenario) -> None:
 # HTML
 
 
+LONG_PIECE: Final = 24
+"""A piece of a name (between ``/``, ``:`` and spaces) longer than this may break after a
+hyphen; a shorter one is kept on one line."""
+
+
+def breakable(name: str) -> Any:
+    """A name as the page shows it (the ``name`` filter): a line may break after each ``/`` and
+    ``:`` (a ``<wbr>``) and at a space, and nowhere else in a piece of up to
+    :data:`LONG_PIECE` characters (``span.nb``, nowrap: ``script/last-edit`` breaks at its
+    ``/``, not its hyphen); a longer piece may also break after a hyphen, never between two
+    other characters (``script/noisy:p=0.2`` broke as ``script/noisy:p`` / ``=0.2`` under
+    ``overflow-wrap: anywhere``). The whole is ``span.name``, which the tests measure."""
+    from markupsafe import Markup, escape
+
+    out = []
+    for piece in re.split(r"(?<=[/: ])", str(name)):
+        word = piece.rstrip(" ")
+        kept = len(word) <= LONG_PIECE and re.search(r"[^\w.=]", word)
+        out.append((f'<span class="nb">{escape(word)}</span>' if kept else str(escape(word)))
+                   + ("<wbr>" if word.endswith(("/", ":")) and word == piece else "")
+                   + piece[len(word):])
+    return Markup(f'<span class="name">{"".join(out)}</span>')
+
+
 def render_html(model: ReportModel) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
@@ -295,6 +320,7 @@ def render_html(model: ReportModel) -> str:
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.1f}%"
     env.filters["num"] = lambda x: "–" if x is None else f"{x:.3f}"
+    env.filters["name"] = breakable
     env.filters["ci"] = lambda c, scale=100: "" if c is None else (
         f"[{scale * c[0]:.1f}, {scale * c[1]:.1f}]" if scale == 100
         else f"[{c[0]:.2f}, {c[1]:.2f}]")

@@ -72,14 +72,16 @@ def runs_text(lines: list[RunLine]) -> str:
                                        (x.unobserved > 0, f"{x.unobserved} unobserved")) if on]
         status = (x.status or "") + (f" ({', '.join(notes)})" if notes else "")
         prompt = "unknown" if x.prompt_version is None else f"v{x.prompt_version}"
-        rows.append((x.path, x.model or "", x.suite or "", (x.suite_sha256 or "")[:12], prompt,
+        suite = (x.suite or "") + ("" if x.suite_version is None else f" v{x.suite_version}")
+        rows.append((x.path, x.model or "", suite, (x.suite_sha256 or "")[:12], prompt,
                      x.layouts or "", str(x.repeats), mode_cell(x.mode, x.ask_at),
                      "butterfly" if x.imported_from is None else "inspect", status, fm, cost,
                      _cached(x),
                      str(x.reasoning_tokens or 0)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    cells = [[printable(c, newlines=False) for c in r] for r in rows]  # paths, names: data
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)
+                     for r in cells)
 
 
 def flips_text(grid: FlipGrid) -> str:
@@ -126,6 +128,38 @@ def compare_asked_line(result: CompareResult) -> str:
             "answer at each chain's last turn, asked in both runs (only those calls are compared)")
 
 
+def _pairs(n: int) -> str:
+    return f"{n} pair{'' if n == 1 else 's'}"
+
+
+def cannot_flag_note(result: CompareResult, option: str = "--method") -> str | None:
+    """Why a comparison found nothing whatever its answers (its method cannot reach q with the
+    pairs it reads), how many pairs it needs, and which method can with these pairs (named by
+    ``option``, the flag that chooses it: ``--method``, or the report's ``--compare-method``);
+    None when the method can flag a scenario. The terminal and the report say the same."""
+    if result.can_flag:
+        return None
+    n, method, need = result.pairs_available, result.method, result.pairs_needed
+    read = result.k if result.k is not None else result.cap
+    limit = "--k" if result.k is not None else "--cap"
+    used = f"{limit} {read} of {_pairs(n)}" if read is not None and read < n else _pairs(n)
+    line = (f"{method} cannot flag any scenario with {used} per scenario at q = {result.q} "
+            "(not even one that A passes and B fails every time)")
+    if need is None:
+        line += f"; it needs more than {_pairs(1000)}"
+    elif need <= n:
+        line += f"; it needs {_pairs(need)}: raise {limit} to {need} or more"
+    else:
+        line += (f"; it needs {_pairs(need)} per scenario: both runs made with --repeats {need} "
+                 "or more")
+    others = [m for m in result.methods_that_can if m != method]
+    if others:
+        named = ", ".join(f"{option} {m}" + (" (the first pair alone, no error control)"
+                                              if m == "diff" else "") for m in others)
+        line += f"; with {_pairs(n)}, {named} can"
+    return line
+
+
 def compare_text(result: CompareResult) -> str:
     """The comparison as text."""
     r = result.model_dump()
@@ -138,7 +172,7 @@ def compare_text(result: CompareResult) -> str:
     lines = [
         f"A: {r['model_a']} ({r['run_a']})",
         f"B: {r['model_b']} ({r['run_b']})",
-        f"{r['n_scenarios']} scenarios, layout {r['layout']}, {r['pairs_available']} pairs each; "
+        f"{r['n_scenarios']} scenarios, layout {r['layout']}, {_pairs(r['pairs_available'])} each; "
         f"method {r['method']} ({detail}), q = {r['q']}",
     ]
     if r["ask_at_a"] is not None or r["ask_at_b"] is not None:
@@ -151,6 +185,9 @@ def compare_text(result: CompareResult) -> str:
             f"[{100 * fm['ci_bootstrap'][0]:+.1f}, {100 * fm['ci_bootstrap'][1]:+.1f}])"
             + ("" if fm.get("sign_p") is None else
                f"; sign test over scenarios p = {fm['sign_p']:.3g}"))
+    note = cannot_flag_note(result)
+    if note is not None:
+        lines.append(f"note: {note}")
     stat = "e" if r["method"] == "ebh" else "p"
     by_id = {row["id"]: row for row in r["scenarios"]}
     for label, key, suffix in (("REGRESSED", "regressed", "regressed"),

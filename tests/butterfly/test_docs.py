@@ -42,6 +42,7 @@ OUTPUTS = {
     "runs/noisy-p04-repeats50": "rebuilt by the command beside it, not committed",
     "runs/seq-MODEL__SUITE": "sequential's default --out",
     "runs/MODEL__SUITE": "run's default --out",
+    "runs/MODEL__SUITE__restate": "a restate run's default --out",
     "runs/MODEL__SUITE.shard-I-of-N": "a shard's default --out",
 }
 
@@ -170,3 +171,15 @@ def test_the_check_catches_what_the_docs_got_wrong(wrong: str) -> None:
     assert exists("runs/calls.iter_calls") and not exists("runs/calls.iter_nothing")
     doc = "`butterfly frobnicate RUN` and `butterfly score RUN`; butterfly fix in prose"
     assert commands_named(iter([("x.md", doc)])) == [("x.md", "frobnicate"), ("x.md", "score")]
+
+
+def test_make_demo_takes_one_time_measured_one_way() -> None:
+    """The Makefile's comment on ``demo`` and the README's paragraph on it give one figure,
+    each saying how it is measured (they said "about three minutes" and "6 min 34 s")."""
+    figure = re.compile(r"(\d+ min \d+ s) by `time make\s+demo` on two idle cores")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    comment = makefile[:makefile.index("\ndemo:")].rsplit("\n\n", 1)[-1]
+    in_make = figure.findall(" ".join(x.lstrip("# ") for x in comment.splitlines()))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    in_readme = figure.findall(" ".join(readme.split()))
+    assert len(in_make) == 1 and in_readme == in_make, (in_make, in_readme)

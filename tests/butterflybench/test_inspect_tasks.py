@@ -291,6 +291,51 @@ def test_what_inspect_cannot_play_is_refused_in_one_line(name: str, args: dict[s
         task(name, **args)
 
 
+@pytest.mark.parametrize(("name", "args", "says"), [
+    ("butterfly_40", {"layout": "Q"},
+     "butterfly_40: unknown parameter layout (did you mean layouts?); it takes layouts, mode, "),
+    ("butterfly_code", {"mode": "restate", "layouts": "Q"},
+     "butterfly_code: unknown parameters layouts, mode; it takes per_category, limit, seed, "
+     "temperature, max_tokens"),
+    ("butterfly_suite", {"suite": "butterfly-40", "per_categroy": 1, "limt": 2},
+     "unknown parameters limt (did you mean limit?), per_categroy (did you mean per_category?)"),
+    ("butterfly_long", {"epochs": 2}, "butterfly_long: unknown parameter epochs; it takes "),
+    ("butterfly_hard", {"temprature": 0.5}, "temprature (did you mean temperature?)"),
+])
+def test_inspect_eval_refuses_a_parameter_no_task_takes(tmp_path: Path, name: str,
+                                                        args: dict[str, Any], says: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through inspect's own eval, by the task's registered name, as ``inspect eval
+    butterflybench/NAME -T KEY=VALUE`` passes them: inspect only logs a warning for a parameter
+    a task does not declare and plays the defaults (``-T layout=Q`` played layout E); each task
+    takes ``**unknown`` and refuses in one line, naming the parameter and the known ones. The
+    refusal is inspect's PrerequisiteError too, which its command line prints as the message
+    alone (its exception hook, called here), never as a traceback."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai._util.error import exception_hook
+    from rich import get_console
+
+    importlib.import_module("butterflybench._registry")
+    with pytest.raises(UserError) as caught:
+        inspect_eval(f"butterflybench/{name}", task_args=args, model="butterfly/script/oracle",
+                     log_dir=str(tmp_path / "logs"), display="none")
+    message = str(caught.value)
+    assert says in message and "\n" not in message
+    assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").iterdir())
+    monkeypatch.setattr(get_console(), "quiet", False)  # display="none" made it quiet
+    with get_console().capture() as shown:  # rich's print, wrapped at the console's width
+        exception_hook()(type(caught.value), caught.value, caught.value.__traceback__)
+    assert shown.get().split() == message.split()
+
+
+def test_a_task_refuses_what_butterfly_run_refuses_as_inspect_prints_it() -> None:
+    """The refusals of butterfly's own checks are inspect's PrerequisiteError as well."""
+    from inspect_ai._util.error import PrerequisiteError
+
+    with pytest.raises(PrerequisiteError, match="self-consistency"):
+        task("butterfly_40", strategy="self-consistency")
+
+
 def test_a_calls_usage_counts_the_prompt_whole_with_cache_reads_and_writes() -> None:
     """inspect's input_tokens leaves out the tokens read from and written to a prompt cache; our
     records count the prompt whole and keep both apart (writes cost more on Anthropic)."""

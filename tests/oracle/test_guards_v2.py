@@ -155,7 +155,7 @@ def test_history_wording_with_a_typographic_apostrophe() -> None:
 
 # ============================================================================ records played on v1
 
-V1_SUITE = Path(__file__).resolve().parents[2] / "runs/script-oracle-butterfly-40/suite.jsonl"
+V1_SUITE = Path(__file__).resolve().parents[2] / "runs/script-oracle__butterfly-40__v1/suite.jsonl"
 """A committed run's copy of the suite it played: butterfly-40 v1."""
 
 

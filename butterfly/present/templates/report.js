@@ -56,6 +56,33 @@
   }
   document.querySelectorAll("table.sortable").forEach(sortable);
 
+  // ---- wide tables: each in its own horizontal scroll, never wider than the window; while
+  // columns are hidden to the right a cue says so and the right edge fades (class
+  // "overflowing", "at-end" once scrolled to the last column)
+  const wraps = [];
+  function fit(wrap) {
+    const box = wrap.lastChild;
+    const hidden = box.scrollWidth > box.clientWidth + 1;
+    wrap.classList.toggle("overflowing", hidden);
+    wrap.classList.toggle("at-end", !hidden ||
+      box.scrollLeft + box.clientWidth >= box.scrollWidth - 1);
+  }
+  function fitAll() { wraps.forEach(fit); }
+  document.querySelectorAll("table").forEach(function (t) {
+    const wrap = el("div", "twrap"), box = el("div", "tscroll");
+    t.parentNode.insertBefore(wrap, t);
+    wrap.appendChild(el("div", "tcue", "scroll sideways for more columns →"));
+    wrap.appendChild(box);
+    box.appendChild(t);
+    box.addEventListener("scroll", function () { fit(wrap); });
+    wraps.push(wrap);
+  });
+  window.addEventListener("resize", fitAll);
+  document.querySelectorAll("details").forEach(function (d) {
+    d.addEventListener("toggle", fitAll);
+  });
+  fitAll();
+
   // ---- transcripts
   const status = document.getElementById("t-status");
   let data = null;
@@ -108,13 +135,16 @@
     shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (c) {
       const tr = el("tr", "pick");
       [data.runs[c.r], c.id, data.scenarios[c.id].category, c.l, c.k].forEach(function (x) {
-        tr.appendChild(el("td", null, x));
+        const td = el("td", null, x);
+        td.title = String(x);  // cut with an ellipsis when the column is narrow: whole here
+        tr.appendChild(td);
       });
       tr.appendChild(el("td", "v " + (c.v === "-" ? "X" : c.v), c.v));
       tr.appendChild(el("td", null, c.fd === null ? "none" : c.fd));
       tr.addEventListener("click", function () { view(c); });
       body.appendChild(tr);
     });
+    fitAll();
     document.getElementById("t-page").textContent =
       "page " + (page + 1) + " of " + pages + " (" + shown.length + " conversations)";
     status.textContent = shown.length + " of " + data.conversations.length + " conversations";

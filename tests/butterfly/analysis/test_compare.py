@@ -149,3 +149,47 @@ def test_calibrate_says_when_a_run_has_too_few_repeats() -> None:
     assert "only 1 pair(s) per scenario" in text
     text = render(Study({}, {"m": 40, "pairs": 50, "reps": 20, "q": 0.1, "seed": 0}), "x")
     assert "note:" not in text
+
+
+def test_compare_says_when_its_method_cannot_flag_a_scenario(
+        runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """With one pair per scenario (the oracle's one repeat against the noisy agent) bh cannot
+    flag a scenario whatever the answers: compare says so, in the terminal and in --json, says
+    how many pairs it needs and names the method that can; with 12 pairs it says nothing."""
+    one = [str(runs["o"]), str(runs["b"])]
+    d = cli_json(capsys, "compare", *one, "--json")
+    assert d["method"] == "bh" and d["pairs_available"] == 1
+    assert d["can_flag"] is False and d["pairs_needed"] == 3
+    assert d["methods_that_can"] == ["diff"]
+    assert main(["compare", *one]) == 0
+    out = capsys.readouterr().out
+    note = next(line for line in out.splitlines() if line.startswith("note:"))
+    assert "bh cannot flag any scenario with 1 pair per scenario at q = 0.1" in note
+    assert "--repeats 3" in note and "--method diff" in note
+    assert cli_json(capsys, "compare", *one, "--method", "diff", "--json")["can_flag"] is True
+    assert cli_json(capsys, "compare", *one, "--method", "ebh", "--json")["pairs_needed"] == 5
+    many = [str(runs["a"]), str(runs["b"])]
+    d = cli_json(capsys, "compare", *many, "--json")
+    assert d["can_flag"] is True and "bh" in d["methods_that_can"]
+    assert main(["compare", *many]) == 0
+    assert "note:" not in capsys.readouterr().out
+    assert main(["compare", *many, "--k", "2"]) == 0  # two of twelve pairs read: raise --k
+    assert "with --k 2 of 12 pairs per scenario" in capsys.readouterr().out
+
+
+def test_can_flag_is_the_methods_verdict_on_the_most_extreme_answers() -> None:
+    """Every method's smallest flaggable count at q = 0.1, and monotone from there: no answers
+    flag a scenario below it (checked on every answer matrix of up to 4 pairs)."""
+    from itertools import product
+
+    from butterfly.analysis import regress
+
+    assert {m: compare.pairs_needed(m, 0.1) for m in regress.METHODS} == {
+        "diff": 1, "fixed": 3, "bh": 3, "ebh": 5, "gs": 3}
+    for method in regress.METHODS:
+        for n in range(1, 5):
+            if compare.can_flag(method, n, 0.1):
+                continue
+            cells = np.array(list(product([False, True], repeat=2 * n)), dtype=bool)
+            a, b = cells[:, None, :n], cells[:, None, n:]  # every answer pattern, one each
+            assert not regress.run_method(method, a, b, 0.1).regressed.any()

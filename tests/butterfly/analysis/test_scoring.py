@@ -70,7 +70,7 @@ def test_the_survival_curve_of_lifo_on_butterfly_40_never_climbs() -> None:
     """Seen: the curve of the committed script/lifo run climbed from 33% at turn 9 to 100% at
     turn 10, where one conversation is left. Kaplan-Meier: that conversation is at risk at turn
     10 and matches, so the curve stays where it was."""
-    h = butterfly.score_run(ROOT / "runs" / "script-lifo-butterfly-40").horizon
+    h = butterfly.score_run(ROOT / "runs" / "script-lifo__butterfly-40__v1").horizon
     assert h is not None
     shares = [p.still_matched for p in h.survival]
     assert all(a >= b for a, b in itertools.pairwise(shares)), shares
@@ -81,9 +81,9 @@ def test_the_survival_curve_of_lifo_on_butterfly_40_never_climbs() -> None:
 
 
 def test_the_suite_and_its_version_are_named() -> None:
-    v1 = butterfly.score_run(ROOT / "runs" / "script-oracle-butterfly-40")
+    v1 = butterfly.score_run(ROOT / "runs" / "script-oracle__butterfly-40__v1")
     assert (v1.suite.name, v1.suite.version) == ("butterfly-40", 1)
-    text = run_cli("score", "runs/script-oracle-butterfly-40").stdout
+    text = run_cli("score", "runs/script-oracle__butterfly-40__v1").stdout
     assert "of butterfly-40 v1, prompt v2)" in text  # the suite's and the prompt's versions
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import shutil
@@ -19,6 +20,7 @@ from butterfly.suite.load import load_suite
 from oracle import replay
 
 SUITE = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")
+SUITE_SHA = hashlib.sha256((ROOT / "scenarios" / "butterfly-40.jsonl").read_bytes()).hexdigest()
 LIMIT = 6
 
 
@@ -74,6 +76,23 @@ def test_conversation_rows_agree_with_score(runs: dict[str, Path]) -> None:
         assert row["n_turns"] == str(len(replay(s)) - 1)
 
 
+def test_export_names_the_suite_and_no_price_source_for_a_scripted_agent(
+        runs: dict[str, Path]) -> None:
+    """The suite's name and version, never the absolute path it was read from on the machine
+    that made the run (it was ``/work/.../scenarios/butterfly-40.jsonl``); no price source for
+    a run no call of which was priced (it said ``litellm`` for a scripted agent)."""
+    from butterfly.suite.load import frozen_version
+
+    version = frozen_version(SUITE_SHA)
+    assert version is not None and version[0] == "butterfly-40"
+    for level in ("turn", "conversation"):
+        rows = _csv(str(runs["oracle"]), "--level", level)
+        assert {(r["suite"], r["suite_version"]) for r in rows} == {
+            ("butterfly-40", str(version[1]))}
+        assert {r["price"] for r in rows} == {""} and {r["cost_usd"] for r in rows} == {""}
+        assert not any("/" in r["suite"] for r in rows)
+
+
 def test_load_runs_is_a_dataframe(runs: dict[str, Path]) -> None:
     pytest.importorskip("pandas")
     df = butterfly.load_runs([runs["oracle"], runs["last-edit"]])
@@ -92,8 +111,11 @@ def test_runs_lists_every_run_directory(runs: dict[str, Path], tmp_path: Path) -
     lines = r.stdout.splitlines()
     assert lines[0].split()[:3] == ["run", "model", "suite"] and len(lines) == 3
     assert "script/oracle" in r.stdout and "100.0% (12)" in r.stdout
-    assert "butterfly-40" in r.stdout and "E,Q" in r.stdout and "complete" in r.stdout
+    assert "E,Q" in r.stdout and "complete" in r.stdout
     data = json.loads(run_cli("runs", str(base), "--json").stdout)
+    version = data[0]["suite_version"]  # the suite's version beside its name
+    assert data[0]["suite"] == "butterfly-40" and isinstance(version, int) and version >= 1
+    assert f"butterfly-40 v{version}" in r.stdout
     assert [d["model"] for d in data] == ["script/last-edit", "script/oracle"]
     assert data[1]["final_match"] == 1.0 and data[1]["cost_usd"] is None
     broken = tmp_path / "broken"
@@ -150,7 +172,7 @@ def test_runs_shows_ask_points_and_an_imported_run(runs: dict[str, Path],
     assert r.returncode == 0, r.stderr
     rewrite_manifest(_copy(runs["oracle"], tmp_path / "imported"), imported_from=SOURCE)
     rewrite_manifest(_copy(runs["last-edit"], tmp_path / "v2"), schema_version=2)
-    _copy(ROOT / "runs" / "smollm2-cot-restate-5", tmp_path / "v1")
+    _copy(ROOT / "runs" / "local-smollm2__butterfly-40__restate-v2-cot-5", tmp_path / "v1")
     data = {Path(str(d["path"])).name: d
             for d in json.loads(run_cli("runs", str(tmp_path), "--json").stdout)}
     got = {k: (d["mode"], d["ask_at"], d["imported_from"], d["sealed"]) for k, d in data.items()}
@@ -158,7 +180,7 @@ def test_runs_shows_ask_points_and_an_imported_run(runs: dict[str, Path],
                    "v2": ("chat", None, None, True), "v1": ("restate", None, None, False)}
     rows = {Path(x.split()[0]).name: x.split()
             for x in run_cli("runs", str(tmp_path)).stdout.splitlines()[1:]}
-    assert {k: tuple(cells[7:9]) for k, cells in rows.items()} == {
+    assert {k: tuple(cells[8:10]) for k, cells in rows.items()} == {  # suite: NAME vN
         "asked": ("restate@2+last", "butterfly"), "imported": ("chat", "inspect"),
         "v2": ("chat", "butterfly"), "v1": ("restate", "butterfly")}
 

@@ -21,7 +21,7 @@ from butterfly.core.pooling import Count
 from butterfly.present.board import board_columns
 from butterfly.present.display import main_columns, secondary
 
-RUN = ROOT / "runs" / "script-oracle-butterfly-40"
+RUN = ROOT / "runs" / "script-oracle__butterfly-40__v1"
 
 
 def _typed_view() -> list[tuple[str, str]]:

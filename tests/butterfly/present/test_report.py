@@ -224,5 +224,5 @@ def test_chat_and_restate_side_by_side_with_the_horizon(tmp_path: Path) -> None:
     assert "ladder (" in html
     alone = render_html(build([chat.path]))
     assert 'id="modes"' not in alone and 'id="horizon"' in alone
-    v1 = render_html(build([ROOT / "runs" / "script-oracle-butterfly-40"]))
+    v1 = render_html(build([ROOT / "runs" / "script-oracle__butterfly-40__v1"]))
     assert "butterfly-40 v1 (" in v1

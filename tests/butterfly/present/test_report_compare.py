@@ -148,3 +148,16 @@ def test_a_compare_link_opens_a_failing_repeat_of_b_in_chromium(repeated: list[P
                                            for y in x["b_all"]]
         every[0].click()  # repeat 0 of B, which passed
         assert "repeat 0: final match" in view.find_element(By.CSS_SELECTOR, "p.note").text
+
+
+def test_the_report_says_what_compare_says_when_its_method_cannot_flag(runs: list[Path]) -> None:
+    """One pair per scenario: the report's compare section carries compare's own note (one
+    function writes both), naming the report's --compare-method."""
+    from butterfly.present.text import cannot_flag_note
+
+    c = build(runs[:2])["compare"][0]
+    want = cannot_flag_note(compare(load_answers(runs[0]), load_answers(runs[1]), "bh", 0.1),
+                            "--compare-method")
+    assert want is not None and c["note"] == want and "--compare-method diff" in want
+    assert want in render_html(build(runs[:2]))
+    assert build(runs[:2], compare_method="diff")["compare"][0]["note"] is None

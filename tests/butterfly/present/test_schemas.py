@@ -88,7 +88,8 @@ def test_run_records_validate_against_their_schemas(tmp_path) -> None:  # type: 
         v.validate(json.loads(line))
 
 
-@pytest.mark.parametrize("run", ["script-noisy-butterfly-40", "smollm2-butterfly-40-layouts"])
+@pytest.mark.parametrize("run", ["script-noisy-p-0.2__butterfly-40__v1-layouts-repeats-2",
+                                 "local-smollm2__butterfly-40__v1-layouts-repeats-2"])
 def test_score_json_of_committed_runs_validates_against_the_report_schema(run: str) -> None:
     from butterfly.analysis.scoring import score_run
 

@@ -160,3 +160,82 @@ def test_score_and_score_json_say_the_same_censored_horizon(
     h = json.loads(text)["horizon"]
     assert (h["turns"], h["censored"], h["bound"], h["ci"], h["note"]) == (
         None, "above", 8, [8, None], "no conversation failed")
+
+
+MARKED = "openai/\x1b[31mred[bold]x[/bold][red]y"
+"""A model name with an escape and Rich markup: shown as written, escaped, never obeyed."""
+SHOWN = "openai/\\x1b[31mred[bold]x[/bold][red]y"
+
+
+@pytest.fixture
+def marked_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    """Two runs of a suite file whose name holds an escape and markup, the first in a directory
+    whose name does too, both with :data:`MARKED` as their model."""
+    from conftest import ROOT
+
+    suite = tmp_path / "s\x1b[32m[italic]uite.jsonl"
+    lines = (ROOT / "scenarios" / "butterfly-40.jsonl").read_text().splitlines()[:2]
+    suite.write_text("\n".join(lines) + "\n")
+    runs = (tmp_path / "runs" / "a\x1b[33m[u]run", tmp_path / "runs" / "b")
+    for out in runs:
+        code, _, err = cli(capsys, "run", "--model", "script/noop", "--suite", str(suite),
+                           "--out", str(out), "--no-cache")
+        assert code == 0, err
+        rewrite_manifest(out, model=MARKED)
+    return runs
+
+
+def test_names_from_data_are_escaped_and_never_read_as_markup(
+        marked_runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``runs`` lists, ``score`` scores, ``compare`` compares and ``show`` shows a run whose
+    model name, directory and suite file hold an ESC byte and Rich markup: every one printed
+    with the byte escaped (``\\x1b``) and the markup as written (the table title read it as
+    markup: ``[bold]`` vanished)."""
+    a, b = (str(x) for x in marked_runs)
+    sid = json.loads((marked_runs[1] / "calls.jsonl").read_text().splitlines()[0])["scenario"]
+    for args in (["runs", str(marked_runs[0].parent)], ["score", a], ["score", b],
+                 ["compare", a, b], ["show", b, "--scenario", sid], ["show", a],
+                 ["flips", a, b], ["audit", a, b]):
+        code, out, err = cli(capsys, *args)
+        assert code == 0, (args, err)
+        for text in (out, err):
+            assert "\x1b" not in text, args
+        if args[0] != "audit":
+            assert SHOWN in out, (args, out)
+        if args[0] in ("runs", "score"):
+            assert "s\\x1b[32m[italic]uite" in out, args  # the suite's name
+        if args[0] in ("runs", "compare", "flips"):
+            assert printable(a) in out, args  # the run's directory
+
+
+def test_the_report_of_such_runs_warns_nothing_with_the_raw_byte(
+        marked_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """matplotlib has no glyph for ESC: the charts' labels are escaped, so no warning of
+    matplotlib's carries the byte to the terminal."""
+    import warnings
+
+    from butterfly.present.report import write_report
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_report(list(marked_runs), tmp_path / "r.html", None, "bh", 0.1)
+    assert not [w for w in caught if "\x1b" in str(w.message)]
+
+
+def test_a_terminal_shows_the_markup_of_a_name_as_written(
+        marked_runs: tuple[Path, Path]) -> None:
+    """On a terminal (colours on), the score's title, table and lines and show's transcript
+    print the name's brackets literally: rich reads no markup from data."""
+    from butterfly.analysis.scoring import score_run
+    from butterfly.present.display import print_score
+    from butterfly.present.show import show
+
+    console = Console(file=io.StringIO(), width=200, force_terminal=True, record=True)
+    print_score(score_run(marked_runs[1]), console)
+    text = console.export_text()
+    title = next(line for line in text.splitlines() if "ButterflyBench:" in line)
+    assert SHOWN in title and "s\\x1b[32m[italic]uite" in title
+    assert text.count(SHOWN) == 3  # the title, the score table, the table by category
+    console = Console(file=io.StringIO(), width=200, force_terminal=True, record=True)
+    show(marked_runs[1], None, None, 0, console=console)
+    assert SHOWN in console.export_text()

@@ -90,7 +90,7 @@ def test_each_edit_is_refused_by_every_reader_naming_where(
 
 def test_a_spec_edited_in_a_run_made_before_the_digest_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = _copy(ROOT / "runs" / "script-last-edit-butterfly-40", tmp_path)
+    out = _copy(ROOT / "runs" / "script-last-edit__butterfly-40__v1", tmp_path)
     assert load_run(out).digest.sealed is None  # the premise: unsealed
     lines = (out / "calls.jsonl").read_text().splitlines()
     n = next(i for i, x in enumerate(lines, 1) if json.loads(x)["turn"] == 2)
@@ -112,7 +112,7 @@ def test_committed_runs_read_as_made_before_the_digest(run: str) -> None:
     assert loaded.digest.sealed is None and "made before the digest" in loaded.digest.label()
 
 
-SEALED_RUNS = {"smollm2-code"}
+SEALED_RUNS = {"local-smollm2__butterfly-code__limit-4"}
 """Committed runs made after issue 21's digest (the code track's, issue 23)."""
 
 

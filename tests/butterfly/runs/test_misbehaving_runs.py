@@ -133,3 +133,13 @@ def test_the_progress_line_says_when_calls_wait(capsys: pytest.CaptureFixture[st
     assert err[:2] == ["m on out: 4 calls to make",
                        "calls 0/4  errors 0  rate-limited, waiting 60 s"]
     assert sum("waiting" in line for line in err) == 1
+    assert "nan" not in " ".join(err)  # no answer yet: no pace, and the line says so
+    assert err[2] == "calls 0/4  errors 0  - tok/s  eta unknown (no call answered yet)"
+
+
+def test_the_eta_is_a_number_of_seconds_or_a_word() -> None:
+    from butterfly.present.display import eta_text
+
+    assert eta_text(0, 4, 30.0) == "eta unknown (no call answered yet)"
+    assert eta_text(1, 4, 10.0) == "eta 30 s"
+    assert eta_text(4, 4, 10.0) == eta_text(5, 4, 0.0) == "eta 0 s"

@@ -194,7 +194,7 @@ def test_answers_from_the_cache_are_priced_by_the_runs_price(tmp_path: Path) -> 
 
 
 def test_runs_recorded_before_prices_still_read_sealed() -> None:
-    old = ROOT / "runs" / "script-oracle-butterfly-40"
+    old = ROOT / "runs" / "script-oracle__butterfly-40__v1"
     assert '"price"' not in (old / "manifest.json").read_text()
     manifest = read_manifest(old)  # its seal checked
     assert manifest.params.price is None

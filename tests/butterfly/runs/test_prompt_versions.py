@@ -71,9 +71,10 @@ def test_committed_runs_are_prompt_v2_and_score_as_before() -> None:
         assert manifest.prompt_version is None, path  # made before versions were recorded
         assert prompt_label(manifest) == PromptLabel(version=2, recorded=False,
                                                      sha256=manifest.prompt_sha256), path
-    oracle = butterfly.score_run(ROOT / "runs" / "script-oracle-butterfly-40")
+    oracle = butterfly.score_run(ROOT / "runs" / "script-oracle__butterfly-40__v1")
     assert oracle.final_match == 1.0 and oracle.prompt.version == 2
-    first = read_manifest(ROOT / "runs" / "smollm2-butterfly-40")  # the system message's hash
+    # the system message's hash
+    first = read_manifest(ROOT / "runs" / "local-smollm2__butterfly-40__v1")
     assert prompt_label(first).version == 2
 
 
@@ -106,7 +107,7 @@ def test_score_runs_and_report_label_the_prompt_version(v3_run: Path, tmp_path: 
     listing = run_cli("runs", str(tmp_path / "runs"))
     head, *rows = listing.stdout.splitlines()
     assert "prompt" in head.split()
-    assert [row.split()[4] for row in rows] == ["v3", "v2"]  # new, old (path order)
+    assert [row.split()[5] for row in rows] == ["v3", "v2"]  # new, old; suite: NAME vN
     lines = json.loads(run_cli("runs", str(tmp_path / "runs"), "--json").stdout)
     assert [x["prompt_version"] for x in lines] == [3, 2]
     model = build([old, new])

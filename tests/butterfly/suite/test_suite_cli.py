@@ -172,7 +172,7 @@ def test_generate_count_validates(tmp_path: Path) -> None:
 
 
 def test_runs_played_on_v1_still_score_but_the_v1_suite_is_invalid(tmp_path: Path) -> None:
-    run = ROOT / "runs" / "script-oracle-butterfly-40"
+    run = ROOT / "runs" / "script-oracle__butterfly-40__v1"
     r = run_cli("score", str(run), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["final_match"] == 1.0
