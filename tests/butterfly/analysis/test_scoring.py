@@ -87,10 +87,10 @@ def test_the_suite_and_its_version_are_named() -> None:
     assert "of butterfly-40 v1, prompt v2)" in text  # the suite's and the prompt's versions
 
 
-def test_a_new_run_is_on_butterfly_40_v3(tmp_path: Path) -> None:
-    butterfly.run(model="script/oracle", limit=2, out=tmp_path / "v3", cache=None)
-    s = butterfly.score_run(tmp_path / "v3")
-    assert (s.suite.name, s.suite.version) == ("butterfly-40", 3)
+def test_a_new_run_is_on_butterfly_40_v4(tmp_path: Path) -> None:
+    butterfly.run(model="script/oracle", limit=2, out=tmp_path / "v4", cache=None)
+    s = butterfly.score_run(tmp_path / "v4")
+    assert (s.suite.name, s.suite.version) == ("butterfly-40", 4)
 
 
 def test_a_suite_of_ones_own_is_named_by_its_file(ladder: Path, tmp_path: Path) -> None:
