@@ -298,8 +298,13 @@ def check_out(out: str | Path | None, flag: str = "--out") -> Path | None:
     if out is None:
         return None
     path = Path(out)
-    there = next((p for p in (path, *path.parents) if p.exists()), None)
-    if there is not None and not there.is_dir():
+    try:
+        there = next((p for p in (path, *path.parents) if p.exists()), None)
+        through_file = there is not None and not there.is_dir()
+    except OSError as e:  # a parent the user may not search (PermissionError), a loop
+        raise UserError(f"{flag} {out}: cannot reach it: {e.strerror or e} (a directory on "
+                        f"its way cannot be searched: choose another {flag})") from None
+    if there is not None and through_file:
         raise UserError(f"{flag} {out}: {there} is a file, not a directory: choose another "
                         f"{flag}")
     return path
