@@ -40,7 +40,7 @@ from butterfly.runs.reader import Run, run_of
 from butterfly.runs.records import RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
 from butterfly.runs.repair import repair as repair_run
-from butterfly.runs.scope import select
+from butterfly.runs.scope import check_ask_at, select
 from butterfly.runs.store import RunState, note_transport, open_run, peek_state
 from butterfly.runs.sweep import parse_shard, router_ref
 from butterfly.suite.load import ask_at_of, load_manifest, load_suite, resolve_suite, track_of
@@ -119,9 +119,11 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
         check_priced(o.model, o.api_base, o.via, config, params.price)
     suite_path = resolve_suite(o.suite)
     whole = load_suite(suite_path)
+    scenarios = select(whole, params)
+    check_ask_at(o.ask_at, scenarios, params)
     target = where or default_out(o.model, suite_path, shard=o.shard)
     check_cache(o.model, o.cache, routed=config is not None)  # last: it may create the cache
-    state = _play_all(o.model, suite_path, select(whole, params), params, target,
+    state = _play_all(o.model, suite_path, scenarios, params, target,
                       api_base=o.api_base, cache=o.cache, progress=progress, router=config)
     return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
 
@@ -143,6 +145,7 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
     suite_path = resolve_suite(o.suite)
     whole = load_suite(suite_path)
     scenarios = select(whole, params)
+    check_ask_at(o.ask_at, scenarios, params)
     target = where or default_out(o.model, suite_path, shard=o.shard)
     state = peek_state(target, o.model, suite_path, scenarios, params)
     manifest = load_manifest(suite_path)

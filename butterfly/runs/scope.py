@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from butterfly.core.asking import asked_turns
 from butterfly.core.turns import ConversationKey
+from butterfly.errors import UserError
 from butterfly.runs.records import RunParams
 from butterfly.runs.sweep import shard_slice
 from oracle import Scenario
@@ -27,6 +28,23 @@ def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
     if params.limit is not None:
         chosen = chosen[: params.limit]
     return chosen
+
+
+def check_ask_at(given: object, scenarios: Sequence[Scenario], params: RunParams) -> None:
+    """Refuse, in one line, ask points the user gave (``given``: ``--ask-at`` as given, None
+    for the suite's default) beyond every chain the run plays: such a point would ask nothing
+    anywhere (``--ask-at 999999`` was taken in silence). A point beyond some chains only is
+    ignored for those (docs/contract.md, "Asking at chosen turns")."""
+    if given is None or not params.ask_at or not scenarios:
+        return
+    longest = max(len(s.turns) for s in scenarios)
+    beyond = [t for t in params.ask_at if t > longest]
+    if beyond:
+        points = ", ".join(str(t) for t in beyond)
+        them = "this ask point asks" if len(beyond) == 1 else "these ask points ask"
+        raise UserError(f"--ask-at {points}: {them} nothing, beyond every chain this run plays "
+                        f"(the longest has {longest:,} turns): give ask points up to "
+                        f"{longest:,} ('last' asks each chain's last turn)")
 
 
 def asked(scenario: Scenario, params: RunParams) -> Sequence[int]:
