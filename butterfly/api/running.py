@@ -15,7 +15,7 @@ from pydantic import JsonValue
 from butterfly.core.options import FIELDS, RunOptions
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.prices import Rates, rates_for
+from butterfly.models.prices import Rates, rates_for, window
 from butterfly.models.registry import (
     check_cache,
     check_name_offline,
@@ -153,8 +153,9 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
                                else "category")
     billed = config is not None or prefix_of(o.model).priced
     rates = price if price is not None else rates_for(o.model, params.price)  # the run's own
+    limits = window(o.model)  # litellm's map, read without importing litellm
     return bill_of(o.model, suite_path, scenarios, state, by, counter_for(o.model),
-                   caching_of(o.model), rates, billed)
+                   caching_of(o.model), rates, billed, None if limits is None else limits.prompt)
 
 
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,

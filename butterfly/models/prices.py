@@ -110,6 +110,38 @@ def rates(model: str) -> Rates | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A model's context window as litellm's map gives it: the most prompt tokens it takes
+    (``max_input_tokens``) and the most it answers (``max_output_tokens``); None where the map
+    does not say."""
+
+    prompt: int | None
+    completion: int | None
+
+
+def _count(value: float | None) -> int | None:
+    """A token count of the map (a positive whole number), else None."""
+    return int(value) if value is not None and value > 0 and value == int(value) else None
+
+
+@functools.cache
+def window(model: str) -> Window | None:
+    """The context window of ``model`` (``openai/gpt-4o-mini``: 128,000 prompt tokens), from
+    the same offline map and entry as its rates, read without importing litellm; None when the
+    map has no entry of that provider for it (a local or self-hosted model)."""
+    provider, _, bare = model.partition("/")
+    table = _price_map()
+    for key in (model, bare):
+        entry = table.get(key)
+        if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
+            found = Window(_count(_number(entry, "max_input_tokens")),
+                           _count(_number(entry, "max_output_tokens")))
+            if found.prompt is not None or found.completion is not None:
+                return found
+    return None
+
+
 RatesOf = Callable[[str], "Rates | None"]
 """Where a model's rates come from: this file (:func:`rates`, the fast path), or litellm's
 own look-up of its price map (``litellm_seam.shipped_rates``, the litellm transport)."""

@@ -21,10 +21,11 @@ from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from butterfly.core import prompts
-from butterfly.core.prompts import FEW_SHOT_MAX_JACCARD as MAX_JACCARD
-from butterfly.core.prompts import FEW_SHOT_MAX_RATIO as MAX_RATIO
-from butterfly.core.prompts import FEW_SHOT_TURNS, few_shot_clash, similarity
+from butterfly.core.prompts import FEW_SHOT_TURNS
+from butterfly.suite import few_shot
+from butterfly.suite.few_shot import FEW_SHOT_MAX_JACCARD as MAX_JACCARD
+from butterfly.suite.few_shot import FEW_SHOT_MAX_RATIO as MAX_RATIO
+from butterfly.suite.few_shot import few_shot_clash, similarity
 from butterfly.suite.load import BUILTINS, load_suite
 from butterfly.suite.templates import FAMILIES
 
@@ -100,7 +101,7 @@ def test_the_bounded_clash_is_the_definitions(text: str, repeat: int, chunk: int
     work whose verdict is already known), on texts read in chunks as short as 7 characters."""
     long_text = " ".join([text] * repeat)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(prompts, "WORDS_CHUNK", chunk)
+        mp.setattr(few_shot, "WORDS_CHUNK", chunk)
         assert few_shot_clash(text) == _naive_clash(text)
         assert few_shot_clash(long_text) == _naive_clash(long_text)
 
