@@ -30,6 +30,7 @@ from typing import Any
 
 from butterfly.core import wire
 from butterfly.core.price import UserPrice
+from butterfly.core.usage import invalid
 
 PRICE_FILE = "model_prices_and_context_window_backup.json"
 
@@ -140,6 +141,22 @@ def window(model: str) -> Window | None:
             if found.prompt is not None or found.completion is not None:
                 return found
     return None
+
+
+def checked(answer: wire.Response, model: str) -> wire.Response:
+    """``answer`` as it is, or with invalid usage (:func:`butterfly.core.wire.invalid`: no
+    counts, no price) when it reports more prompt or completion tokens than ``model``'s
+    context window (:func:`window`) holds; a count the transport already refused stays so."""
+    w = None if answer.usage_invalid is not None else window(model)
+    if w is None:
+        return answer
+    for name, count, most, key in (
+            ("prompt_tokens", answer.prompt_tokens, w.prompt, "max_input_tokens"),
+            ("completion_tokens", answer.completion_tokens, w.completion, "max_output_tokens")):
+        if count is not None and most is not None and count > most:
+            return invalid(answer, f"{name} is {count:,}, over {model}'s context window "
+                                f"({key} {most:,} in litellm's map)")
+    return answer
 
 
 RatesOf = Callable[[str], "Rates | None"]

@@ -30,7 +30,14 @@ from butterfly.runs.budget import Budget
 from butterfly.runs.calls import CallView
 from butterfly.runs.digest import START
 from butterfly.runs.integrity import key_of
-from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
+from butterfly.runs.records import (
+    CallError,
+    CallRecord,
+    InvalidUsage,
+    Message,
+    RunParams,
+    Tokens,
+)
 from butterfly.runs.scope import asked, conversations
 from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
 from butterfly.runs.tracks import parse_call, turn_messages
@@ -296,6 +303,8 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
         error=None if outcome.error is None else CallError(kind=outcome.error.kind,
                                                             message=outcome.error.message),
         at=now(),
+        invalid_usage=None if resp is None or resp.usage_invalid is None else InvalidUsage(
+            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"),
     )
 
 
