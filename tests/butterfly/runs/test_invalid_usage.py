@@ -168,3 +168,20 @@ def test_records_made_before_the_check_are_not_summed(tmp_path: Path) -> None:
     usage = total_usage([rec])
     assert usage.invalid_usage_calls == 1 and usage.prompt_tokens == 0
     assert usage.cost_usd == 0
+
+
+def test_sequential_stops_on_absurd_usage_and_says_why(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeServer(responder(ABSURD)) as srv:
+        code, _, err = cli_in_process(
+            capsys, "sequential", "--model-a", "openai/selfhosted-a", "--model-b",
+            "openai/selfhosted-b", "--api-base", srv.api_base, "--per-category", "1", "--cap",
+            "2", "--no-cache", "--timeout", "5", "--out-a", str(tmp_path / "a"), "--out-b",
+            str(tmp_path / "b"), "--price-per-mtok-a", "5,5", "--price-per-mtok-b", "5,5",
+            "--max-cost", "5")
+    assert code == 6, err
+    assert "usage of a call cannot be right (prompt_tokens is -100, below 0)" in err, err
+    for side in ("a", "b"):
+        manifest = json.loads((tmp_path / side / "manifest.json").read_text())
+        assert manifest["status"] == "budget"
+        assert (manifest["usage"]["spent_usd"] or 0) == 0
