@@ -32,16 +32,17 @@ def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
 
 def check_ask_at(given: object, scenarios: Sequence[Scenario], params: RunParams) -> None:
     """Refuse, in one line, ask points the user gave (``given``: ``--ask-at`` as given, None
-    for the suite's default) beyond every chain the run plays: such a point would ask nothing
-    anywhere (``--ask-at 999999`` was taken in silence). A point beyond some chains only is
-    ignored for those (docs/contract.md, "Asking at chosen turns")."""
+    for the suite's default) when every one is beyond every chain the run plays: the flag would
+    ask nothing but each chain's last turn (``--ask-at 999999`` was taken in silence). A point
+    beyond some chains, or beyond every chain beside points that are not, is ignored where it
+    is beyond (docs/contract.md, "Asking at chosen turns"): a suite's usual points (5, 10, 20,
+    40, 80) stay usable on a selection of its shorter chains."""
     if given is None or not params.ask_at or not scenarios:
         return
     longest = max(len(s.turns) for s in scenarios)
-    beyond = [t for t in params.ask_at if t > longest]
-    if beyond:
-        points = ", ".join(str(t) for t in beyond)
-        them = "this ask point asks" if len(beyond) == 1 else "these ask points ask"
+    if min(params.ask_at) > longest:
+        points = ", ".join(str(t) for t in params.ask_at)
+        them = "this ask point asks" if len(params.ask_at) == 1 else "these ask points ask"
         raise UserError(f"--ask-at {points}: {them} nothing, beyond every chain this run plays "
                         f"(the longest has {longest:,} turns): give ask points up to "
                         f"{longest:,} ('last' asks each chain's last turn)")
