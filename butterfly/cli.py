@@ -359,6 +359,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as e:
         print(f"butterfly: error: {printable(str(e), newlines=False)}", file=sys.stderr)
         return 1
+    except PermissionError as e:  # a file, or a directory on its way, this user may not open
+        where = "" if e.filename is None else f"{e.filename}: "
+        print(f"butterfly: error: {printable(where, newlines=False)}{e.strerror or e} (this "
+              "user may not open it, or a directory on its way)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("butterfly: interrupted", file=sys.stderr)
         return 130

@@ -15,7 +15,7 @@ from pydantic import JsonValue
 from butterfly.core.options import FIELDS, RunOptions
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.prices import Rates, rates_for
+from butterfly.models.prices import Rates, rates_for, window
 from butterfly.models.registry import (
     check_cache,
     check_name_offline,
@@ -42,7 +42,7 @@ from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
 from butterfly.runs.repair import repair as repair_run
-from butterfly.runs.scope import select
+from butterfly.runs.scope import check_ask_at, select
 from butterfly.runs.store import RunState, note_transport, open_run, peek_state
 from butterfly.runs.sweep import parse_shard, router_ref
 from butterfly.suite.load import ask_at_of, load_manifest, load_suite, resolve_suite, track_of
@@ -125,9 +125,11 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
         check_priced(o.model, o.api_base, o.via, config, params.price)
     suite_path = resolve_suite(o.suite)
     whole = load_suite(suite_path)
+    scenarios = select(whole, params)
+    check_ask_at(o.ask_at, scenarios, params)
     target = where or default_out(o.model, suite_path, shard=o.shard, mode=o.mode)
     check_cache(o.model, o.cache, routed=config is not None)  # last: it may create the cache
-    state = _play_all(o.model, suite_path, select(whole, params), params, target,
+    state = _play_all(o.model, suite_path, scenarios, params, target,
                       api_base=o.api_base, cache=o.cache, progress=progress, router=config)
     return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
 
@@ -149,6 +151,7 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
     suite_path = resolve_suite(o.suite)
     whole = load_suite(suite_path)
     scenarios = select(whole, params)
+    check_ask_at(o.ask_at, scenarios, params)
     target = where or default_out(o.model, suite_path, shard=o.shard, mode=o.mode)
     state = peek_state(target, o.model, suite_path, scenarios, params)
     manifest = load_manifest(suite_path)
@@ -156,8 +159,9 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
                                else "category")
     billed = config is not None or prefix_of(o.model).priced
     rates = price if price is not None else rates_for(o.model, params.price)  # the run's own
+    limits = window(o.model)  # litellm's map, read without importing litellm
     return bill_of(o.model, suite_path, scenarios, state, by, counter_for(o.model),
-                   caching_of(o.model), rates, billed)
+                   caching_of(o.model), rates, billed, None if limits is None else limits.prompt)
 
 
 def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,

@@ -19,7 +19,7 @@ from butterfly.models.registry import check_cache, check_priced
 from butterfly.present.text import round_line, wait_line
 from butterfly.runs.options import check_model, check_out, make_params
 from butterfly.runs.pricing import PriceGiven, user_price
-from butterfly.runs.scope import select
+from butterfly.runs.scope import check_ask_at, select
 from butterfly.runs.sequential import Plan, play_sequential, routers
 from butterfly.suite.load import ask_at_of, load_suite, resolve_suite, track_of
 
@@ -47,6 +47,7 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
                         "--price-b FILE or --price-per-mtok-a / --price-per-mtok-b IN,OUT "
                         "(price_a, price_b in the API), not --price (docs/cost.md)")
     suite_path = resolve_suite(o.suite)
+    given = o.ask_at
     o = _asked(o, suite_path)
     params = make_params(o)
     prices = (user_price(price_a, price_per_mtok_a, "-a"),
@@ -64,6 +65,7 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
         for model, price, side in zip((model_a, model_b), prices, ("-a", "-b"), strict=True):
             check_priced(model, o.api_base, params.via, configs.get(model), price, side)
     scenarios = select(load_suite(suite_path), params)
+    check_ask_at(given, scenarios, params)
     for model in (model_a, model_b):  # last: it may create the cache
         check_cache(model, o.cache, routed=model in configs)
     design = make_design(method, len(scenarios), q, cap, stop_fine)

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from butterfly.core.parse import main_parse
-from butterfly.core.prompts import few_shot_clash
 from butterfly.core.vocab import TRACKS, Track
 from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
 from butterfly.suite.chains import generate_chains, parse_mix
 from butterfly.suite.code import generate_code_chains, generate_code_mixed
 from butterfly.suite.depth import asked_of, depth_rows
+from butterfly.suite.few_shot import few_shot_clash
 from butterfly.suite.generate import GENERATOR_VERSION, generate_mixed, paraphrase_variants
 from butterfly.suite.horizon import generate_horizon
 from butterfly.suite.load import (

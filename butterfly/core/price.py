@@ -22,15 +22,18 @@ PriceFields = Mapping[str, float | None]
 class UserPrice(BaseModel):
     """USD per million tokens of one model, as the user gives it."""
 
+    # strict numbers: a JSON true or "2" is refused, not read as 1 or 2 (issue 34)
+
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     schema_version: Literal[1] = Field(PRICE_SCHEMA_VERSION, description="1: this format.")
-    input_per_mtok: float = Field(ge=0, description="USD per million input (prompt) tokens "
-                                  "not served from the provider's prompt cache.")
-    output_per_mtok: float = Field(ge=0, description="USD per million output (completion) "
-                                   "tokens, reasoning tokens included (docs/cost.md).")
+    input_per_mtok: float = Field(ge=0, strict=True, description="USD per million input "
+                                  "(prompt) tokens not served from the provider's prompt cache.")
+    output_per_mtok: float = Field(ge=0, strict=True, description="USD per million output "
+                                   "(completion) tokens, reasoning tokens included "
+                                   "(docs/cost.md).")
     cached_input_per_mtok: float | None = Field(
-        None, ge=0, description="USD per million input tokens served from the provider's "
-        "prompt cache; null: the input price (no discount).")
+        None, ge=0, strict=True, description="USD per million input tokens served from the "
+        "provider's prompt cache; null: the input price (no discount).")
 
     def per_token(self) -> tuple[float, float, float]:
         """USD per input, output and cached-input token."""

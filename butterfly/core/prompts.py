@@ -13,9 +13,7 @@ format. The other layouts and modes (issue "prompt sensitivity") reorder the sam
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -101,33 +99,6 @@ FEW_SHOT_TURNS: Final = (
 """The few-shot conversation (op, setting, value, text). Contract v2: its wording stays apart
 from every turn of every shipped suite (a test bounds the similarity); v1's "Only log warnings
 and errors from now on." nearly repeated a turn of gen-undo-ref-04."""
-
-
-FEW_SHOT_MAX_RATIO: Final = 0.55
-FEW_SHOT_MAX_JACCARD: Final = 0.35
-"""A turn closer than this to a few-shot example (difflib ratio of the case-folded texts, or
-Jaccard index of their word sets) would show a few-shot run the answer to that turn (contract
-v2: few-shot examples share no wording with any turn of a shipped suite)."""
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def similarity(a: str, b: str) -> tuple[float, float]:
-    """(difflib ratio, word Jaccard) of two texts, case-folded."""
-    ratio = difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
-    wa, wb = _words(a), _words(b)
-    return ratio, len(wa & wb) / max(1, len(wa | wb))
-
-
-def few_shot_clash(text: str) -> str | None:
-    """The few-shot example a user turn's wording is too close to, if any."""
-    for example in (t[3] for t in FEW_SHOT_TURNS):
-        ratio, jaccard = similarity(text, example)
-        if ratio >= FEW_SHOT_MAX_RATIO or jaccard >= FEW_SHOT_MAX_JACCARD:
-            return example
-    return None
 
 
 def _few_shot_block() -> str:
@@ -264,10 +235,30 @@ def user_message(scenario: Scenario, turn: int, layout: str = "E",
     return _arrange(layout, evidence, text, FORMATS[protocol])
 
 
+NUMBERED_KEPT: Final = 16
+"""How many scenarios' numbered edit lines are kept (a run plays up to ``--concurrency``
+conversations at once)."""
+_NUMBERED: list[tuple[object, list[str]]] = []
+"""The numbered edit lines of the scenarios restated last (each with its turns, held so that
+the identity check cannot match another), so that restating a 5,000-turn chain at every turn
+formats each line once, not 12.5 million times (issue 34: its dry run took 1 min 46 s)."""
+
+
+def _numbered(scenario: Scenario) -> list[str]:
+    """``"i. text"`` of every turn of ``scenario``, made once while it is among the last
+    :data:`NUMBERED_KEPT` scenarios restated."""
+    for turns, lines in list(_NUMBERED):
+        if turns is scenario.turns:
+            return lines
+    lines = [f"{i}. {turn.text}" for i, turn in enumerate(scenario.turns, 1)]
+    _NUMBERED[:] = [*_NUMBERED[-(NUMBERED_KEPT - 1):], (scenario.turns, lines)]
+    return lines
+
+
 def restate_message(scenario: Scenario, turn: int, layout: str = "E",
                     protocol: str = "schema") -> str:
     """Restate mode: one stateless message with the initial spec and every edit up to ``turn``."""
-    edits = "\n".join(f"{i}. {scenario.turns[i - 1].text}" for i in range(1, turn + 1))
+    edits = "\n".join(_numbered(scenario)[:turn])
     evidence = [f"{INITIAL_INTRO}\n{spec_block(scenario.initial)}"]
     return _arrange(layout, evidence, f"{EDITS_INTRO}\n{edits}",
                     f"{RESTATE_QUESTION} {FORMATS[protocol]}")

@@ -235,6 +235,11 @@ class Usage(Result):
     price: UserPrice | None = Field(None, description="The price the user gave (--price), "
                                     "which the costs were computed by; null: litellm's "
                                     "offline price map.")
+    invalid_usage_calls: int = Field(0, description="Answered calls whose provider reported "
+                                     "token counts that cannot be right (negative, not whole, "
+                                     "absurd, over the model's window): counted in calls, "
+                                     "never in the tokens or the cost, which are then too low "
+                                     "by theirs.")
 
 
 class _Named(Result):

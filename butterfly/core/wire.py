@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
+from butterfly.core.usage import first_problem, invalid, reported
 from butterfly.core.vocab import ErrorClass, is_transient_status
 
 REDACTED: Final = "[redacted]"
@@ -108,6 +109,11 @@ class Response:
     """Prompt tokens written to the provider's cache (Anthropic's
     ``cache_creation_input_tokens``, counted inside ``prompt_tokens``), billed at its
     cache-write rate; None when the provider does not say."""
+    usage_invalid: str | None = None
+    """Why the provider's usage cannot be right (:mod:`butterfly.core.usage`), or None. Such
+    an answer has no token counts and no price, and is never cached."""
+    raw_usage: str | None = None
+    """The provider's token counts as it sent them (JSON), kept when they are invalid."""
 
 
 class ProviderError(Exception):
@@ -358,6 +364,12 @@ def response(data: Any, shape: Shape, price: Price, raw: bytes = b"") -> Respons
     except (KeyError, IndexError, TypeError, AttributeError) as e:
         raise shape.malformed(e, data, raw) from (e if shape.chained else None)
     usage = shape.opt(data, "usage")
+    counts = reported(usage, shape.opt)
+    problem = first_problem(counts)
+    if problem is not None:  # never summed, priced or cached: kept as it came, with the reason
+        bare = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
+                        reasoning_content=_reasoning(message, shape))
+        return price(invalid(bare, problem, json.dumps(dict(counts), default=repr)[:2000]))
     prompt = token_count(shape.opt(usage, "prompt_tokens"))
     reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens", shape)
     completion = billed_completion(prompt, token_count(shape.opt(usage, "completion_tokens")),

@@ -56,6 +56,7 @@ MODULES: Final = (
     "butterfly/core/__init__.py",
     "butterfly/core/vocab.py",
     "butterfly/core/asking.py",
+    "butterfly/core/usage.py",
     "butterfly/core/wire.py",
     "butterfly/core/stats.py",
     "butterfly/core/extract.py",

@@ -22,6 +22,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from butterfly.core.usage import count_problem
 from butterfly.core.vocab import DEFAULTS
 from butterfly.errors import UserError
 from butterfly.models.provider import Request, Response
@@ -78,10 +79,17 @@ def _unusable(path: Path, e: Exception) -> UserError:
                      f"({str(e).splitlines()[0] if str(e) else type(e).__name__}): {RECOVER}")
 
 
+COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
+          "cache_write_tokens")
+
+
 def _response(blob: str) -> Response | None:
-    """A cached answer, or None (a miss) for a row that does not read as one."""
+    """A cached answer, or None (a miss) for a row that does not read as one, or whose token
+    counts cannot be right (cached before usage was checked: it is asked again)."""
     try:
         d = json.loads(blob)
+        if any(count_problem(k, d.get(k)) for k in COUNTS):
+            return None
         return Response(str(d["text"]), d.get("finish_reason"), d.get("prompt_tokens"),
                         d.get("completion_tokens"), d.get("cached_tokens"),
                         d.get("reasoning_tokens"), d.get("cost_usd"),
@@ -120,6 +128,8 @@ class Cache:
         return None if row is None else _response(row[0])
 
     def put(self, request: Request, response: Response) -> None:
+        if response.usage_invalid is not None:  # an answer whose usage cannot be right
+            return
         blob = json.dumps({
             "text": response.text,
             "finish_reason": response.finish_reason,

@@ -17,6 +17,11 @@ is kept as its first N characters with its whole length in ``raw_chars`` (the ru
 abstention, ``too_large``, and sends the cut text back in the history), and so is its
 reasoning; both transports and the cache go through :func:`capped` here.
 
+Usage is checked (:mod:`butterfly.core.usage`, then the model's context window,
+:func:`butterfly.models.prices.checked`): an answer whose token counts cannot be right is kept
+with no counts and no price (``usage_invalid``), never put in the answer cache, and a cached
+one is never replayed (issue 34).
+
 A price the user gave (``user_rates``: ``--price``, ``--price-per-mtok``) prices every answer
 here, fresh or from the cache (:func:`butterfly.models.prices.charge`), whichever transport
 brought it; without one, an answer keeps the price its transport gave it (litellm's map).
@@ -35,7 +40,7 @@ from typing import Final
 
 from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass
 from butterfly.models.cache import Cache
-from butterfly.models.prices import Rates, charge
+from butterfly.models.prices import Rates, charge, checked
 from butterfly.models.provider import Provider, ProviderError, Request, Response
 from butterfly.models.window import Signal, Window
 
@@ -155,14 +160,16 @@ class ModelClient:
         start = time.perf_counter()
         if self.cache is not None:
             hit = self.cache.get(request)
-            if hit is not None and fits(hit, self.max_answer_chars):
+            if hit is not None and fits(hit, self.max_answer_chars) \
+                    and checked(hit, request.model).usage_invalid is None:  # else asked again
                 return Outcome(self.priced(capped(hit, self.max_answer_chars)), None, 1,
                                time.perf_counter() - start, True)
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = capped(await self._attempt(request), self.max_answer_chars)
+                response = checked(capped(await self._attempt(request), self.max_answer_chars),
+                                   request.model)
             except ProviderError as e:
                 err = e
             except Exception:
@@ -170,8 +177,8 @@ class ModelClient:
                     raise asyncio.CancelledError from None
                 raise
             else:
-                if self.cache is not None:
-                    self.cache.put(request, response)
+                if self.cache is not None and response.usage_invalid is None:
+                    self.cache.put(request, response)  # invalid usage is never replayed
                 return Outcome(self.priced(response), None, attempt,
                                time.perf_counter() - start, False)
             self.failed_attempts += 1

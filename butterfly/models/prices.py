@@ -30,6 +30,7 @@ from typing import Any
 
 from butterfly.core import wire
 from butterfly.core.price import UserPrice
+from butterfly.core.usage import invalid
 
 PRICE_FILE = "model_prices_and_context_window_backup.json"
 
@@ -108,6 +109,54 @@ def rates(model: str) -> Rates | None:
         return Rates(prompt, completion, prompt if cached is None else cached,
                      _number(entry, "cache_creation_input_token_cost"))
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A model's context window as litellm's map gives it: the most prompt tokens it takes
+    (``max_input_tokens``) and the most it answers (``max_output_tokens``); None where the map
+    does not say."""
+
+    prompt: int | None
+    completion: int | None
+
+
+def _count(value: float | None) -> int | None:
+    """A token count of the map (a positive whole number), else None."""
+    return int(value) if value is not None and value > 0 and value == int(value) else None
+
+
+@functools.cache
+def window(model: str) -> Window | None:
+    """The context window of ``model`` (``openai/gpt-4o-mini``: 128,000 prompt tokens), from
+    the same offline map and entry as its rates, read without importing litellm; None when the
+    map has no entry of that provider for it (a local or self-hosted model)."""
+    provider, _, bare = model.partition("/")
+    table = _price_map()
+    for key in (model, bare):
+        entry = table.get(key)
+        if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
+            found = Window(_count(_number(entry, "max_input_tokens")),
+                           _count(_number(entry, "max_output_tokens")))
+            if found.prompt is not None or found.completion is not None:
+                return found
+    return None
+
+
+def checked(answer: wire.Response, model: str) -> wire.Response:
+    """``answer`` as it is, or with invalid usage (:func:`butterfly.core.wire.invalid`: no
+    counts, no price) when it reports more prompt or completion tokens than ``model``'s
+    context window (:func:`window`) holds; a count the transport already refused stays so."""
+    w = None if answer.usage_invalid is not None else window(model)
+    if w is None:
+        return answer
+    for name, count, most, key in (
+            ("prompt_tokens", answer.prompt_tokens, w.prompt, "max_input_tokens"),
+            ("completion_tokens", answer.completion_tokens, w.completion, "max_output_tokens")):
+        if count is not None and most is not None and count > most:
+            return invalid(answer, f"{name} is {count:,}, over {model}'s context window "
+                                f"({key} {most:,} in litellm's map)")
+    return answer
 
 
 RatesOf = Callable[[str], "Rates | None"]

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from butterfly.core.wire import SECRET_NAME
 from butterfly.errors import UserError
+from butterfly.files import parse_json, read_input
 
 ENV_REF: Final = "os.environ/"
 """litellm's reference to an environment variable in a configuration value."""
@@ -103,21 +104,19 @@ def _public(deployment: Mapping[str, Any]) -> dict[str, object]:
 
 
 def _parse(path: Path) -> object:
+    label = f"--router {path}"
+    text = read_input(path, label)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        return parse_json(text, label)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"--router {path}: cannot read: {e.strerror or e}") from None
-    yaml_file = path.suffix.lower() in (".yaml", ".yml")
-    try:
-        if yaml_file:
-            import yaml  # type: ignore[import-untyped]
+        import yaml  # type: ignore[import-untyped]
 
-            return yaml.safe_load(text)
-        return json.loads(text)
-    except Exception as e:  # json.JSONDecodeError, yaml.YAMLError
+        return yaml.safe_load(text)
+    except RecursionError:
+        raise UserError(f"{label}: not valid YAML: nested too deeply") from None
+    except Exception as e:  # yaml.YAMLError
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise UserError(f"--router {path}: not valid {'YAML' if yaml_file else 'JSON'}: "
-                        f"{first}") from None
+        raise UserError(f"{label}: not valid YAML: {first}") from None
 
 
 def _check_deployment(path: Path, n: int, d: object) -> Mapping[str, Any]:

@@ -66,9 +66,29 @@ def bill_text(d: DryRun) -> str:
                      "again; the rows count what a resume would send")
     lines += ["", *table([HEAD, *(_row(b) for b in d.slices), _row(d.total)]), ""]
     lines += [printable(n) for n in notes(d)]
+    lines += [window_line(d)]
     if d.max_cost is not None:
         lines.append(budget_line(d.max_cost, d.total.cost_usd))
     return "\n".join(lines)
+
+
+def window_line(d: DryRun) -> str:
+    """Whether the prompts fit the model's context window (litellm's ``max_input_tokens``)."""
+    largest = f"the largest prompt is {d.largest_prompt_tokens:,} tokens"
+    if d.context_window is None:
+        return (f"context window: not known for {d.model} (litellm's map has no "
+                f"max_input_tokens for it); {largest}")
+    if not d.calls_over_window:
+        return f"context window: {d.context_window:,} tokens; every prompt fits ({largest})"
+    over = (f"context window: {d.calls_over_window:,} of {d.total.calls:,} calls have prompts "
+            f"over the model's {d.context_window:,} tokens ({largest}): the provider would "
+            "refuse them")
+    if d.track == "code" or d.ask_at is not None:
+        return (f"{over}; the run records each as an abstention (reason context) and pays "
+                "nothing for it, so the table counts those calls too high")
+    return (f"{over}, and the run would stop at the first: the table counts calls it cannot "
+            "make (try a shorter suite, or --mode restate with --ask-at, which records an ask "
+            "over the window as an abstention)")
 
 
 def budget_line(limit: float, cost: float | None) -> str:

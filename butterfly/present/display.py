@@ -298,6 +298,17 @@ def usage_line(u: Usage) -> str:
             f"{u.completion_tokens} completion{reasoning} tokens; {cost}")
 
 
+def invalid_usage_line(u: Usage) -> str | None:
+    """How many calls had token counts that cannot be right, when any did (issue 34)."""
+    if not u.invalid_usage_calls:
+        return None
+    return (f"invalid usage: {u.invalid_usage_calls} of {u.calls} calls had token counts from "
+            "the provider that cannot be right (negative, not whole, absurd, or over the "
+            "model's context window): their tokens and cost are unknown, not in the usage "
+            "above (each call's record keeps them in invalid_usage; docs/running.md, \"Tokens "
+            "and cost\")")
+
+
 def content_line(run: Run) -> str:
     """What a reader verified of a run's records (docs/running.md, "Tamper evidence"), each
     repair it went through, and the inspect log it was imported from (docs/inspect.md)."""
@@ -345,6 +356,9 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
             f"{k} {v}" for k, v in result.abstention_by_reason.items()))
     if result.usage is not None and result.usage.calls:
         _say(console, usage_line(result.usage))
+        invalid = invalid_usage_line(result.usage)
+        if invalid is not None:
+            _say(console, invalid)
     if len(result.by_layout) > 1:
         _say(console, "final match by layout: " + ", ".join(
             f"{lay} {_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"

@@ -35,7 +35,12 @@ def run_end(run: Run, max_cost: float | None) -> tuple[int, list[str]]:
     m = run.manifest
     if m.status == "budget":
         spent = m.usage.spent_usd if m.usage is not None else None
-        why = ("a call came back without a price (no token counts), so --max-cost cannot be "
+        last = next(reversed(run.records.values()), None)
+        why = (f"the provider's usage of the last call cannot be right "
+               f"({last.invalid_usage.reason}), so its cost is unknown and --max-cost cannot be "
+               "enforced: run it without --max-cost, or fix the provider"
+               if last is not None and last.invalid_usage is not None else
+               "a call came back without a price (no token counts), so --max-cost cannot be "
                "enforced: run it without --max-cost" if spent is None else
                f"spent ${spent:.4f} of --max-cost ${max_cost:g}; the next call could exceed it")
         return 6, [f"butterfly: stopped by the budget ({why}). {len(m.incomplete_scenarios)} "

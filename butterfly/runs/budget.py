@@ -17,8 +17,10 @@ from butterfly.runs.records import CallRecord
 class Budget:
     """``--max-cost``: a call is made only while the spending so far plus the estimated cost
     of it and of every call in flight (the mean cost per priced call so far) stays within the
-    limit. The first call has no estimate. An answer without a price (no token counts; an
-    unpriced model is refused before the first call) stops the run: the budget cannot hold."""
+    limit. The first call has no estimate. An answer without a price (no token counts, or
+    counts that cannot be right: ``invalid_usage``; an unpriced model is refused before the
+    first call) stops the run: the budget cannot hold. An absurd count is never priced (a
+    $5e9 call), nor passed over in silence."""
 
     limit: float | None
     spent: float = 0.0
@@ -26,6 +28,8 @@ class Budget:
     in_flight: int = 0
     stopped: bool = False
     unpriced: bool = False
+    invalid: str | None = None
+    """Why the provider's usage of the call that stopped the budget cannot be right, if so."""
     cautious: bool = False
     """Estimate each call at the dearest priced call so far, not the mean (``sequential``: two
     models priced differently share one budget)."""
@@ -66,7 +70,8 @@ class Budget:
         self.in_flight -= 1
         if rec.raw is None or rec.cached:
             return
-        if rec.cost_usd is None:
+        if rec.cost_usd is None:  # no counts, or counts that cannot be right: unknown cost
             self.unpriced = self.stopped = True
+            self.invalid = None if rec.invalid_usage is None else rec.invalid_usage.reason
             return
         self.add(rec.cost_usd)

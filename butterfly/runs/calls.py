@@ -26,7 +26,7 @@ from butterfly.core.price import UserPrice
 from butterfly.core.results import Usage
 from butterfly.core.turns import CallKey
 from butterfly.errors import UserError
-from butterfly.runs.records import CallError, CallRecord, Tokens
+from butterfly.runs.records import CallError, CallRecord, InvalidUsage, Tokens
 from butterfly.runs.usage import UsageTally
 
 TAIL: Final = 1 << 16
@@ -56,6 +56,8 @@ class CallView:
     """Set when ``raw`` is only the first characters of a longer answer (the cap)."""
     reasoning_content: str | None = None
     saved_usd: float | None = None
+    invalid_usage: InvalidUsage | None = None
+    """Set when the provider's token counts could not be right (no tokens, no price)."""
 
     @property
     def key(self) -> CallKey:
@@ -93,7 +95,8 @@ class Compactor:
             self.raw(rec.raw), rec.finish_reason, self.spec(rec.spec),
             None if rec.abstention is None else sys.intern(rec.abstention),
             sys.intern(rec.abstention_detail), self.tokens(rec.tokens), rec.cost_usd,
-            rec.cached, rec.error, rec.raw_chars, rec.reasoning_content, rec.saved_usd)
+            rec.cached, rec.error, rec.raw_chars, rec.reasoning_content, rec.saved_usd,
+            rec.invalid_usage)
 
 
 @dataclass

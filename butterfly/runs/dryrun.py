@@ -25,7 +25,7 @@ from butterfly.models.client import ModelClient
 from butterfly.models.prices import Rates
 from butterfly.models.provider import Request, Response
 from butterfly.models.scripted import ScriptedProvider
-from butterfly.models.tokens import PER_CALL, Counter, PromptCaching
+from butterfly.models.tokens import PER_CALL, Counter, LongCounts, PromptCaching
 from butterfly.runs.play import Conversation, Player, Progress, play_conversation
 from butterfly.runs.records import CallRecord, RunParams
 from butterfly.runs.scope import conversations
@@ -72,6 +72,14 @@ class DryRun(Result):
     max_cost: float | None
     slices: list[Bill]
     total: Bill
+    ask_at: list[int] | None = None
+    """The run's ask points (restate mode; None: every turn)."""
+    context_window: int | None = None
+    """The most prompt tokens the model takes (litellm's map, ``max_input_tokens``); None when
+    the map does not know the model."""
+    calls_over_window: int = 0
+    """Calls whose prompt would exceed ``context_window`` (the provider would refuse them)."""
+    largest_prompt_tokens: int = 0
 
 
 def cost_of(rates: Rates | None, prompt: int, completion: int, cached: int | None) -> float | None:
@@ -138,17 +146,27 @@ class Meter:
     slice_of: Callable[[str], str]
     sums: dict[str, Sums] = field(default_factory=dict)
     last: dict[tuple[str, str, int], Last] = field(default_factory=dict)
+    window: int | None = None
+    """The model's most prompt tokens, when known: calls over it are counted (``over``)."""
+    over: int = 0
+    largest: int = 0
 
     def __post_init__(self) -> None:
-        # Token lists are kept only for the last few messages (a call compares its messages
-        # with the previous call's; a restatement of 5,000 edits is tens of thousands of
-        # tokens); the counts of short messages are kept for the whole run.
+        # Token lists are kept only for the last few short messages; the counts of short
+        # messages are kept for the whole run. A long message (a restatement of 5,000 edits
+        # is tens of thousands of tokens) is counted from the recent one it extends.
         self.tokens = functools.lru_cache(maxsize=8)(
             lambda text: tuple(self.counter.encode(text)))
         self._short = functools.lru_cache(maxsize=None)(lambda text: len(self.tokens(text)))
+        self.long = LongCounts(self.counter)
 
     def size(self, text: str) -> int:
-        return self._short(text) if len(text) <= SHORT else len(self.tokens(text))
+        return self._short(text) if len(text) <= SHORT else self.long.count(text)
+
+    def _shared(self, a: str, b: str) -> int:
+        if len(a) <= SHORT and len(b) <= SHORT:
+            return _common(self.tokens(a), self.tokens(b))
+        return self.long.shared(a, b)
 
     def body(self, messages: Sequence[Mapping[str, str]]) -> int:
         return sum(self.counter.per_message + self.size(m["content"]) for m in messages)
@@ -163,8 +181,7 @@ class Meter:
                 common += self.counter.per_message + self.size(b["content"])
                 continue
             if a["role"] == b["role"]:
-                common += self.counter.per_message + _common(self.tokens(a["content"]),
-                                                             self.tokens(b["content"]))
+                common += self.counter.per_message + self._shared(a["content"], b["content"])
             break
         return common
 
@@ -180,6 +197,8 @@ class Meter:
             body = self.body(now)
             common = 0 if prev is None else self.repeated([*prev.messages, prev.answer], now)
         prompt = body + PER_CALL
+        self.largest = max(self.largest, prompt)
+        self.over += self.window is not None and prompt > self.window
         cached = 0
         if self.caching is not None and prev is not None:
             cached = min(self.caching.cached(common), prompt)
@@ -286,12 +305,13 @@ def caching_text(caching: PromptCaching | None) -> str | None:
 
 def dry_run(model: str, suite_path: Path, scenarios: Sequence[Scenario], state: RunState,
             by: SliceBy, counter: Counter, caching: PromptCaching | None,
-            rates: Rates | None, billed: bool = True) -> DryRun:
-    """The bill of the run that ``state`` starts (or resumes) on ``scenarios``."""
+            rates: Rates | None, billed: bool = True, window: int | None = None) -> DryRun:
+    """The bill of the run that ``state`` starts (or resumes) on ``scenarios``; ``window``: the
+    model's most prompt tokens, when known (calls over it are counted)."""
     params = state.manifest.params
     recorded = sum(1 for _ in state.done)
     meter = meter_run(scenarios, state, Meter(counter, caching, params.max_tokens,
-                                              slicer(scenarios, by)))
+                                              slicer(scenarios, by), window=window))
     slices, total = bills(meter, order(scenarios, by), rates)
     return DryRun(
         model=model, suite=str(suite_path), track=params.track, mode=params.mode,
@@ -302,4 +322,7 @@ def dry_run(model: str, suite_path: Path, scenarios: Sequence[Scenario], state: 
         max_tokens=params.max_tokens, completion_tokens_max=total.calls * params.max_tokens,
         caching=caching_text(caching), rates_usd_per_mtok=per_mtok(rates), billed=billed,
         sliced_by=by,
-        recorded=recorded, max_cost=params.max_cost, slices=slices, total=total)
+        recorded=recorded, max_cost=params.max_cost, slices=slices, total=total,
+        ask_at=None if params.ask_at is None else list(params.ask_at),
+        context_window=window, calls_over_window=meter.over,
+        largest_prompt_tokens=meter.largest)

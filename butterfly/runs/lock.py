@@ -1,8 +1,13 @@
-"""One writer per run directory: an OS lock on ``writer.lock`` inside it.
+"""One writer per run directory: an OS lock on the directory itself.
 
-``fcntl.flock`` on an open file: the kernel frees it when the holder's process ends, however
-it ends (``kill -9`` included), so a lock is never stale. The holder writes its pid into the
-file, so a second writer is refused at once with a message naming it. Readers (``score``,
+``fcntl.flock`` on an open descriptor of the run directory (``O_DIRECTORY``): the kernel frees
+it when the holder's process ends, however it ends (``kill -9`` included), so a lock is never
+stale. The lock belongs to the directory's inode, not to a file inside it: removing
+``writer.lock`` (or anything else in the directory) while a run writes lets no second writer
+in. A lock on a file inside the directory did: deleting the file during a run let a second run
+create a new file, lock that, and write the same ``calls.jsonl`` (issue 34). ``writer.lock``
+is kept only to name the holder: it holds the holder's pid, so a second writer is refused at
+once with a message naming it ("another process" when the file is gone). Readers (``score``,
 ``show``, ``report``, ...) never take the lock: they work while a run is being written.
 """
 
@@ -18,6 +23,7 @@ from typing import Final
 from butterfly.errors import UserError
 
 LOCK: Final = "writer.lock"
+"""The file that names the holder's pid (the lock itself is on the directory)."""
 
 
 def _holder(path: Path) -> str:
@@ -28,24 +34,38 @@ def _holder(path: Path) -> str:
     return f"pid {pid}" if pid.isdigit() else "another process"
 
 
+def _cannot_write(out: Path, e: OSError) -> UserError:
+    return UserError(f"--out {out}: cannot write: {e.strerror or e} (a run directory must be "
+                     "writable to run or resume; score, show and report only read it)")
+
+
+def _name_holder(out: Path) -> None:
+    """Write this process's pid into ``writer.lock`` (after the lock is taken)."""
+    fd = os.open(out / LOCK, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def writer_lock(out: Path) -> Iterator[None]:
     """Hold the write lock of run directory ``out`` (created if missing) for the block."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as e:
-        raise UserError(f"--out {out}: cannot write: {e.strerror or e} (a run directory must "
-                        "be writable to run or resume; score, show and report only read it)"
-                        ) from None
+        raise _cannot_write(out, e) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UserError(f"--out {out} is being written by {_holder(out / LOCK)}: wait for "
                             "it to end (or stop it), or choose another --out") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            _name_holder(out)
+        except OSError as e:
+            raise _cannot_write(out, e) from None
         yield
     finally:
         os.close(fd)  # closing the descriptor frees the lock
@@ -55,7 +75,7 @@ def writer_alive(out: Path) -> bool:
     """Whether a process holds the write lock of ``out`` now (readers take no lock: this only
     asks, with a shared lock that an exclusive holder refuses)."""
     try:
-        fd = os.open(out / LOCK, os.O_RDONLY)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return False
     try:

@@ -26,6 +26,7 @@ from butterfly.core.vocab import (
     Strategy,
 )
 from butterfly.errors import UserError
+from butterfly.files import parse_json, read_input
 from butterfly.models.client import ANSWER_CAP
 from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
@@ -109,6 +110,8 @@ def _value(text: str) -> JsonValue:
         value: JsonValue = json.loads(text)
     except ValueError:
         return text
+    except RecursionError:
+        raise UserError("-M/--model-arg: a VALUE nested too deeply for JSON") from None
     return value
 
 
@@ -140,21 +143,19 @@ def _merge(out: dict[str, JsonValue], new: Mapping[str, JsonValue]) -> None:
 
 
 def _read_args_file(path: Path) -> dict[str, JsonValue]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"--model-args {path}: cannot read: {e.strerror or e}") from None
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
+    label = f"--model-args {path}"
+    text = read_input(path, label)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        data = parse_json(text, label)
+    else:
+        try:
             import yaml  # type: ignore[import-untyped]
 
             data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as e:  # json.JSONDecodeError, yaml.YAMLError
-        raise UserError(f"--model-args {path}: not valid "
-                        f"{'YAML' if path.suffix.lower() in ('.yaml', '.yml') else 'JSON'}: "
-                        f"{str(e).splitlines()[0]}") from None
+        except RecursionError:
+            raise UserError(f"{label}: not valid YAML: nested too deeply") from None
+        except Exception as e:  # yaml.YAMLError
+            raise UserError(f"{label}: not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise UserError(f"--model-args {path}: must hold one mapping of argument names")
     return data
@@ -298,8 +299,13 @@ def check_out(out: str | Path | None, flag: str = "--out") -> Path | None:
     if out is None:
         return None
     path = Path(out)
-    there = next((p for p in (path, *path.parents) if p.exists()), None)
-    if there is not None and not there.is_dir():
+    try:
+        there = next((p for p in (path, *path.parents) if p.exists()), None)
+        through_file = there is not None and not there.is_dir()
+    except OSError as e:  # a parent the user may not search (PermissionError), a loop
+        raise UserError(f"{flag} {out}: cannot reach it: {e.strerror or e} (a directory on "
+                        f"its way cannot be searched: choose another {flag})") from None
+    if there is not None and through_file:
         raise UserError(f"{flag} {out}: {there} is a file, not a directory: choose another "
                         f"{flag}")
     return path

@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -24,11 +25,19 @@ from butterfly.core.vocab import ErrorClass, RunStatus
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import ContextOverflow, Request
+from butterfly.models.tokens import shared_start
 from butterfly.runs.budget import Budget
 from butterfly.runs.calls import CallView
 from butterfly.runs.digest import START
 from butterfly.runs.integrity import key_of
-from butterfly.runs.records import CallError, CallRecord, Message, RunParams, Tokens
+from butterfly.runs.records import (
+    CallError,
+    CallRecord,
+    InvalidUsage,
+    Message,
+    RunParams,
+    Tokens,
+)
 from butterfly.runs.scope import asked, conversations
 from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
 from butterfly.runs.tracks import parse_call, turn_messages
@@ -126,19 +135,54 @@ def _recorded(player: Player, conv: Conversation, t: int) -> tuple[list[CallView
     return have, todo
 
 
+LONG_MESSAGE: Final = 4096
+"""A restated message at least this long is escaped past where it parts from the previous
+turn's (:class:`Sent`)."""
+
+
+def _escaped(content: str, before: tuple[str, str] | None) -> str:
+    """``content`` as a JSON string (``json.dumps`` with ``ensure_ascii=False``). JSON escapes
+    each character alone, so when ``before`` (a previous message and its JSON string) shares a
+    long start with it, only the parts after that start are escaped."""
+    if before is None or len(content) < LONG_MESSAGE:
+        return encode_basestring(content)
+    old, old_json = before
+    k = shared_start(old, content)
+    old_tail = len(encode_basestring(old[k:])) - 1  # its escaped part after k, and its quote
+    return old_json[:len(old_json) - old_tail] + encode_basestring(content[k:])[1:]
+
+
 class Sent:
     """The messages of a conversation so far, extended turn by turn, and the running sha256
-    of their JSON (``json.dumps(messages, ensure_ascii=False)``, hashed piece by piece)."""
+    of their JSON (``json.dumps(messages, ensure_ascii=False)``, hashed piece by piece). In
+    restate mode each turn's messages are whole again, and the user message is the previous
+    turn's with one edit more: it is escaped only past where it parts from that one (a
+    5,000-turn chain asked at every turn escaped 900 MB; issue 34)."""
 
     def __init__(self) -> None:
         self.messages: list[dict[str, str]] = []
         self._hash = hashlib.sha256(b"[")
+        self._before: list[tuple[str, str]] = []
+        """The previous restated turn's message contents and their JSON strings, in order."""
+
+    def _json(self, m: dict[str, str], before: tuple[str, str] | None) -> tuple[str, str]:
+        """The message's JSON, and its content's JSON string ('' when it has other keys)."""
+        if list(m) != ["role", "content"] or not isinstance(m["content"], str) \
+                or not isinstance(m["role"], str):
+            return json.dumps(m, ensure_ascii=False), ""
+        content = _escaped(m["content"], before)
+        return f'{{"role": {encode_basestring(m["role"])}, "content": {content}}}', content
 
     def extend(self, added: list[dict[str, str]], restate: bool) -> None:
+        before: list[tuple[str, str]] = []
         if restate:  # each turn's list is whole: start afresh
             self.messages, self._hash = [], hashlib.sha256(b"[")
-        for m in added:
-            piece = json.dumps(m, ensure_ascii=False).encode("utf-8")
+            before, self._before = self._before, []
+        for i, m in enumerate(added):
+            text, content = self._json(m, before[i] if i < len(before) and before[i][1] else None)
+            if restate:
+                self._before.append((m.get("content", ""), content))
+            piece = text.encode("utf-8")
             self._hash.update(piece if not self.messages else b", " + piece)
             self.messages.append(m)
 
@@ -259,6 +303,8 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
         error=None if outcome.error is None else CallError(kind=outcome.error.kind,
                                                             message=outcome.error.message),
         at=now(),
+        invalid_usage=None if resp is None or resp.usage_invalid is None else InvalidUsage(
+            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"),
     )
 
 

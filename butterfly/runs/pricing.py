@@ -10,7 +10,6 @@ alike (docs/cost.md, "Prices").
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 
 from butterfly.core.price import PriceFields, UserPrice, per_mtok
 from butterfly.errors import UserError
+from butterfly.files import parse_json, read_input
 
 PriceGiven = str | Path | UserPrice | PriceFields | None
 """What ``RunOptions.price`` takes: a file's path, a price, or its fields as a mapping."""
@@ -43,14 +43,10 @@ def from_mapping(data: object, where: str) -> UserPrice:
 
 
 def load_price(path: str | Path, flag: str = "--price") -> UserPrice:
-    """The price in the JSON file ``path`` (given as ``flag``)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise UserError(f"{flag} {path}: cannot read: {e.strerror or e}") from None
-    except ValueError as e:
-        raise UserError(f"{flag} {path}: not JSON ({e})") from None
-    return from_mapping(data, f"{flag} {path}")
+    """The price in the JSON file ``path`` (given as ``flag``; read by
+    :func:`butterfly.files.read_input`: a regular file of at most 1 MiB)."""
+    label = f"{flag} {path}"
+    return from_mapping(parse_json(read_input(path, label), label), label)
 
 
 def user_price(price: PriceGiven, price_per_mtok: str | None, side: str = ""

@@ -304,6 +304,16 @@ class Tokens(BaseModel):
                                     "and billed at the cache-write rate.")
 
 
+class InvalidUsage(BaseModel):
+    """Token counts a provider reported that cannot be right (issue 34): kept as they came,
+    never summed or priced."""
+
+    model_config = _STRICT
+    reason: str = Field(description="Why: a count negative, not a whole number, above "
+                        "100,000,000, or over the model's context window (litellm's map).")
+    raw: str = Field(description="The counts as the provider sent them (JSON).")
+
+
 class CallError(BaseModel):
     model_config = _STRICT
     kind: ErrorClass
@@ -362,6 +372,10 @@ class CallRecord(BaseModel):
     cached: bool = False
     error: CallError | None = None
     at: str
+    invalid_usage: InvalidUsage | None = Field(
+        None, description="Set when the provider's token counts cannot be right: tokens are "
+        "then null and the call unpriced (not summed, not in the answer cache; score counts "
+        "such calls). Null otherwise, and in records made before issue 34.")
 
     @model_validator(mode="after")
     def _linked_from_version_2(self) -> CallRecord:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from butterfly.core.asking import asked_turns
 from butterfly.core.turns import ConversationKey
+from butterfly.errors import UserError
 from butterfly.runs.records import RunParams
 from butterfly.runs.sweep import shard_slice
 from oracle import Scenario
@@ -27,6 +28,24 @@ def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
     if params.limit is not None:
         chosen = chosen[: params.limit]
     return chosen
+
+
+def check_ask_at(given: object, scenarios: Sequence[Scenario], params: RunParams) -> None:
+    """Refuse, in one line, ask points the user gave (``given``: ``--ask-at`` as given, None
+    for the suite's default) when every one is beyond every chain the run plays: the flag would
+    ask nothing but each chain's last turn (``--ask-at 999999`` was taken in silence). A point
+    beyond some chains, or beyond every chain beside points that are not, is ignored where it
+    is beyond (docs/contract.md, "Asking at chosen turns"): a suite's usual points (5, 10, 20,
+    40, 80) stay usable on a selection of its shorter chains."""
+    if given is None or not params.ask_at or not scenarios:
+        return
+    longest = max(len(s.turns) for s in scenarios)
+    if min(params.ask_at) > longest:
+        points = ", ".join(str(t) for t in params.ask_at)
+        them = "this ask point asks" if len(params.ask_at) == 1 else "these ask points ask"
+        raise UserError(f"--ask-at {points}: {them} nothing, beyond every chain this run plays "
+                        f"(the longest has {longest:,} turns): give ask points up to "
+                        f"{longest:,} ('last' asks each chain's last turn)")
 
 
 def asked(scenario: Scenario, params: RunParams) -> Sequence[int]:

@@ -120,7 +120,10 @@ def routers(router: str | Path | None, models: Sequence[str],
 
 
 def _budget_line(budget: Budget) -> str:
-    why = ("a call came back without a price (no token counts), so --max-cost cannot be "
+    why = (f"the provider's usage of a call cannot be right ({budget.invalid}), so its cost "
+           "is unknown and --max-cost cannot be enforced: run without --max-cost"
+           if budget.invalid is not None else
+           "a call came back without a price (no token counts), so --max-cost cannot be "
            "enforced: run without --max-cost" if budget.unpriced else
            f"spent ${budget.spent:.4f} of --max-cost ${budget.limit:g}; the next call could "
            "exceed it")

@@ -3,7 +3,10 @@
 A call's price is recorded when it is made (the user's price when the run has one, else
 litellm's offline price map), so summing never imports litellm. A model neither prices gives
 ``cost_usd: null`` with a note, never a failed run. What cached prompt tokens saved is summed
-the same way (``saved_usd``, docs/cost.md).
+the same way (``saved_usd``, docs/cost.md). A call whose provider reported token counts that
+cannot be right (``invalid_usage``; or, in a record made before they were checked, a count
+negative or above ``core.usage.USAGE_CEILING``) is counted apart (``invalid_usage_calls``):
+never summed or priced (issue 34).
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from typing import Protocol
 
 from butterfly.core.price import UserPrice
 from butterfly.core.results import Usage
+from butterfly.core.usage import count_problem
 from butterfly.models.registry import prefix_of
-from butterfly.runs.records import Tokens
+from butterfly.runs.records import InvalidUsage, Tokens
 
 UNPRICED_NOTE = ("litellm's offline price map has no price for this model (a local or "
                  "self-hosted model, or a name it does not know): cost not counted (give "
@@ -38,6 +42,17 @@ class Priced(Protocol):
     def cached(self) -> bool: ...
     @property
     def saved_usd(self) -> float | None: ...
+    @property
+    def invalid_usage(self) -> InvalidUsage | None: ...
+
+
+def usage_invalid(rec: Priced) -> bool:
+    """Whether a call's token counts cannot be right: marked so when it was made, or, in a
+    record made before usage was checked, a count negative or absurd (never summed)."""
+    t = rec.tokens
+    return rec.invalid_usage is not None or any(
+        count_problem(name, n) for name, n in (("prompt", t.prompt), ("completion", t.completion),
+                                               ("cached", t.cached), ("reasoning", t.reasoning)))
 
 
 @dataclass
@@ -57,11 +72,15 @@ class UsageTally:
     saved_calls: int = 0
     unpriced: bool = False
     unpriced_sent: bool = False
+    invalid: int = 0
 
     def add(self, rec: Priced) -> None:
         if rec.raw is None:
             return
         self.calls += 1
+        if usage_invalid(rec):  # counted apart: its tokens and cost are unknown
+            self.invalid += 1
+            return
         t = rec.tokens
         self.prompt += t.prompt or 0
         self.completion += t.completion or 0
@@ -92,6 +111,7 @@ class UsageTally:
             priced_calls=self.priced,
             note=(LOCAL_NOTE if local else UNPRICED_NOTE) if self.unpriced else "",
             saved_usd=round(self.saved, 8) if self.saved_calls else None, price=price,
+            invalid_usage_calls=self.invalid,
         )
 
 

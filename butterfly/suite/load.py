@@ -7,7 +7,9 @@ file, the line, the scenario id when known, the turn when it applies, and the re
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from pydantic import ValidationError
 
 from butterfly.core.vocab import Track
 from butterfly.errors import UserError
+from butterfly.files import SUITE_MAX_BYTES, open_regular, read_input
 from butterfly.suite.chains import generate_chains
 from butterfly.suite.code import CODE_COUNTS, CODE_MAX_TURNS, generate_code
 from butterfly.suite.code_rules import code_violation
@@ -46,14 +49,31 @@ class SuiteError(UserError):
     """A suite file is missing or malformed; the message is one line for the user."""
 
 
+def _there(path: Path) -> bool:
+    """Whether something is at ``path`` (or may be: a directory on its way cannot be
+    searched)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def resolve_suite(name_or_path: str) -> Path:
     """A path to an existing file, or the name of a suite under ``scenarios/``."""
     path = Path(name_or_path)
-    if path.is_file():
-        return path
+    try:
+        if path.is_file():
+            return path
+    except OSError:  # a directory on its way this user may not search: said below
+        pass
     named = SCENARIOS_DIR / f"{name_or_path}.jsonl"
     if "/" not in name_or_path and named.is_file():
         return named
+    if _there(path):  # but not a regular file this user may read: say why
+        open_regular(path, str(path), SUITE_MAX_BYTES, SuiteError).close()
     known = sorted(p.stem for p in SCENARIOS_DIR.glob("*.jsonl") if p.stem != "handwritten")
     raise SuiteError(
         f"{name_or_path}: no such file, and no suite of that name (known names: {', '.join(known)})"
@@ -154,12 +174,11 @@ class Sharer:
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of a suite file, read line by line (a torn last line included)."""
+    raw = open_regular(path, str(path), SUITE_MAX_BYTES, SuiteError)  # a regular file, 1 GiB
     try:
-        with path.open(encoding="utf-8", newline="\n") as f:
+        with io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as f:
             for n, line in enumerate(f, 1):
                 yield n, line.removesuffix("\n")
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SuiteError(f"{path}: cannot read: {e}") from None
 
@@ -252,7 +271,7 @@ def load_manifest(suite_path: Path) -> SuiteManifest | None:
     if not mpath.is_file():
         return None
     try:
-        return SuiteManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+        return SuiteManifest.model_validate_json(read_input(mpath, str(mpath)))
     except ValidationError as e:
         raise SuiteError(f"{mpath}: {_where(e)}") from None
 

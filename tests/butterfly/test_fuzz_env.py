@@ -3,10 +3,11 @@
 missing), an answer cache (default, none, fine, in a missing directory, corrupt, a directory,
 unwritable, through a file), an ``--api-base`` (none, a loopback fake server, malformed ones),
 an ``--out`` (fresh, empty, a file, nested, through a file), a ``--max-cost``, a response-size
-cap and a longest retry wait; ``report``
-and ``compare`` a ``--q``. Whatever the draw: an exit status the help names, no traceback, a
-refusal is one line on stderr, and a refusal creates nothing (the scratch tree, HOME included,
-is unchanged). Derandomised; seconds, not minutes.
+cap and a longest retry wait; ``report`` and ``compare`` a ``--q``; and (issue 34) every
+command that names a path, through parent directories of each mode, in a process whose
+permissions bite (the tests run as root). Whatever the draw: an exit status the help names, no
+traceback, a refusal is one line on stderr, and a refusal creates nothing (the scratch tree,
+HOME included, is unchanged). Derandomised; seconds, not minutes.
 
 No draw reaches beyond loopback: every ``--api-base`` is malformed (refused before a call)
 or the fake server, and an ``openai/`` model always gets one of them.
@@ -16,8 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,3 +212,107 @@ def test_output_files(base_run: Path, command: str, name: str) -> None:
         if code != 0:
             assert _tree(d) == before, (argv, err)
         assert not [p for p in _tree(d) if p.endswith(".tmp")], _tree(d)
+
+
+# --- parent-directory permissions (issue 34) -------------------------------------------------
+
+MODES = (0o000, 0o100, 0o300, 0o500, 0o600, 0o700)
+"""A parent directory's modes: nothing, search only, write and search, read and search (not
+write), read and write (not search), everything."""
+DRIVER = """
+import contextlib, io, json, sys
+from butterfly.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 2
+        except BaseException:
+            import traceback
+            traceback.print_exc(file=err)
+            code = -1
+    out.append((code, err.getvalue()))
+print(json.dumps(out))
+"""
+"""Runs each command line in one process (whose permissions bite) and prints (code, stderr)."""
+
+
+def _unprivileged() -> list[str]:
+    """How to start a process that permissions bind: as root, without the capabilities that
+    override them (the tests run as root, where a directory's mode does not bite); else as is."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv is needed to drop root's permission overrides")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def _commands(d: Path, base: Path, tmp: Path) -> list[list[str]]:
+    run = ["run", "--model", "script/oracle", "--limit", "1", "--no-cache"]
+    outside = tmp / f"o{d.name}"
+    return [[*run, "--out", str(d / "new" / "run")], [*run, "--out", str(d / "run2")],
+            [*run, "--out", str(d / "run")],
+            [*run, "--suite", str(d / "suite.jsonl"), "--out", str(outside / "s")],
+            [*run, "--price", str(d / "price.json"), "--out", str(outside / "p")],
+            [*run, "--model-args", str(d / "args.json"), "--out", str(outside / "a")],
+            ["score", str(d / "run")], ["show", str(d / "run")], ["runs", str(d)],
+            ["flips", str(d / "run")], ["compare", str(d / "run"), str(base)],
+            ["export", str(d / "run"), "--csv", str(outside / "x.csv")],
+            ["report", str(d / "run"), "--html", str(outside / "r.html")],
+            ["report", str(base), "--html", str(d / "r.html")],
+            ["export", str(base), "--csv", str(d / "x.csv")],
+            ["generate", "--count", "1", "--out", str(d / "g.jsonl")],
+            ["schema", "--out-dir", str(d / "schemas")], ["validate", str(d / "suite.jsonl")],
+            ["repair", str(d / "run")], ["merge", str(d / "run"), "--out", str(outside / "m")]]
+
+
+def test_parent_directory_permissions(base_run: Path, tmp_path: Path) -> None:
+    """Issue 34: ``--out`` inside a directory the user cannot read was a PermissionError
+    traceback (from ``check_out``), and so were ``score``, ``show``, ``report``, ``validate``
+    and more of a path through such a directory. Every command that names a path, through a
+    parent of each mode (:data:`MODES`), in a process whose permissions bite: an exit status the
+    help names, no traceback, a refusal in one line that changes nothing."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    suite = (base_run / "suite.jsonl").read_text()
+    cases: list[tuple[Path, list[str]]] = []
+    for mode in MODES:
+        d = tree / f"d{mode:03o}"
+        shutil.copytree(base_run, d / "run")
+        (d / "suite.jsonl").write_text(suite)
+        (d / "price.json").write_text('{"input_per_mtok": 1, "output_per_mtok": 2}')
+        (d / "args.json").write_text('{"top_p": 0.5}')
+        cases += [(d, argv) for argv in _commands(d, base_run, tmp_path)]
+    made = [_target(argv) for _, argv in cases]
+    there = [p is not None and p.exists() for p in made]
+    for mode in MODES:
+        (tree / f"d{mode:03o}").chmod(mode)
+    try:
+        r = subprocess.run([*_unprivileged(), sys.executable, "-c", DRIVER,
+                            json.dumps([argv for _, argv in cases])], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        results = json.loads(r.stdout)
+    finally:
+        for mode in MODES:
+            (tree / f"d{mode:03o}").chmod(0o700)
+    refused = 0
+    for (_, argv), (code, err), target, was in zip(cases, results, made, there, strict=True):
+        assert "Traceback" not in err, (argv, err)
+        clear(code, err)
+        if code in (1, 2):
+            refused += 1
+            assert target is None or was or not target.exists(), (argv, err)  # nothing made
+    assert refused > len(cases) // 3  # the modes do bite
+
+
+def _target(argv: list[str]) -> Path | None:
+    """What a command line writes (its --out, --html, --csv or --out-dir), if it names one."""
+    for flag in ("--out", "--html", "--csv", "--out-dir"):
+        if flag in argv:
+            return Path(argv[argv.index(flag) + 1])
+    return None

@@ -32,7 +32,7 @@ def test_a_price_file_is_read_and_checked(tmp_path: Path) -> None:
     good.write_text(json.dumps(PRICE.model_dump(exclude={"schema_version"})))
     assert load_price(good) == PRICE
     assert user_price(str(good), None) == PRICE
-    for text, why in (("{", "not JSON"), ("[1, 2]", "a JSON object"),
+    for text, why in (("{", "not valid JSON"), ("[1, 2]", "a JSON object"),
                       ('{"input_per_mtok": 1}', "output_per_mtok"),
                       ('{"input_per_mtok": 1, "output_per_mtok": 2, "tip": 3}', "tip"),
                       ('{"input_per_mtok": -1, "output_per_mtok": 2}', "input_per_mtok")):

@@ -73,6 +73,32 @@ def test_only_restate_mode_asks_at_chosen_turns() -> None:
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", ["run", "dry-run", "sequential"])
+def test_ask_points_beyond_every_chain_are_refused_in_one_line(tmp_path: Path,
+                                                                command: str) -> None:
+    """Issue 34: ``--ask-at 999999`` was taken where no chain reaches it (every ask point beyond
+    a chain is ignored for that chain, so it asked nothing). An ask point beyond every chain
+    the run plays is refused in one line, before anything is created; one within some chains
+    is still taken, as are points beyond every chain beside one that is not (FIRST_24: chains
+    of 5 and 10 turns)."""
+    out = tmp_path / "run"
+    argv = {"run": ["run", "--model", "script/oracle", "--out", str(out)],
+            "dry-run": ["run", "--model", "script/oracle", "--out", str(out), "--dry-run"],
+            "sequential": ["sequential", "--model-a", "script/oracle", "--model-b",
+                           "script/noop", "--out-a", str(out), "--out-b", str(tmp_path / "b"),
+                           "--cap", "2"]}[command]
+    common = ["--suite", "butterfly-long", "--mode", "restate", "--limit", "24", "--no-cache"]
+    for points in ("999999", "11,999999"):
+        r = run_inproc(*argv, *common, "--ask-at", points)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert f"--ask-at {points.replace(',', ', ')}: " in r.stderr
+        assert "the longest has 10 turns" in r.stderr
+        assert not out.exists()
+    if command == "run":
+        r = run_inproc(*argv, *common, "--ask-at", "5,10,20,40,80")
+        assert r.returncode == 0, r.stderr
+
+
 def test_the_suites_default_ask_points_apply_in_restate_mode_only() -> None:
     assert ask_at_of("butterfly-long") == [5, 10, 20, 40, 80]
     assert ask_at_of("butterfly-40") is None

@@ -3,6 +3,7 @@ the model's tokenizer, and writes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -176,3 +177,74 @@ def test_known_tokenizers() -> None:
     assert counter_for("anthropic/claude-3-5-haiku-latest").name == "anthropic"
     assert counter_for("deepseek/deepseek-chat").name == "deepseek"
     assert not counter_for("ollama_chat/qwen2.5:7b").exact
+
+
+def _one_chain(tmp_path: Path, turns: int) -> Path:
+    """A suite of one horizon chain cut to ``turns`` turns (its manifest allows asking it)."""
+    from butterfly.suite.load import resolve_suite
+
+    horizon = resolve_suite("butterfly-horizon")
+    chain = load_suite(horizon)[0]
+    cut = chain.model_copy(update={"turns": chain.turns[:turns]})
+    path = tmp_path / "chain.jsonl"
+    path.write_text(cut.to_json() + "\n")
+    manifest = json.loads(horizon.with_name("butterfly-horizon.manifest.json").read_text())
+    manifest.update(name="chain", file=str(path), n_scenarios=1, lengths={str(turns): 1},
+                    ask_at=[10, turns])
+    path.with_name("chain.manifest.json").write_text(json.dumps(manifest))
+    return path
+
+
+def test_a_long_chain_asked_at_every_turn_is_counted_in_linear_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: the dry run of one 5,000-turn horizon chain asked at every turn took 1 min 46
+    s, encoding every restated prompt whole (230 million tokens) and comparing token lists of
+    each pair. Each prompt is now counted from the one before it: the characters the tokenizer
+    sees grow with the chain, not with the sum of its prompts; and the figures are those of
+    encoding every prompt whole (``NEAR = 0`` turns the counting from a recent prompt off)."""
+    from butterfly.api import running
+    from butterfly.models import tokens
+
+    suite = _one_chain(tmp_path, 300)
+    real = counter_for("openai/gpt-4o-mini")
+    seen: list[int] = []
+
+    def encode(text: str) -> list[int]:
+        seen.append(len(text))
+        return real.encode(text)
+
+    monkeypatch.setattr(running, "counter_for",
+                        lambda model: dataclasses.replace(real, encode=encode))
+    flags: dict[str, Any] = {"model": "openai/gpt-4o-mini", "suite": str(suite),
+                             "mode": "restate", "ask_at": "all", "out": tmp_path / "d"}
+    fast = api.dry_run(**flags)
+    sent = sum(len(m["content"]) for t in range(1, 301)
+               for m in messages(load_suite(suite)[0], t, [], mode="restate"))
+    assert fast.total.calls == 300
+    assert sum(seen) < sent / 5, (sum(seen), sent)
+    assert max(seen[len(seen) // 2:]) < 3000  # a few hundred characters a call, at any length
+    monkeypatch.setattr(tokens, "NEAR", 0)
+    whole = api.dry_run(**flags)
+    assert whole.total == fast.total and sum(seen) > sent
+
+
+def test_the_dry_run_says_how_many_prompts_exceed_the_context_window(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Issue 34: the chat-mode dry run of butterfly-horizon priced 31.9 billion prompt tokens
+    without saying no model's context holds them. The window is litellm's map's
+    max_input_tokens (read without importing litellm)."""
+    suite = _one_chain(tmp_path, 2500)
+    chat = api.dry_run(model="openai/gpt-4o-mini", suite=str(suite), out=tmp_path / "d")
+    assert chat.context_window == 128_000
+    assert 0 < chat.calls_over_window < chat.total.calls
+    assert chat.largest_prompt_tokens > 128_000
+    code, out, _ = cli_in_process(capsys, "run", "--model", "openai/gpt-4o-mini", "--suite",
+                                  str(suite), "--dry-run", "--out", str(tmp_path / "d"))
+    assert code == 0
+    assert (f"context window: {chat.calls_over_window:,} of 2,500 calls have prompts over the "
+            "model's 128,000 tokens") in out and "the run would stop at the first" in out
+    asked = api.dry_run(model="openai/gpt-4o-mini", suite=str(suite), mode="restate",
+                        out=tmp_path / "d")
+    assert asked.calls_over_window == 0 and asked.ask_at == [10, 2500]
+    unknown = api.dry_run(model="hosted_vllm/x", limit=1, out=tmp_path / "d")
+    assert unknown.context_window is None and unknown.calls_over_window == 0

@@ -77,6 +77,33 @@ def test_kill_9_never_leaves_a_stale_lock(tmp_path: Path) -> None:
         assert (out / LOCK).read_text().strip() == str(os.getpid())
 
 
+def test_removing_writer_lock_lets_no_second_writer_in(tmp_path: Path) -> None:
+    """Issue 34: the lock is the directory's, not ``writer.lock``'s. A first process holds it
+    and the file is deleted; a second process (a real ``butterfly run``) is still refused, and
+    the first one's directory gets no call record from it."""
+    out = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from pathlib import Path\n"
+         "from butterfly.runs.lock import writer_lock\n"
+         f"with writer_lock(Path({str(out)!r})):\n    print('held', flush=True)\n"
+         "    time.sleep(60)\n"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        (out / LOCK).unlink()
+        second = subprocess.run(
+            [sys.executable, "-m", "butterfly.cli", "run", *ORACLE, "--out", str(out),
+             "--limit", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1, second.stderr
+        assert "being written by another process" in second.stderr, second.stderr
+        assert second.stderr.count("\n") == 1, second.stderr
+        assert not (out / "calls.jsonl").exists() and not (out / "manifest.json").exists()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with writer_lock(out):  # the kernel freed it with the process
+        assert (out / LOCK).read_text().strip() == str(os.getpid())
+
+
 # --- statuses ---------------------------------------------------------------------------------
 
 def test_a_run_whose_writer_died_reads_as_interrupted(tmp_path: Path,

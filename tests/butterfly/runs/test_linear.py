@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import butterfly.core.prompts as prompts
 import butterfly.runs.calls as calls
+import butterfly.runs.play as play
 import butterfly.runs.store as store
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import Request, Response
-from butterfly.runs.play import Progress, run_suite
+from butterfly.runs.play import Progress, Sent, run_suite
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import RunParams
 from butterfly.runs.store import open_run
@@ -100,6 +103,47 @@ def test_restate_sends_the_whole_list_each_turn(tmp_path: Path, chain: Scenario)
         expected = prompts.messages(short, turn, [], mode="restate")
         assert list(sent) == expected
         assert [m.model_dump() for m in recs[turn].messages_added] == expected
+
+
+@pytest.mark.parametrize("layout", ["E", "Q", "H"])
+def test_restate_hashes_what_json_dumps_writes(tmp_path: Path, chain: Scenario,
+                                               layout: str) -> None:
+    """Issue 34: a restated message is escaped only past where it parts from the previous
+    turn's (a 5,000-turn chain escaped 900 MB); the hash is still that of ``json.dumps`` of
+    the whole list, every turn of a 200-turn chain, each layout."""
+    _play(tmp_path, chain, mode="restate", layouts=(layout,))
+    recs = {r.turn: r for r in calls.read_calls(tmp_path / "run" / store.CALLS)}
+    assert len(recs) == TURNS
+    for turn, rec in recs.items():
+        expected = prompts.messages(chain, turn, [], layout=layout, mode="restate")
+        digest = hashlib.sha256(json.dumps(expected, ensure_ascii=False).encode()).hexdigest()
+        assert rec.messages_sha256 == digest
+
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(start=TEXT, tails=st.lists(st.tuples(st.integers(0, 6000), TEXT), min_size=1,
+                                  max_size=5), other=st.booleans())
+def test_sent_hashes_json_dumps_of_every_restated_list(start: str, tails: list[tuple[int, str]],
+                                                       other: bool) -> None:
+    """The piecewise escaping of :class:`Sent` against ``json.dumps`` itself: messages with
+    quotes, backslashes, control and non-ASCII characters, long ones sharing starts of any
+    length with the turn before, and a message with another key."""
+    sent = Sent()
+    body = start * 200
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(play, "LONG_MESSAGE", 0)  # every message escaped from the one before
+        for cut, tail in tails:
+            body = body[:cut] + tail + "\"\n\x01é" + body[cut:cut + 3000]
+            msgs: list[dict[str, str]] = [{"role": "system", "content": start},
+                                          {"role": "user", "content": body}]
+            if other:
+                msgs.append({"content": tail, "role": "assistant"})
+            sent.extend(msgs, restate=True)
+            want = hashlib.sha256(json.dumps(msgs, ensure_ascii=False).encode()).hexdigest()
+            assert sent.sha256() == want
 
 
 def test_each_record_validated_once_and_close_reads_nothing(
