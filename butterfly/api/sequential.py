@@ -47,6 +47,11 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
                         "--price-b FILE or --price-per-mtok-a / --price-per-mtok-b IN,OUT "
                         "(price_a, price_b in the API), not --price (docs/cost.md)")
     suite_path = resolve_suite(o.suite)
+    if (o.track or track_of(suite_path)) == "code":
+        raise UserError("sequential plays the spec track only: a code run's answers are "
+                        "programs, judged once observed in the sandbox, and the sequential "
+                        "design decides from answers as they come (run each model with "
+                        "`butterfly run --track code`, then `butterfly compare`)")
     given = o.ask_at
     o = _asked(o, suite_path)
     params = make_params(o)

@@ -70,6 +70,17 @@ def test_sequential_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "--cap" in capsys.readouterr().err
 
 
+def test_sequential_refuses_the_code_track(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # its answers are programs judged once observed; it counted every one a failure
+    assert main(["sequential", "--model-a", "script/oracle", "--model-b", "script/noop",
+                 "--suite", "butterfly-code", "--out-a", str(tmp_path / "a"),
+                 "--out-b", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err
+    assert "spec track only" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "a").exists()
+
+
 FAST = {"BUTTERFLY_BACKOFF_BASE": "0.01", "OPENAI_API_KEY": "sk-test"}
 
 
