@@ -44,7 +44,7 @@ venv:
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --require-hashes -r $(LOCK)
 	$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=compat
 
-# The first scenario of each category of butterfly-40 (10 scenarios, 42 calls): 6 min 34 s by
+# The first scenario of each category of butterfly-40 (10 scenarios, 42 calls): 5 min 27 s by
 # `time make demo` on two idle cores, install refresh included (the README's figure, measured
 # the same way: README.md, "make demo"). Re-running resumes (answers already recorded are not
 # asked again).
