@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Final
 
 from butterfly.code.catalogue import DOMAINS, KEYS, apply_couplings, is_valid
-from butterfly.code.conversation import code_spec, program_block
+from butterfly.code.conversation import answer_text, code_spec
 from butterfly.code.program import render
 from butterfly.code.rewrite import refactor
 from butterfly.core.agents import agent_specs
@@ -45,22 +45,18 @@ def collateral_change(scenario: Scenario) -> tuple[str, str] | None:
     return None
 
 
-def _answer(source: str) -> str:
-    return f"Here is the updated program.\n\n{program_block(source)}\n"
-
-
 def code_answers(name: str, scenario: Scenario) -> list[str]:
     """Agent ``name``'s answer after every turn (index 0: the initial program's)."""
     if name == "refactor":
         specs = [code_spec(s) for s in replay(scenario)]
-        return [_answer(refactor(render(s), s)) for s in specs]
+        return [answer_text(refactor(render(s), s)) for s in specs]
     if name == "collateral":
         specs = [code_spec(s) for s in replay(scenario)]
         change = collateral_change(scenario)
         if change is not None:
             specs = [specs[0]] + [_changed(s, *change) for s in specs[1:]]
-        return [_answer(render(s)) for s in specs]
-    return [_answer(render(code_spec(s))) for s in agent_specs(name, scenario)]
+        return [answer_text(render(s)) for s in specs]
+    return [answer_text(render(code_spec(s))) for s in agent_specs(name, scenario)]
 
 
 def _changed(spec: dict[str, str], key: str, value: str) -> dict[str, str]:

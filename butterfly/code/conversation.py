@@ -131,6 +131,12 @@ def program_block(source: str) -> str:
     return f"```python\n{source.rstrip()}\n```"
 
 
+def answer_text(source: str) -> str:
+    """An answer that gives ``source`` as the updated program (the scripted agents' answers,
+    and the one the dry run counts)."""
+    return f"Here is the updated program.\n\n{program_block(source)}\n"
+
+
 def user_message(scenario: Scenario, turn: int) -> str:
     """The user's message for ``turn`` (1-based): the initial program only in the first."""
     text = scenario.turns[turn - 1].text

@@ -332,3 +332,26 @@ def prompt_fingerprint(strategy: str = "zero-shot", protocol: str = "schema",
     if strategy == "self-consistency" and sc_base != "zero-shot":
         parts += [f"sc_base={sc_base}", _system(strategy, protocol, sc_base)]
     return json.dumps(parts)
+
+
+BLOCK: Final = 1 << 12
+"""Characters compared at a time when finding where two long texts part."""
+
+
+def shared_start(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` share at their start: compared a block at a time
+    (slices compared in C), then the differing block halved."""
+    n = min(len(a), len(b))
+    lo = 0
+    while lo < n and a[lo:lo + BLOCK] == b[lo:lo + BLOCK]:
+        lo += BLOCK
+    if lo >= n:
+        return n
+    hi = min(lo + BLOCK, n)
+    while lo < hi:  # a[:lo] == b[:lo]; they part before hi
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from butterfly.core.prompts import shared_start
+
 TOKENIZER_DIR: Final = ("litellm_core_utils", "tokenizers")
 PER_MESSAGE: Final = 4
 """Template tokens per message: OpenAI's 3 delimiters and the role's name (one token)."""
@@ -196,30 +198,9 @@ def caching_of(model: str) -> PromptCaching | None:
     return CACHING.get(provider)
 
 
-BLOCK: Final = 1 << 12
-"""Characters compared at a time when finding where two long texts part."""
 NEAR: Final = 1 << 14
 """A long text is counted from a recent one only when what differs after their shared start
 is at most this many characters; else it is encoded whole."""
-
-
-def shared_start(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` share at their start: compared a block at a time
-    (slices compared in C), then the differing block halved."""
-    n = min(len(a), len(b))
-    lo = 0
-    while lo < n and a[lo:lo + BLOCK] == b[lo:lo + BLOCK]:
-        lo += BLOCK
-    if lo >= n:
-        return n
-    hi = min(lo + BLOCK, n)
-    while lo < hi:  # a[:lo] == b[:lo]; they part before hi
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def cut_before(text: str, end: int) -> int:

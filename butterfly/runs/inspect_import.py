@@ -32,6 +32,7 @@ from butterfly.core.price import UserPrice
 from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import ConversationKey, make_turn
 from butterfly.core.vocab import DEFAULTS, ErrorClass, RunStatus
+from butterfly.engine.conversation import Sent
 from butterfly.errors import UserError
 from butterfly.models.prices import Rates, rates_for
 from butterfly.runs.calls import Compactor
@@ -39,7 +40,6 @@ from butterfly.runs.digest import START
 from butterfly.runs.inspect_log import LoggedEval, LoggedSample, TurnEntry, read_log
 from butterfly.runs.inspect_suite import find_suite, scope_of
 from butterfly.runs.lock import LOCK, writer_lock
-from butterfly.runs.play import Sent
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import (
     CallError,

@@ -10,22 +10,22 @@ next run completes it. :func:`play_conversation` is the one loop that plays a co
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TypeVar
 
-from butterfly.core.caching import cache_marks
-from butterfly.core.turns import CallKey, Turn, make_turn
+from butterfly.core.turns import CallKey, Turn
 from butterfly.core.vocab import ErrorClass, RunStatus
+from butterfly.engine.conversation import (
+    Ask,
+)
+from butterfly.engine.conversation import Conversation as Engine
+from butterfly.engine.tracks import Parsed
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import ContextOverflow, Request
-from butterfly.models.tokens import shared_start
 from butterfly.runs.budget import Budget
 from butterfly.runs.calls import CallView
 from butterfly.runs.digest import START
@@ -40,16 +40,9 @@ from butterfly.runs.records import (
 )
 from butterfly.runs.scope import asked, conversations
 from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
-from butterfly.runs.tracks import parse_call, turn_messages
-from oracle import Scenario, spec_json_schema
+from oracle import Scenario
 
-RESPONSE_FORMAT: Final = {
-    "type": "json_schema",
-    "json_schema": {"name": "spec", "schema": spec_json_schema(), "strict": True},
-}
 T = TypeVar("T")
-SAMPLE_SEED_STRIDE: Final = 100_000
-"""Sample k of repeat r is drawn with seed = seed + r + k * SAMPLE_SEED_STRIDE."""
 
 
 def wait_note(seconds: float, kind: ErrorClass) -> str:
@@ -135,91 +128,32 @@ def _recorded(player: Player, conv: Conversation, t: int) -> tuple[list[CallView
     return have, todo
 
 
-LONG_MESSAGE: Final = 4096
-"""A restated message at least this long is escaped past where it parts from the previous
-turn's (:class:`Sent`)."""
-
-
-def _escaped(content: str, before: tuple[str, str] | None) -> str:
-    """``content`` as a JSON string (``json.dumps`` with ``ensure_ascii=False``). JSON escapes
-    each character alone, so when ``before`` (a previous message and its JSON string) shares a
-    long start with it, only the parts after that start are escaped."""
-    if before is None or len(content) < LONG_MESSAGE:
-        return encode_basestring(content)
-    old, old_json = before
-    k = shared_start(old, content)
-    old_tail = len(encode_basestring(old[k:])) - 1  # its escaped part after k, and its quote
-    return old_json[:len(old_json) - old_tail] + encode_basestring(content[k:])[1:]
-
-
-class Sent:
-    """The messages of a conversation so far, extended turn by turn, and the running sha256
-    of their JSON (``json.dumps(messages, ensure_ascii=False)``, hashed piece by piece). In
-    restate mode each turn's messages are whole again, and the user message is the previous
-    turn's with one edit more: it is escaped only past where it parts from that one (a
-    5,000-turn chain asked at every turn escaped 900 MB; issue 34)."""
-
-    def __init__(self) -> None:
-        self.messages: list[dict[str, str]] = []
-        self._hash = hashlib.sha256(b"[")
-        self._before: list[tuple[str, str]] = []
-        """The previous restated turn's message contents and their JSON strings, in order."""
-
-    def _json(self, m: dict[str, str], before: tuple[str, str] | None) -> tuple[str, str]:
-        """The message's JSON, and its content's JSON string ('' when it has other keys)."""
-        if list(m) != ["role", "content"] or not isinstance(m["content"], str) \
-                or not isinstance(m["role"], str):
-            return json.dumps(m, ensure_ascii=False), ""
-        content = _escaped(m["content"], before)
-        return f'{{"role": {encode_basestring(m["role"])}, "content": {content}}}', content
-
-    def extend(self, added: list[dict[str, str]], restate: bool) -> None:
-        before: list[tuple[str, str]] = []
-        if restate:  # each turn's list is whole: start afresh
-            self.messages, self._hash = [], hashlib.sha256(b"[")
-            before, self._before = self._before, []
-        for i, m in enumerate(added):
-            text, content = self._json(m, before[i] if i < len(before) and before[i][1] else None)
-            if restate:
-                self._before.append((m.get("content", ""), content))
-            piece = text.encode("utf-8")
-            self._hash.update(piece if not self.messages else b", " + piece)
-            self.messages.append(m)
-
-    def sha256(self) -> str:
-        h = self._hash.copy()
-        h.update(b"]")
-        return h.hexdigest()
-
-
 async def play_conversation(conv: Conversation, player: Player) -> Turn | None:
-    """Play one conversation to its end: its last turn, or None if a call failed after its
-    retries (or the budget stopped it)."""
-    params = player.params
-    sent = Sent()
+    """Play one conversation to its end by the engine (``engine.Conversation``): its last
+    turn, or None if a call failed after its retries (or the budget stopped it). A sample
+    already recorded is not asked again (a resume)."""
+    engine = Engine(conv.scenario, player.params, conv.layout, conv.repeat)
     turn: Turn | None = None
-    for t in asked(conv.scenario, params):  # a turn not asked is no call (runs/scope.py)
-        added = turn_messages(conv.scenario, t, None if turn is None else turn.shown,
-                              conv.layout, params)
-        sent.extend(added, params.mode == "restate")
-        have, todo = _recorded(player, conv, t)
-        if todo:  # the samples of a turn share one prompt: hash and copy it once
-            fresh = await _ask(conv, t, todo, sent, added, player)
+    while (ask := engine.next_ask()) is not None:
+        have, todo = _recorded(player, conv, ask.turn)
+        if todo:  # the samples of a turn share one prompt: hashed and copied once
+            fresh = await _ask(engine, ask, todo, player)
             if fresh is None:
+                engine.fail()
                 return None
             have += fresh
-        turn = make_turn(sorted(have, key=lambda r: r.sample))
+        turn = engine.close(have)
     return turn
 
 
-async def _ask(conv: Conversation, t: int, todo: list[int], sent: Sent,
-               added: list[dict[str, str]], player: Player) -> list[CallView] | None:
-    """Call the samples ``todo`` of turn ``t`` and record them: their views, or None when one
-    failed or the budget refused one."""
-    msgs, sha = sent.messages, sent.sha256()
-    added_msgs = tuple(Message.model_validate(m) for m in added)
+async def _ask(engine: Engine, ask: Ask, todo: list[int], player: Player
+               ) -> list[CallView] | None:
+    """Call the samples ``todo`` of the asked turn and record them: their views, or None when
+    one failed or the budget refused one."""
+    msgs = tuple(ask.messages)
+    added = tuple(Message.model_validate(m) for m in ask.added)
     allowed = [k for k in todo if player.budget.reserve()]
-    calls = [_call(conv, t, k, msgs, sha, added_msgs, player) for k in allowed]
+    calls = [_call(engine, ask, k, msgs, added, player) for k in allowed]
     fresh = [] if not calls else [await calls[0]] if len(calls) == 1 else list(
         await asyncio.gather(*calls))
     state = player.state
@@ -233,61 +167,52 @@ async def _ask(conv: Conversation, t: int, todo: list[int], sent: Sent,
     return [state.done[key_of(rec)] for rec in fresh]
 
 
-def _request(conv: Conversation, t: int, sample: int, msgs: list[dict[str, str]],
-             model: str, params: RunParams) -> Request:
-    meta: dict[str, str | int] = {"scenario": conv.scenario.id, "turn": t,
-                                  "layout": conv.layout, "repeat": conv.repeat}
-    if params.samples > 1:
-        meta["sample"] = sample
+def _request(ask: Ask, sample: int, msgs: tuple[dict[str, str], ...], model: str,
+             params: RunParams) -> Request:
     return Request(
         model=model,
-        messages=tuple(msgs),
+        messages=msgs,
         temperature=params.temperature,
         max_tokens=params.max_tokens,
-        seed=params.seed + conv.repeat + sample * SAMPLE_SEED_STRIDE,
-        response_format=RESPONSE_FORMAT if params.schema_output else None,
+        seed=ask.seed(sample),
+        response_format=ask.response_format,
         extra=params.model_args,
         send_seed=params.send_seed,
-        meta=meta,
-        cache_marks=cache_marks(msgs, params.mode) if params.cache_markers else (),
+        meta=ask.meta(sample),
+        cache_marks=ask.cache_marks,
     )
 
 
-async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, str]],
-                messages_sha256: str, added: tuple[Message, ...], player: Player) -> CallRecord:
+async def _call(engine: Engine, ask: Ask, sample: int, msgs: tuple[dict[str, str], ...],
+                added: tuple[Message, ...], player: Player) -> CallRecord:
     """One call and its record (``error`` set when it failed after its retries)."""
-    params = player.params
-    request = _request(conv, t, sample, msgs, player.state.manifest.model, params)
+    request = _request(ask, sample, msgs, player.state.manifest.model, player.params)
     try:
         outcome = await player.client.call(request)
     except ContextOverflow as e:
-        if params.track != "code" and params.ask_at is None:  # else the model cannot answer
+        parsed = engine.over_context(str(e))
+        if parsed is None:  # a provider fault: the run stops
             raise
-        return _over_context(conv, t, messages_sha256, added, str(e))
+        return _over_context(ask, added, parsed)
     resp = outcome.response
-    if resp is None:
-        parsed_spec, reason, detail = None, None, ""
-    elif resp.raw_chars is not None:  # cut at the response-size cap: too large, whatever it says
-        parsed_spec, reason, detail = None, "too_large", cut_detail(resp.raw_chars, len(resp.text))
-    else:
-        parsed_spec, reason, detail = parse_call(resp.text, params,
-                                                 truncated=resp.finish_reason == "length")
+    read = (Parsed(None, None, "") if resp is None else
+            engine.read(resp.text, resp.finish_reason, resp.raw_chars))
     return CallRecord(
         chain_sha256=START,  # linked into the file's digest when it is appended (CallLog)
-        scenario=conv.scenario.id,
-        turn=t,
-        layout=conv.layout,
-        repeat=conv.repeat,
+        scenario=ask.scenario,
+        turn=ask.turn,
+        layout=ask.layout,
+        repeat=ask.repeat,
         sample=sample,
-        messages_sha256=messages_sha256,
+        messages_sha256=ask.messages_sha256,
         messages_added=added,
         raw=None if resp is None else resp.text,
         raw_chars=None if resp is None else resp.raw_chars,
         reasoning_content=None if resp is None else resp.reasoning_content,
         finish_reason=None if resp is None else resp.finish_reason,
-        spec=parsed_spec,
-        abstention=reason,
-        abstention_detail=detail,
+        spec=read.spec,
+        abstention=read.reason,
+        abstention_detail=read.detail,
         latency_s=round(outcome.latency_s, 6),
         tokens=Tokens(
             prompt=None if resp is None else resp.prompt_tokens,
@@ -308,21 +233,14 @@ async def _call(conv: Conversation, t: int, sample: int, msgs: list[dict[str, st
     )
 
 
-def _over_context(conv: Conversation, t: int, messages_sha256: str,
-                  added: tuple[Message, ...], why: str) -> CallRecord:
+def _over_context(ask: Ask, added: tuple[Message, ...], parsed: Parsed) -> CallRecord:
     """A code-track turn or an ask (``--ask-at``) over the model's context window: an abstention
     (reason ``context``), answered with nothing; the conversation goes on (contract v3, s. 4)."""
     return CallRecord(
-        chain_sha256=START, scenario=conv.scenario.id, turn=t, layout=conv.layout,
-        repeat=conv.repeat, sample=0, messages_sha256=messages_sha256, messages_added=added,
-        raw="", finish_reason=None, spec=None, abstention="context",
-        abstention_detail=why, latency_s=0.0, attempts=1, at=now())
-
-
-def cut_detail(raw_chars: int, kept: int) -> str:
-    """Why an answer cut at the response-size cap is an abstention."""
-    return (f"the answer has {raw_chars} characters, over the response-size cap "
-            f"(--max-answer-chars {kept}): its first {kept} are kept")
+        chain_sha256=START, scenario=ask.scenario, turn=ask.turn, layout=ask.layout,
+        repeat=ask.repeat, sample=0, messages_sha256=ask.messages_sha256, messages_added=added,
+        raw="", finish_reason=None, spec=parsed.spec, abstention=parsed.reason,
+        abstention_detail=parsed.detail, latency_s=0.0, attempts=1, at=now())
 
 
 async def in_workers(items: Iterable[T], concurrency: int,

@@ -29,11 +29,13 @@ ALLOWED: dict[str, set[str]] = {
     "core": {"core"},
     "suite": {"core", "suite"},
     "models": {"core", "code", "models"},
-    "runs": {"core", "code", "suite", "models", "runs"},
-    "analysis": {"core", "code", "suite", "models", "runs", "analysis"},
-    "present": {"core", "code", "suite", "models", "runs", "analysis", "present"},
-    "kaggle": {"core", "code", "suite", "kaggle"},
-    "api": {"core", "code", "suite", "models", "runs", "analysis", "present", "kaggle", "api"},
+    "engine": {"core", "code", "engine"},
+    "runs": {"core", "code", "engine", "suite", "models", "runs"},
+    "analysis": {"core", "code", "engine", "suite", "models", "runs", "analysis"},
+    "present": {"core", "code", "engine", "suite", "models", "runs", "analysis", "present"},
+    "kaggle": {"core", "code", "engine", "suite", "kaggle"},
+    "api": {"core", "code", "engine", "suite", "models", "runs", "analysis", "present",
+            "kaggle", "api"},
     "commands": {"api", "present", "commands"},
     "cli": {"core", "cli", "cli_args", "commands"},
     "cli_args": {"core"},
@@ -56,6 +58,7 @@ NOTEBOOK_INLINED = {
        for m in ("catalogue", "program", "conversation", "probes", "child", "guard", "runner",
                  "extract", "judge")},
     "butterfly.code.sandbox": {"core", "code", "errors"},
+    **{f"butterfly.engine.{m}": {"core", "code", "engine"} for m in ("tracks", "conversation")},
 }
 """Modules the notebook inlines (``butterfly.kaggle.notebook.MODULES``), whatever their layer
 allows: the Kaggle-side runner and its restate mode, ``core`` and ``oracle`` only; the code
@@ -342,11 +345,12 @@ def test_butterfly_never_imports_the_inspect_tasks_or_inspect(tmp_path: Path) ->
 
 
 def test_the_notebook_rule_names_every_inlined_module_above_core() -> None:
-    """``NOTEBOOK_INLINED`` holds exactly the inlined modules of the code and kaggle layers
+    """``NOTEBOOK_INLINED`` holds exactly the inlined modules of the code, engine and kaggle layers
     (their packages' ``__init__`` aside), so none of them escapes the notebook's rule."""
     from butterfly.kaggle.notebook import MODULES, module_name
 
     inlined = {module_name(p) for p in MODULES}
-    above_core = {m for m in inlined if layer(m) in ("code", "kaggle")
-                  and m not in ("butterfly.code", "butterfly.kaggle")}
+    above_core = {m for m in inlined if m.startswith("butterfly.")
+                  and layer(m) in ("code", "engine", "kaggle")
+                  and m not in ("butterfly.code", "butterfly.engine", "butterfly.kaggle")}
     assert above_core == set(NOTEBOOK_INLINED)

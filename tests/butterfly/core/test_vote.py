@@ -17,8 +17,8 @@ from sweep import examples
 
 from butterfly.core.agents import noisy_rate, noisy_spec
 from butterfly.core.vote import vote
+from butterfly.engine.conversation import SAMPLE_SEED_STRIDE
 from butterfly.runs.calls import read_calls
-from butterfly.runs.play import SAMPLE_SEED_STRIDE
 from butterfly.runs.reader import load_run, turns
 from butterfly.runs.records import RunParams
 from butterfly.suite.load import load_suite

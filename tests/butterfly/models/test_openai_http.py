@@ -16,12 +16,12 @@ import pytest
 from fakeserver import FakeServer
 from providerfakes import WireFake
 
+from butterfly.engine.conversation import RESPONSE_FORMAT
 from butterfly.errors import UserError
 from butterfly.models.litellm_seam import LiteLLMProvider
 from butterfly.models.openai_http import OpenAIHTTPProvider, parse_completion, status_error
 from butterfly.models.provider import FatalProviderError, Provider, ProviderError, Request
 from butterfly.models.registry import check_model_name, open_provider, transport
-from butterfly.runs.play import RESPONSE_FORMAT
 
 MESSAGES = ({"role": "system", "content": "Keep the spec."}, {"role": "user", "content": "é?"})
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -147,7 +147,7 @@ def test_the_estimate_of_four_characters_a_token_is_never_counted_in_pieces() ->
                                       ("x" * 9_000 + "y", "x" * 9_000 + "z"), ("ab", "abc"),
                                       ("é" * 5_000 + "a", "é" * 5_000 + "b")])
 def test_shared_start(a: str, b: str) -> None:
-    from butterfly.models.tokens import shared_start
+    from butterfly.core.prompts import shared_start
 
     want = next((i for i, (p, q) in enumerate(zip(a, b, strict=False)) if p != q),
                 min(len(a), len(b)))

@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 
 import butterfly.core.prompts as prompts
 import butterfly.runs.calls as calls
-import butterfly.runs.play as play
 import butterfly.runs.store as store
+from butterfly.engine import conversation as engine_conversation
+from butterfly.engine.conversation import Sent
 from butterfly.models.client import ModelClient
 from butterfly.models.provider import Request, Response
-from butterfly.runs.play import Progress, Sent, run_suite
+from butterfly.runs.play import Progress, run_suite
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import RunParams
 from butterfly.runs.store import open_run
@@ -134,7 +135,8 @@ def test_sent_hashes_json_dumps_of_every_restated_list(start: str, tails: list[t
     sent = Sent()
     body = start * 200
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(play, "LONG_MESSAGE", 0)  # every message escaped from the one before
+        # every message escaped from the one before
+        mp.setattr(engine_conversation, "LONG_MESSAGE", 0)
         for cut, tail in tails:
             body = body[:cut] + tail + "\"\n\x01é" + body[cut:cut + 3000]
             msgs: list[dict[str, str]] = [{"role": "system", "content": start},
