@@ -2,7 +2,11 @@
 (model, messages, temperature, seed, max tokens, response format, tools, n, stream, and the
 connection's) is refused through every door a model argument comes in by: ``-M``,
 ``--model-args`` (JSON and YAML), ``extra_body``, nested provider options, ``sequential``
-and the Python API; one line naming the key, nothing created, nothing sent."""
+and the Python API; one line naming the key, nothing created, nothing sent.
+
+Each check is tested where its logic lives (issue 36): every owned key at every nesting the
+check reads, at the check itself (``parse_model_args``, one pure call each); every door once,
+through the command line, with one key (the door only hands its arguments to that check)."""
 
 from __future__ import annotations
 
@@ -60,11 +64,34 @@ PATHS = {"-M": "{k}", "-M extra_body": "extra_body.{k}", "-M options": "options.
          "extra_body.options.{k}", "sequential -M extra_body": "extra_body.{k}"}
 
 
-@pytest.mark.parametrize("door", sorted(DOORS))
+NESTINGS = {"{k}": lambda k, v: {k: v}, "extra_body.{k}": lambda k, v: {"extra_body": {k: v}},
+            "options.{k}": lambda k, v: {"options": {k: v}},
+            "extra_body.generationConfig.{k}": lambda k, v: {
+                "extra_body": {"generationConfig": {k: v}}},
+            "extra_body.options.{k}": lambda k, v: {"extra_body": {"options": {k: v}}}}
+"""Every nesting the doors reach the check with (``PATHS``' values)."""
+
+
+@pytest.mark.parametrize("nesting", sorted(NESTINGS))
 @pytest.mark.parametrize("key", sorted(OWNED))
-def test_each_owned_key_is_refused_through_each_door(tmp_path: Path, key: str,
-                                                     door: str) -> None:
-    argv = DOORS[door](key, VALUE.get(key, 1), tmp_path)
+def test_the_check_refuses_each_owned_key_at_each_nesting(key: str, nesting: str) -> None:
+    args = NESTINGS[nesting](key, VALUE.get(key, 1))
+    pairs = [f"{k}={json.dumps(v)}" for k, v in args.items()]
+    with pytest.raises(UserError) as e:
+        parse_model_args(pairs)
+    line = str(e.value)
+    assert "\n" not in line and line.startswith("model argument ") and "harness owns" in line
+    assert repr(nesting.format(k=key)) in line
+
+
+def test_every_door_path_is_a_nesting_the_check_is_tested_at() -> None:
+    assert set(PATHS.values()) <= set(NESTINGS)
+
+
+@pytest.mark.parametrize("door", sorted(DOORS))
+def test_each_door_refuses_an_owned_key(tmp_path: Path, door: str) -> None:
+    key = "temperature"
+    argv = DOORS[door](key, VALUE[key], tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
     r = run_inproc(*argv)
     assert r.returncode == 1, (r.returncode, r.stderr)
