@@ -27,7 +27,7 @@ LLAMA_TESTS := tests/butterfly/models/test_embedded.py tests/butterfly/runs/test
 ORDER_TESTS := $(filter-out $(LLAMA_TESTS),$(sort $(wildcard tests/butterfly/models/test_*.py))) \
   tests/butterfly/runs/test_failures.py tests/butterfly/runs/test_misbehaving_runs.py \
   tests/butterfly/runs/test_model_args_cost.py tests/butterfly/test_api.py \
-  tests/test_isolation.py tests/test_fakeserver.py
+  tests/test_isolation.py
 
 .PHONY: venv demo test browser sandbox lock
 

@@ -3,7 +3,16 @@ litellm's globals is put back (tests/litellm_state.py), so the prices test passe
 router test in one process; a test that first imports litellm is put back to that import,
 and a test that never imports it does not pay for it; every hypothesis test is derandomised
 and keeps no example database; the order check splits the shuffled modules in two fixed,
-balanced sequences (tests/order_check.py)."""
+balanced sequences (tests/order_check.py).
+
+Tests of the test harness are kept only where they guard a failure seen here (issue 36), each
+named: litellm's globals leaking between tests (a router test made ``openai/fake`` priced at $0
+in the prices test, in one process); a first import of litellm left half-done by a test;
+hypothesis examples that differed between runs; the order check's two sequences, which must
+not change with the machine (its point is that a failure repeats); pytest 9.2 with xdist
+grouping nothing, which put two llama.cpp servers on the two cores at once. The loopback fake
+server is not tested on its own: every behaviour of it a test relies on is that test's
+premise, and a fake that stopped doing it fails that test (its 17 tests of itself went)."""
 
 from __future__ import annotations
 

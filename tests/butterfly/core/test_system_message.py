@@ -11,7 +11,6 @@ too), while the v2 wording, read as literally, does not.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -77,9 +76,8 @@ def test_the_kaggle_notebook_sends_them() -> None:
     sent = messages(SCENARIO, 1, [], runner.LAYOUT, runner.MODE, runner.STRATEGY,
                     runner.PROTOCOL)
     assert CHANGES in sent[0]["content"] and VALUES in sent[1]["content"]
-    notebook = json.loads((ROOT / "notebooks" / "butterflybench.ipynb").read_text("utf-8"))
-    source = (ROOT / "butterfly" / "core" / "prompts.py").read_text("utf-8")
-    assert any(source in "".join(c["source"]) for c in notebook["cells"])  # rebuilt
+    # the committed notebook holds these very prompts: tests/butterfly/kaggle/test_notebook.py
+    # checks that it is a fresh build of the package
 
 
 @dataclass
