@@ -324,7 +324,7 @@ def build(root: Path = ROOT) -> str:
 def build_notebook(out: str | None, check: bool) -> tuple[Path, int]:
     """Write the notebook to ``out`` (default: the committed path); with ``check``, write
     nothing and refuse in one line when the file there differs from a fresh build. (path,
-    size in bytes)."""
+    size in characters)."""
     path = Path(out) if out else ROOT / NOTEBOOK
     text = build()
     if check:
