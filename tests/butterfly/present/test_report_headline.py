@@ -95,6 +95,20 @@ def test_unpaired_runs_need_intervals_apart() -> None:
     assert len(said) == 2  # no run's interval holds the no-op's 0%
 
 
+def test_a_run_within_a_recency_baseline_is_named() -> None:
+    """A run above the no-op baseline whose interval holds a recency baseline's figure is said
+    to read no more than the last K messages, as far as the data show; one below it is not."""
+    rows = (HeadRow(label="A", final_match=0.6, lo=0.5, hi=0.7, effective=0.6, cost_usd=None,
+                    n=60),
+            HeadRow(label="B", final_match=0.2, lo=0.1, hi=0.3, effective=0.2, cost_usd=None,
+                    n=60))
+    said = sentences(Headline(rows=rows, baselines={"noop": 0.0, "window:k=20": 0.55},
+                              above=frozenset({(0, 1)}), on_baseline_scenarios=(True, True)))
+    assert said[-1] == ("A: its 95% interval includes the 55.0% of reading only the last 20 "
+                        "messages (the recency baseline window:k=20).")
+    assert not any(s.startswith("B:") for s in said)
+
+
 def test_in_chromium(runs: dict[str, Path], tmp_path: Path, chromium: Any) -> None:
     from selenium.webdriver.common.by import By
 
