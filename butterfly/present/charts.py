@@ -46,11 +46,11 @@ from butterfly.present.svgdraw import (
     legend,
     line,
     nice_top,
-    open_svg,
     path,
     polyline,
     series,
     steps,
+    svg,
     text,
     whisker,
     x_ticks,
@@ -115,26 +115,25 @@ def _pct(x: float) -> str:
 def headline_row(h: Headline, i: int) -> str:
     """Run i's dot and whisker on the headline's axis, its figures in data- attributes."""
     r = h.rows[i]
-    parts = [open_svg(HEAD.width, ROW_H, "dw", f"final match of {r.label}"),
-             *baseline_lines(HEAD, h.baselines, ROW_H)]
+    parts = baseline_lines(HEAD, h.baselines, ROW_H)
     if r.final_match is not None:
         fm = r.final_match
         lo, hi = (fm if r.lo is None else r.lo), (fm if r.hi is None else r.hi)
         parts.append(group(whisker(HEAD, fm, lo, hi, ROW_H / 2, "#0b5394"),
                            {"label": r.label, "fm": f"{fm:.6f}", "lo": f"{lo:.6f}",
                             "hi": f"{hi:.6f}"}, class_="run"))
-    return "".join([*parts, "</svg>"])
+    return svg(HEAD.width, ROW_H, "dw", f"final match of {r.label}", parts)
 
 
 def headline_axis(h: Headline) -> str:
     """The axis above the headline's rows: ticks at 0-100% and each baseline's label over its
     line."""
     height = 40
-    return "".join([axis(HEAD, [t / 100 for t in range(0, 101, 25)], "{:.0%}", height,
-                         "dw-axis", "final match axis"),
-                    *baseline_labels(HEAD, h.baselines, {b: base_name(b) for b in h.baselines},
-                                     _pct),
-                    *baseline_lines(HEAD, h.baselines, height - 16), "</svg>"])
+    return axis(HEAD, [t / 100 for t in range(0, 101, 25)], "{:.0%}", height, "dw-axis",
+                "final match axis",
+                [*baseline_labels(HEAD, h.baselines, {b: base_name(b) for b in h.baselines},
+                                  _pct),
+                 *baseline_lines(HEAD, h.baselines, height - 16)])
 
 
 def radius_chart(radius: Radius, labels: Sequence[str]) -> tuple[str, tuple[str, ...]]:
@@ -143,14 +142,13 @@ def radius_chart(radius: Radius, labels: Sequence[str]) -> tuple[str, tuple[str,
     highs = [r.hi for r in radius.rows if r.hi is not None]
     s = Scale(nice_top([*highs, *radius.baselines.values()]), RADIUS_W)
     base = radius.baselines
-    head = "".join([axis(s, [s.top * k / 4 for k in range(5)], "{:g}", 40, "dw-axis",
-                         "change radius axis"),
-                    *baseline_labels(s, base, {b: base_name(b) for b in base}, "{:.2f}".format),
-                    *baseline_lines(s, base, 24), "</svg>"])
+    head = axis(s, [s.top * k / 4 for k in range(5)], "{:g}", 40, "dw-axis",
+                "change radius axis",
+                [*baseline_labels(s, base, {b: base_name(b) for b in base}, "{:.2f}".format),
+                 *baseline_lines(s, base, 24)])
     rows = []
     for label, r in zip(labels, radius.rows, strict=True):
-        parts = [open_svg(RADIUS_W, ROW_H, "dw radius", f"change radius of {label}"),
-                 *baseline_lines(s, base, ROW_H)]
+        parts = baseline_lines(s, base, ROW_H)
         if r.value is None or r.lo is None or r.hi is None:
             parts.append(text(s.pad, ROW_H / 2 + 4, "no complete conversation", fill="#666",
                               class_="no-figure", data_run=label))
@@ -158,7 +156,7 @@ def radius_chart(radius: Radius, labels: Sequence[str]) -> tuple[str, tuple[str,
             parts.append(group(whisker(s, r.value, r.lo, r.hi, ROW_H / 2, "#6c3483"),
                                {"run": label, "value": f"{r.value:.6f}", "lo": f"{r.lo:.6f}",
                                 "hi": f"{r.hi:.6f}", "n": r.n}, class_="point"))
-        rows.append("".join([*parts, "</svg>"]))
+        rows.append(svg(RADIUS_W, ROW_H, "dw radius", f"change radius of {label}", parts))
     return head, tuple(rows)
 
 
@@ -169,14 +167,13 @@ def undo_chart(undo: UndoPanels | None,
     if undo is None:
         return (), ()
     axes = tuple(axis(UNDO_DOT, (0, 0.5, 1), "{:.0%}", 24, "undo-axis",
-                      f"undo recovery axis, {op}") + "</svg>" for op in undo.ops)
+                      f"undo recovery axis, {op}") for op in undo.ops)
     return axes, tuple(tuple(_undo_cell(label, c) for c in row)
                        for label, row in zip(labels, undo.rows, strict=True))
 
 
 def _undo_cell(label: str, c: UndoCell) -> str:
     s, mid = UNDO_DOT, ROW_H / 2
-    out = open_svg(UNDO_W, ROW_H, "undo", f"undo recovery of {label} on {c.op}")
     if c.state == "point" and c.share is not None:
         mark = (line(s.x(0), s.x(1), mid, mid, "#ddd")
                 + group(element("circle", cx=s.x(c.share), cy=mid, r=5, fill="#0b5394")
@@ -187,7 +184,7 @@ def _undo_cell(label: str, c: UndoCell) -> str:
         words = "not played" if c.state == "not-played" else "no turn after a match"
         mark = text(s.pad, mid + 4, words, fill="#777", class_=c.state, data_run=label,
                     data_op=c.op)
-    return out + mark + "</svg>"
+    return svg(UNDO_W, ROW_H, "undo", f"undo recovery of {label} on {c.op}", [mark])
 
 
 def heat_colours(c: HeatCell) -> tuple[str, str]:
@@ -233,9 +230,8 @@ def first_divergent_chart(fd: FirstDivergent, labels: Sequence[str]) -> str:
     keys, height = legend([(series(i), _label(x)) for i, x in enumerate(labels)], left,
                           bottom + 48, right - left)
     total = round(bottom + 48 + height + 4)
-    return "".join([open_svg(width, total, "chart", "Where conversations first go wrong: "
-                             "the first divergent turn of each run's conversations"),
-                    *parts, keys, "</svg>"])
+    return svg(width, total, "chart", "Where conversations first go wrong: the first "
+               "divergent turn of each run's conversations", [*parts, keys])
 
 
 def spaced(lengths: Sequence[int]) -> list[int]:
@@ -290,8 +286,8 @@ def horizon_chart(runs: Sequence[HorizonSeries]) -> str:
     keys, height = legend([(series(i), f"{_label(s.label)}: horizon {horizon_words(s.horizon)}")
                            for i, s in enumerate(runs)], l0, bottom + 48, r1 - l0, rows=True)
     total = round(bottom + 48 + height + 4)
-    return "".join([open_svg(width, total, "chart", "Final match by chain length with the "
-                             "horizon, and the survival of turn match"), *parts, keys, "</svg>"])
+    return svg(width, total, "chart", "Final match by chain length with the horizon, and the "
+               "survival of turn match", [*parts, keys])
 
 
 def _horizon_marks(i: int, s: HorizonSeries, x: Span, y: Span, top: float,

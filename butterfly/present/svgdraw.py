@@ -150,6 +150,11 @@ def open_svg(width: int, height: int, cls: str, label: str) -> str:
             f'viewBox="0 0 {width} {height}" {NS} role="img" aria-label="{esc(label)}">')
 
 
+def svg(width: int, height: int, cls: str, label: str, parts: Sequence[str]) -> str:
+    """One whole SVG of ``parts``, labelled for a screen reader."""
+    return "".join([open_svg(width, height, cls, label), *parts, "</svg>"])
+
+
 @dataclass(frozen=True, slots=True)
 class Scale:
     """Values in [0, top] onto pixels [pad, width - pad] (the dot charts' rows)."""
@@ -187,16 +192,17 @@ def nice_top(values: Sequence[float]) -> float:
     return float(next(m * k for m in (1, 2, 5, 10) if m * k >= top - 1e-12))
 
 
-def axis(scale: Scale, ticks: Sequence[float], fmt: str, height: int, cls: str,
-         label: str) -> str:
-    """An axis SVG: tick marks and their labels along the bottom (``fmt`` formats a tick)."""
-    parts = [open_svg(scale.width, height, cls, label)]
+def axis(scale: Scale, ticks: Sequence[float], fmt: str, height: int, cls: str, label: str,
+         extra: Sequence[str] = ()) -> str:
+    """An axis SVG: tick marks and their labels along the bottom (``fmt`` formats a tick), then
+    ``extra`` (a chart's baselines over it)."""
+    parts = []
     for t in ticks:
         x = scale.x(t)
         parts.append(f'<text x="{x}" y="{height - 4}" font-size="11" text-anchor="middle" '
                      f'fill="#555">{fmt.format(t)}</text><line x1="{x}" x2="{x}" '
                      f'y1="{height - 16}" y2="{height - 12}" stroke="#555"/>')
-    return "".join(parts)
+    return svg(scale.width, height, cls, label, [*parts, *extra])
 
 
 def x_ticks(span: Span, ticks: Sequence[tuple[float, str]], y: float) -> str:

@@ -227,3 +227,36 @@ def test_chat_and_restate_side_by_side_with_the_horizon(tmp_path: Path) -> None:
     assert 'id="modes"' not in alone and 'id="horizon"' in alone
     v1 = render_html(report_data([ROOT / "runs" / "script-oracle__butterfly-40__v1"]))
     assert "butterfly-40 v1 (" in v1
+
+
+RENDERING = ("report", "charts", "headline", "svgdraw", "board", "packing")
+"""The report's modules in present/: they word and draw a ReportData, nothing more."""
+COMPUTING = ("butterfly.analysis.scoring", "butterfly.analysis.compare",
+             "butterfly.analysis.flips", "butterfly.analysis.regress", "butterfly.core.stats",
+             "butterfly.core.metrics", "butterfly.core.logistic", "butterfly.core.horizon",
+             "numpy", "scipy", "matplotlib")
+"""What scores or computes a statistic (issue 36: computed in analysis/report, then drawn)."""
+
+
+def test_present_draws_the_report_and_computes_nothing() -> None:
+    """The report's rendering modules import nothing that scores or computes a statistic (nor
+    a chart library), and only ``svgdraw.py`` writes SVG elements: every chart comes from its
+    pieces."""
+    import ast
+
+    present = ROOT / "butterfly" / "present"
+    markup = re.compile(r"<(svg|line|circle|rect|path|text|g|polygon|polyline)[\s>/]")
+    for name in RENDERING:
+        source = (present / f"{name}.py").read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+                     for a in n.names}
+        bad = [m for m in imported if m in COMPUTING or m.startswith(tuple(
+            f"{c}." for c in COMPUTING))]
+        assert not bad, (name, bad)
+        strings = [n.value for n in ast.walk(tree)
+                   if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        drawn = [x for x in strings if markup.search(x)]
+        assert (name == "svgdraw") == bool(drawn), (name, drawn[:3])
+    assert "<svg" not in (present / "templates" / "report.html.j2").read_text(encoding="utf-8")
