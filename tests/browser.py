@@ -66,3 +66,12 @@ def viewport(driver: Any, w: int, h: int) -> None:
     driver.set_window_size(w, h)
     iw, ih = driver.execute_script("return [window.innerWidth, window.innerHeight]")
     driver.set_window_size(2 * w - iw, 2 * h - ih)
+
+
+def fresh(driver: Any, w: int = 1400, h: int = 1800) -> Any:
+    """The shared browser (the ``chromium`` fixture) made ready for a test: its window at
+    w x h (the size it starts at), and the console's messages so far read and dropped, so that
+    a test's check of the log sees its own pages' only."""
+    driver.set_window_size(w, h)
+    driver.get_log("browser")
+    return driver

@@ -139,6 +139,6 @@ def report(runs: list[RunRef], html: str | Path, title: str | None = None, *,
     """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes. Runs
     of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
     check_report(runs, html, q)
-    from butterfly.present.report import write_report  # matplotlib, jinja2, scipy: when asked
+    from butterfly.present.report import write_report  # jinja2 (scipy for a pair): when asked
 
     return write_report([_ref(r) for r in runs], Path(html), title, compare_method, q)

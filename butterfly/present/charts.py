@@ -1,94 +1,313 @@
-"""The report's charts below the headline and the heatmap, as inline SVG (docs/report.md,
-"Charts"): matplotlib draws the first-divergent-turn distribution and the horizon (text kept as
-text, no timestamps, fixed ids); the change-radius dot plot and undo recovery by op are
-hand-written SVG with each point's figures in data- attributes (``present/radius_chart.py``,
-``present/undo_chart.py``), like the headline."""
+"""Every chart of the report, drawn from its :class:`ReportData` with ``present/svgdraw.py``
+(docs/report.md, "Charts"): the headline's dots and whiskers, undo recovery by op as small
+multiples, the change-radius dot plot, the first-divergent-turn bars, the horizon beside its
+Kaplan-Meier survival curves, and the heatmap's colours. Nothing is computed here but where
+a mark goes: each figure is the data's.
+
+Each mark carries its figures for the tests: the dot charts' points in data- attributes, the
+bars as ``fdt-I-BIN`` (run I, bin BIN) with ``data-share``, the horizon's series as
+``points-I``, ``fit-I``, ``horizon-I``, ``censored-I`` (with ``data-direction``) and its label
+``censored-label-I``, ``survival-I`` (with ``data-steps``), I the series' place among the
+charted runs. A run's label in a chart is made printable (control characters escaped)."""
 
 from __future__ import annotations
 
-import io
-from typing import TYPE_CHECKING, Any, Final
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
 
+from butterfly.analysis.report.data import (
+    FirstDivergent,
+    Headline,
+    HeatCell,
+    HorizonSeries,
+    Radius,
+    ReportData,
+    UndoCell,
+    UndoPanels,
+)
+from butterfly.core.agents import window_k
+from butterfly.core.horizon_text import horizon_words, value_text
 from butterfly.core.printable import printable
-from butterfly.core.results import HorizonResult
-from butterfly.present.horizon_chart import horizon_figure
+from butterfly.present.svgdraw import (
+    Scale,
+    Span,
+    arrow,
+    axis,
+    baseline_labels,
+    baseline_lines,
+    cividis,
+    element,
+    esc,
+    frame,
+    group,
+    ink_on,
+    legend,
+    line,
+    nice_top,
+    path,
+    polyline,
+    series,
+    steps,
+    svg,
+    text,
+    whisker,
+    x_ticks,
+    y_ticks,
+)
 
-if TYPE_CHECKING:  # report.py imports this module
-    from butterfly.present.report import ReportModel
-
-FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")
-
-
-def chart_label(text: str) -> str:
-    """A run's label as matplotlib draws it: control characters escaped (matplotlib has no
-    glyph for them, and its warning printed the raw byte on the terminal)."""
-    return printable(text, newlines=False)
-
-
-def _svg(fig: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
-def fdt_shares(run: Any) -> list[float]:
-    """A run's first-divergent-turn distribution: the share (%) of its conversations in each of
-    :data:`FDT_BINS`, all 0 for a run with none."""
-    hist = run["first_divergent_turn"]
-    total = sum(hist.values()) or 1
-    return [100 * hist.get(b, 0) / total for b in FDT_BINS]
-
-
-def first_divergent_figure(plt: Any, runs: list[Any]) -> Any:
-    """The first-divergent-turn distribution (share of each run's conversations); run i's bars
-    carry the gids ``fdt-I-BIN``, so tests read the drawn heights."""
-    fig, ax = plt.subplots(figsize=(7, 3.0))
-    width = 0.8 / max(1, len(runs))
-    for i, r in enumerate(runs):
-        bars = ax.bar([x + i * width for x in range(len(FDT_BINS))], fdt_shares(r), width,
-                      label=chart_label(r["label"]))
-        for b, bar in zip(FDT_BINS, bars, strict=True):
-            bar.set_gid(f"fdt-{i}-{b}")
-    ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(FDT_BINS))],
-                  list(FDT_BINS))
-    asked = " (over asked turns only where a run asked at chosen turns)" if any(
-        r.get("asked") for r in runs) else ""
-    ax.set_xlabel(f"first divergent turn{asked} (none = matched throughout)")
-    ax.set_ylabel("conversations (%)")
-    ax.legend(fontsize=7)
-    ax.set_title("Where conversations first go wrong")
-    return fig
+ROW_H: Final = 22
+"""A dot chart's row, in pixels."""
+HEAD: Final = Scale(1.0, 420, 22)
+"""The headline's shares in [0, 1] onto its 420 pixels."""
+RADIUS_W: Final = 360
+UNDO_W: Final = 170
+UNDO_DOT: Final = Scale(1.0, 118, pad=16)
+"""The part of an undo panel the dot's scale takes (the count k/n is written to its right;
+room for the "100%" tick's label)."""
+ARROW: Final = 1.45
+"""How far a censored horizon's arrow reaches past its bound (a factor on the log axis)."""
+NO_FIGURE: Final = ("#eeeeee", "#555")
+"""A heatmap cell with no final match: grey, and its text."""
 
 
-def laddered(runs: list[Any]) -> list[tuple[str, HorizonResult]]:
-    """The runs over two chain lengths or more, with their typed horizons."""
-    return [(chart_label(r["label"]), HorizonResult.model_validate(r["horizon"])) for r in runs
-            if r["horizon"] and len(r["horizon"]["by_length"]) > 1]
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """The page's SVG (and the heatmap's colours: background and text per cell)."""
+
+    headline_axis: str
+    headline_rows: tuple[str, ...]
+    radius_axis: str
+    radius_rows: tuple[str, ...]
+    undo_axes: tuple[str, ...]
+    undo_rows: tuple[tuple[str, ...], ...]
+    first_divergent: str
+    horizon: str | None
+    heat: tuple[tuple[tuple[str, str], ...], ...]
 
 
-def pyplot() -> Any:
-    """matplotlib's pyplot, drawing to no screen, text kept as text in the SVG."""
-    import matplotlib
+def draw(data: ReportData) -> Drawn:
+    """Every chart of the page."""
+    labels = [r.label for r in data.runs]
+    undo_axes, undo_rows = undo_chart(data.undo, labels)
+    radius_axis, radius_rows = radius_chart(data.radius, labels)
+    return Drawn(headline_axis=headline_axis(data.headline),
+                 headline_rows=tuple(headline_row(data.headline, i)
+                                     for i in range(len(data.headline.rows))),
+                 radius_axis=radius_axis, radius_rows=radius_rows,
+                 undo_axes=undo_axes, undo_rows=undo_rows,
+                 first_divergent=first_divergent_chart(data.first_divergent, labels),
+                 horizon=horizon_chart(data.horizon) if data.horizon else None,
+                 heat=tuple(tuple(heat_colours(c) for c in row) for row in data.heat))
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "butterfly",
-                                "font.size": 9})
-    return plt
+def base_name(name: str) -> str:
+    """A baseline's name over its line: short, the recency agent by its window."""
+    k = window_k(name) if name.startswith("window:") else None
+    return {"noop": "no-op"}.get(name, name) if k is None else f"last {k} msgs"
 
 
-def charts(model: ReportModel) -> dict[str, str]:
-    """The matplotlib charts of the report model, by name (``horizon`` only when a run is
-    laddered)."""
-    plt = pyplot()
-    runs = model["runs"]
-    out = {"first_divergent": _svg(first_divergent_figure(plt, runs))}
-    ladder = laddered(runs)
-    if ladder:
-        out["horizon"] = _svg(horizon_figure(ladder))
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def headline_row(h: Headline, i: int) -> str:
+    """Run i's dot and whisker on the headline's axis, its figures in data- attributes."""
+    r = h.rows[i]
+    parts = baseline_lines(HEAD, h.baselines, ROW_H)
+    if r.final_match is not None:
+        fm = r.final_match
+        lo, hi = (fm if r.lo is None else r.lo), (fm if r.hi is None else r.hi)
+        parts.append(group(whisker(HEAD, fm, lo, hi, ROW_H / 2, "#0b5394"),
+                           {"label": r.label, "fm": f"{fm:.6f}", "lo": f"{lo:.6f}",
+                            "hi": f"{hi:.6f}"}, class_="run"))
+    return svg(HEAD.width, ROW_H, "dw", f"final match of {r.label}", parts)
+
+
+def headline_axis(h: Headline) -> str:
+    """The axis above the headline's rows: ticks at 0-100% and each baseline's label over its
+    line."""
+    height = 40
+    return axis(HEAD, [t / 100 for t in range(0, 101, 25)], "{:.0%}", height, "dw-axis",
+                "final match axis",
+                [*baseline_labels(HEAD, h.baselines, {b: base_name(b) for b in h.baselines},
+                                  _pct),
+                 *baseline_lines(HEAD, h.baselines, height - 16)])
+
+
+def radius_chart(radius: Radius, labels: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """The change-radius dot plot: its axis (0 to the smallest 1, 2, 5 x 10^k above every
+    interval end and baseline, with the baselines' labels) and one row per run."""
+    highs = [r.hi for r in radius.rows if r.hi is not None]
+    s = Scale(nice_top([*highs, *radius.baselines.values()]), RADIUS_W)
+    base = radius.baselines
+    head = axis(s, [s.top * k / 4 for k in range(5)], "{:g}", 40, "dw-axis",
+                "change radius axis",
+                [*baseline_labels(s, base, {b: base_name(b) for b in base}, "{:.2f}".format),
+                 *baseline_lines(s, base, 24)])
+    rows = []
+    for label, r in zip(labels, radius.rows, strict=True):
+        parts = baseline_lines(s, base, ROW_H)
+        if r.value is None or r.lo is None or r.hi is None:
+            parts.append(text(s.pad, ROW_H / 2 + 4, "no complete conversation", fill="#666",
+                              class_="no-figure", data_run=label))
+        else:
+            parts.append(group(whisker(s, r.value, r.lo, r.hi, ROW_H / 2, "#6c3483"),
+                               {"run": label, "value": f"{r.value:.6f}", "lo": f"{r.lo:.6f}",
+                                "hi": f"{r.hi:.6f}", "n": r.n}, class_="point"))
+        rows.append(svg(RADIUS_W, ROW_H, "dw radius", f"change radius of {label}", parts))
+    return head, tuple(rows)
+
+
+def undo_chart(undo: UndoPanels | None,
+               labels: Sequence[str]) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """Undo recovery by op: an axis per op, and per run one panel per op (none when no run
+    played an undo op)."""
+    if undo is None:
+        return (), ()
+    axes = tuple(axis(UNDO_DOT, (0, 0.5, 1), "{:.0%}", 24, "undo-axis",
+                      f"undo recovery axis, {op}") for op in undo.ops)
+    return axes, tuple(tuple(_undo_cell(label, c) for c in row)
+                       for label, row in zip(labels, undo.rows, strict=True))
+
+
+def _undo_cell(label: str, c: UndoCell) -> str:
+    s, mid = UNDO_DOT, ROW_H / 2
+    if c.state == "point" and c.share is not None:
+        mark = (line(s.x(0), s.x(1), mid, mid, "#ddd")
+                + group(element("circle", cx=s.x(c.share), cy=mid, r=5, fill="#0b5394")
+                        + text(s.width + 6, mid + 4, f"{c.k}/{c.n}"),
+                        {"run": label, "op": c.op, "value": f"{c.share:.6f}", "k": c.k,
+                         "n": c.n}, class_="point"))
+    else:
+        words = "not played" if c.state == "not-played" else "no turn after a match"
+        mark = text(s.pad, mid + 4, words, fill="#777", class_=c.state, data_run=label,
+                    data_op=c.op)
+    return svg(UNDO_W, ROW_H, "undo", f"undo recovery of {label} on {c.op}", [mark])
+
+
+def heat_colours(c: HeatCell) -> tuple[str, str]:
+    """A heatmap cell's background (its final match on the cividis scale) and text colour."""
+    if c.final_match is None:
+        return NO_FIGURE
+    bg = cividis(c.final_match)
+    return bg, ink_on(bg)
+
+
+def _label(text_: str) -> str:
+    return printable(text_, newlines=False)
+
+
+def first_divergent_chart(fd: FirstDivergent, labels: Sequence[str]) -> str:
+    """Bars: per bin, one bar per run, its height the share of the run's conversations whose
+    first divergent turn is the bin's; the legend below."""
+    width, left, right, top, bottom = 640, 52, 628, 30, 220
+    peak = max((v for run in fd.shares for v in run), default=0.0)
+    most = 100 if peak > 50 else nice_top([peak])
+    y = Span(0, 1.05 * most, bottom, top)  # room above the tallest bar
+    slot = (right - left) / len(fd.bins)
+    bar = 0.8 * slot / max(1, len(fd.shares))
+    parts = [frame(left, top, right, bottom),
+             y_ticks(y, [(most * k / 5, f"{most * k / 5:g}") for k in range(6)], left, right)]
+    for i, (label, shares) in enumerate(zip(labels, fd.shares, strict=True)):
+        for b, (name, v) in enumerate(zip(fd.bins, shares, strict=True)):
+            parts.append(element(
+                "rect", element("title", esc(f"{_label(label)}: {name}: {v:.1f}%")),
+                id=f"fdt-{i}-{name}", x=left + slot * (b + 0.1) + i * bar, y=y.at(v),
+                width=round(bar, 2), height=round(bottom - y.at(v), 2), fill=series(i),
+                data_share=f"{v:.6f}"))
+    mid = Span(0, len(fd.bins), left, right)
+    parts.append(x_ticks(mid, [(b + 0.5, name) for b, name in enumerate(fd.bins)], bottom))
+    asked = " (over asked turns only where a run asked at chosen turns)" if fd.asked else ""
+    parts += [text(width / 2, 18, "Where conversations first go wrong", size=13,
+                   anchor="middle", fill="#222"),
+              text((left + right) / 2, bottom + 36,
+                   f"first divergent turn{asked} (none = matched throughout)", size=12,
+                   anchor="middle"),
+              text(16, (top + bottom) / 2, "conversations (%)", size=12, anchor="middle",
+                   rotate=-90)]
+    keys, height = legend([(series(i), _label(x)) for i, x in enumerate(labels)], left,
+                          bottom + 48, right - left)
+    total = round(bottom + 48 + height + 4)
+    return svg(width, total, "chart", "Where conversations first go wrong: the first "
+               "divergent turn of each run's conversations", [*parts, keys])
+
+
+def spaced(lengths: Sequence[int]) -> list[int]:
+    """The tested lengths to label on the log axis: the shortest, the longest, and those in
+    between at least a tenth of the axis from the last one kept (labels would overlap)."""
+    gap = 0.1 * math.log(lengths[-1] / lengths[0])
+    out = [lengths[0]]
+    for n in lengths[1:-1]:
+        if math.log(n / out[-1]) >= gap and math.log(lengths[-1] / n) >= gap:
+            out.append(n)
+    return out + ([lengths[-1]] if lengths[-1] != lengths[0] else [])
+
+
+def _turn_ticks(last: int) -> list[tuple[float, str]]:
+    step = int(nice_top([last / 8]))
+    return [(float(t), str(t)) for t in range(0, last + 1, step)]
+
+
+def horizon_chart(runs: Sequence[HorizonSeries]) -> str:
+    """Left, final match by chain length on a log axis with each run's fitted curve (none
+    without a fit), the horizon a dotted line at its crossing or, censored, an arrow from its
+    bound with its words; right, the Kaplan-Meier steps; one legend below for both."""
+    width, top, bottom = 960, 30, 230
+    (l0, l1), (r0, r1) = (56, 446), (546, 948)
+    tested = sorted({n for s in runs for n, _ in s.points})
+    x = Span(tested[0] / ARROW ** 1.3, tested[-1] * ARROW ** 1.3, l0, l1, log=True)
+    y = Span(-2, 102, bottom, top)
+    last = max([1, *(t for s in runs for t, _ in s.survival)])
+    xs = Span(-0.05 * last, 1.05 * last, r0, r1)
+    pct = [(float(v), str(v)) for v in range(0, 101, 20)]
+    parts = [frame(l0, top, l1, bottom), frame(r0, top, r1, bottom),
+             y_ticks(y, pct, l0, l1), y_ticks(y, pct, r0, r1),
+             x_ticks(x, [(float(n), str(n)) for n in spaced(tested)], bottom),
+             x_ticks(xs, _turn_ticks(last), bottom),
+             line(l0, l1, y.at(50), y.at(50), "#999", stroke_dasharray="2 3")]
+    for i, s in enumerate(runs):
+        parts += _horizon_marks(i, s, x, y, top, bottom)
+        parts.append(path(steps([(xs.at(t), y.at(v)) for t, v in s.survival]), series(i),
+                          id=f"survival-{i}",
+                          data_steps=";".join(f"{t} {v:.6f}" for t, v in s.survival)))
+    parts += [
+        text((l0 + l1) / 2, 18, "Final match by chain length, logistic fit", size=13,
+             anchor="middle", fill="#222"),
+        text((r0 + r1) / 2, 18, "Survival of turn match (Kaplan-Meier)", size=13,
+             anchor="middle", fill="#222"),
+        text((l0 + l1) / 2, bottom + 36, "chain length (turns, log scale)", size=12,
+             anchor="middle"),
+        text((r0 + r1) / 2, bottom + 36, "turn (0: before the first)", size=12, anchor="middle"),
+        text(16, (top + bottom) / 2, "final match (%)", size=12, anchor="middle", rotate=-90),
+        text(r0 - 40, (top + bottom) / 2, "matched at every turn so far (%)", size=12,
+             anchor="middle", rotate=-90)]
+    keys, height = legend([(series(i), f"{_label(s.label)}: horizon {horizon_words(s.horizon)}")
+                           for i, s in enumerate(runs)], l0, bottom + 48, r1 - l0, rows=True)
+    total = round(bottom + 48 + height + 4)
+    return svg(width, total, "chart", "Final match by chain length with the horizon, and the "
+               "survival of turn match", [*parts, keys])
+
+
+def _horizon_marks(i: int, s: HorizonSeries, x: Span, y: Span, top: float,
+                   bottom: float) -> list[str]:
+    """Run i's points, fitted curve and horizon on the left panel."""
+    colour, h = series(i), s.horizon
+    out = [group("".join(element("circle", cx=x.at(n), cy=y.at(v), r=4, fill=colour,
+                                 data_length=n, data_fm=f"{v:.6f}") for n, v in s.points),
+                 None, id=f"points-{i}")]
+    if s.curve:
+        out.append(path(polyline([(x.at(n), y.at(v)) for n, v in s.curve]), colour, 1.2,
+                        id=f"fit-{i}"))
+    if h.turns is not None:
+        out.append(line(x.at(h.turns), x.at(h.turns), top, bottom, colour,
+                        stroke_dasharray="2 3", id=f"horizon-{i}", data_turns=f"{h.turns:.6f}"))
+    elif h.censored is not None and h.bound is not None:
+        tip = h.bound * ARROW if h.censored == "above" else h.bound / ARROW
+        at = 50 - 10 * (i % 5)
+        out += [arrow(x.at(h.bound), x.at(tip), y.at(at), colour, id=f"censored-{i}",
+                      data_direction=h.censored, data_bound=h.bound),
+                text(x.at(math.sqrt(h.bound * tip)), y.at(at) - 6, value_text(h), size=10,
+                     anchor="middle", fill=colour, id=f"censored-label-{i}")]
     return out

@@ -142,6 +142,8 @@ def test_the_report_says_how_the_run_asked(drift: Path, tmp_path: Path) -> None:
     page = html.read_text()
     assert "asked at turns 5, 10, 20, 40, 80 and the last" in page
     assert ASKED_NOTE in page
+    head = page.split('id="headline-table"')[1].split("</thead>")[0]  # the recency baselines
+    assert "last 20 msgs" in head and 'data-baseline="window:k=40"' in head
 
 
 def _score_of(out: Path) -> dict[str, Any]:

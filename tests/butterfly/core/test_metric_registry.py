@@ -79,7 +79,7 @@ import toy_metric  # registers the toy before butterfly.core.results builds Aggr
 
 from butterfly.cli import main
 from butterfly.core.results import Aggregate
-from butterfly.present.report import build
+from butterfly.analysis.report import report_data
 
 run, html = sys.argv[1], sys.argv[2]
 out = {"aggregate": list(Aggregate.model_fields)}
@@ -90,7 +90,7 @@ for key, args in (("json", ["score", "--json", run]), ("terminal", ["score", run
         assert main(args) == 0
     out[key] = buf.getvalue()
 out["json"] = json.loads(out["json"])
-out["report"] = build([Path(run)])["runs"][0]
+out["report"] = report_data([Path(run)]).runs[0].score.to_json()
 print(json.dumps(out))
 '''
 

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import viewport, wait_ready
+from browser import fresh, viewport, wait_ready
 from conftest import ROOT
 
-from butterfly.present.report import LONG_PIECE, build, render_html
+from butterfly.analysis.report import report_data
+from butterfly.present.report import LONG_PIECE, render_html
 
 SHOTS = ROOT / "build" / "screenshots"
 RUNS = ["local-smollm2__butterfly-40__v1-layouts-repeats-2",
@@ -84,7 +85,7 @@ return {vw: vw, page: document.documentElement.scrollWidth, boxes: boxes, loose:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     html = tmp_path_factory.mktemp("layout") / "report.html"
-    html.write_text(render_html(build([ROOT / "runs" / r for r in RUNS])), encoding="utf-8")
+    html.write_text(render_html(report_data([ROOT / "runs" / r for r in RUNS])), encoding="utf-8")
     return html
 
 
@@ -92,7 +93,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def measured(request: pytest.FixtureRequest, page: Path, chromium: Any) -> dict[str, Any]:
     """The page's measurements at one viewport (and its screenshot in build/screenshots)."""
     w, h = request.param
-    chromium.get(page.as_uri())
+    fresh(chromium).get(page.as_uri())
     wait_ready(chromium)
     viewport(chromium, w, h)
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from butterfly import api
-from butterfly.present.report import build, render_html
+from butterfly.analysis.report import report_data
+from butterfly.present.report import render_html
 
 AGENTS = ("oracle", "noop", "last-edit", "lifo", "no-coupling", "noisy:p=0.1", "noisy:p=0.3",
           "noisy:p=0.5", "drift:p=0.1", "drift:p=0.3")
@@ -24,7 +25,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def test_ten_runs_of_butterfly_40_fit_in_2_mb(runs: list[Path]) -> None:
-    model = build(runs)  # what write_report writes: render_html(build(runs))
-    assert len(model["runs"]) == 10 and len(model["conversations"]) == 10 * 40
-    assert sum(len(c["t"]) for c in model["conversations"]) == 10 * 176  # every turn carried
+    model = report_data(runs)  # what write_report writes: render_html(report_data(runs))
+    assert len(model.runs) == 10 and len(model.conversations) == 10 * 40
+    assert sum(len(c.turns) for c in model.conversations) == 10 * 176  # every turn carried
     assert len(render_html(model).encode("utf-8")) < BUDGET

@@ -208,18 +208,16 @@ def test_names_from_data_are_escaped_and_never_read_as_markup(
             assert printable(a) in out, args  # the run's directory
 
 
-def test_the_report_of_such_runs_warns_nothing_with_the_raw_byte(
+def test_the_report_s_chart_legends_show_such_a_name_escaped(
         marked_runs: tuple[Path, Path], tmp_path: Path) -> None:
-    """matplotlib has no glyph for ESC: the charts' labels are escaped, so no warning of
-    matplotlib's carries the byte to the terminal."""
-    import warnings
-
+    """The charts' legends (first divergent turn) write a run's label as the terminal does:
+    control characters escaped, never the raw byte (the SVG is text a browser shows)."""
     from butterfly.present.report import write_report
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        write_report(list(marked_runs), tmp_path / "r.html", None, "bh", 0.1)
-    assert not [w for w in caught if "\x1b" in str(w.message)]
+    write_report(list(marked_runs), tmp_path / "r.html", None, "bh", 0.1)
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    chart = page.split('id="chart-first-divergent"')[1].split("</svg>")[0]
+    assert "\x1b" not in chart and "\\x1b" in chart
 
 
 def test_a_terminal_shows_the_markup_of_a_name_as_written(

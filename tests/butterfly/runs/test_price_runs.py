@@ -17,10 +17,10 @@ from fakeserver import FakeServer
 
 from butterfly import api
 from butterfly.analysis.listing import list_runs
+from butterfly.analysis.report import report_data
 from butterfly.core.price import UserPrice
 from butterfly.errors import UserError
 from butterfly.present.display import usage_line
-from butterfly.present.report import build
 from butterfly.present.text import runs_text
 from butterfly.runs.records import CallRecord
 from butterfly.runs.store import read_manifest
@@ -146,8 +146,8 @@ def test_score_runs_export_and_report_show_reasoning_caching_and_the_price(
     page = html.read_text()
     for text in (">reasoning<", ">cached<", ">saved<", f"${SAVED * n:.4f}", "the user's price"):
         assert text in page
-    turn = build([tmp_path / "runs" / "one"])["conversations"][0]["t"][0]
-    assert turn[9:] == ["let me think", REASONING, len("let me think")]  # the transcript's
+    turn = report_data([tmp_path / "runs" / "one"]).conversations[0].turns[0]
+    assert turn[9:] == ("let me think", REASONING, len("let me think"))  # the transcript's
 
 
 def test_shards_priced_differently_are_not_merged(tmp_path: Path) -> None:

@@ -13,11 +13,12 @@ from conftest import ROOT, run_cli
 
 import butterfly
 from butterfly.analysis.listing import find_runs
+from butterfly.analysis.report import report_data
 from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.results import PromptLabel
 from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
 from butterfly.present.display import score_tables
-from butterfly.present.report import build, render_html
+from butterfly.present.report import render_html
 from butterfly.runs.digest import chain_of
 from butterfly.runs.store import MANIFEST, read_manifest, write_manifest
 from butterfly.runs.tracks import prompt_sha256
@@ -110,10 +111,10 @@ def test_score_runs_and_report_label_the_prompt_version(v3_run: Path, tmp_path: 
     assert [row.split()[5] for row in rows] == ["v3", "v2"]  # new, old; suite: NAME vN
     lines = json.loads(run_cli("runs", str(tmp_path / "runs"), "--json").stdout)
     assert [x["prompt_version"] for x in lines] == [3, 2]
-    model = build([old, new])
-    assert [e["prompt"] for e in model["runs"]] == ["prompt v2", "prompt v3"]
-    assert [e["label"] for e in model["runs"]] == ["script/oracle [prompt v2]",
+    model = report_data([old, new])
+    assert [e.prompt for e in model.runs] == ["prompt v2", "prompt v3"]
+    assert [e.label for e in model.runs] == ["script/oracle [prompt v2]",
                                                    "script/oracle [prompt v3]"]
     assert "<td>prompt v2</td>" in render_html(model)
-    alone = build([new])  # one prompt version: labels as before
-    assert alone["runs"][0]["label"] == "script/oracle"
+    alone = report_data([new])  # one prompt version: labels as before
+    assert alone.runs[0].label == "script/oracle"

@@ -110,11 +110,11 @@ def test_a_shard_alone_says_so_with_honest_denominators(sweep: tuple[Path, list[
         load(s1, sid, lay, rep)
     _, shown = load(s2, sid, lay, rep)
     assert shown[0]["verdict"] != "-"
-    from butterfly.present.report import build
+    from butterfly.analysis.report import report_data
 
-    page = build([s1])
-    assert page["runs"][0]["label"] == f"{AGENT} [shard 1/2]"
-    assert len(page["conversations"]) == one.n_total  # its own, not the sweep's
+    page = report_data([s1])
+    assert page.runs[0].label == f"{AGENT} [shard 1/2]"
+    assert len(page.conversations) == one.n_total  # its own, not the sweep's
 
 
 def test_a_resume_keeps_the_shard(sweep: tuple[Path, list[Path]]) -> None:
