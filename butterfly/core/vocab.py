@@ -115,7 +115,7 @@ class RetryPolicy:
     """The one retry mechanism of the harness: how often a failed call is tried again and how
     long to wait before each retry. The CLI's client (``models/client.py``, async) and the
     Kaggle runner (``kaggle/runner.py``, inlined in the notebook) each loop over their calls
-    and ask :meth:`wait` what to do after a failure (docs/running.md, "Retries")."""
+    and ask :meth:`wait` what to do after a failure (docs/running.md, "The client")."""
 
     retries: int
     base: float

@@ -1,4 +1,4 @@
-"""The harness's one retry mechanism (``core.vocab.RetryPolicy``, docs/running.md "Retries"):
+"""The harness's one retry mechanism (``core.vocab.RetryPolicy``, docs/running.md "The client"):
 the waits and the last attempt, and both retry loops following it (the CLI's client, the
 Kaggle runner's ``call_with_retries``)."""
 
