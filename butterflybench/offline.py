@@ -1,7 +1,8 @@
 """No download on first use (issue 26, item 5): inspect counts tokens with tiktoken's
 o200k_base encoding, which tiktoken fetches on first use unless ``TIKTOKEN_CACHE_DIR`` holds
-it. litellm (a dependency of butterfly) ships that file; pointing tiktoken's cache there makes
-inspect's counting work without a network. A user's own ``TIKTOKEN_CACHE_DIR`` is kept."""
+it. butterfly ships that file (``butterfly/models/data/tokenizers/``, in tiktoken's cache
+layout); pointing tiktoken's cache there makes inspect's counting work without a network. A
+user's own ``TIKTOKEN_CACHE_DIR`` is kept."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ ENCODING = "o200k_base"
 
 
 def tiktoken_offline() -> str | None:
-    """Set ``TIKTOKEN_CACHE_DIR`` to litellm's tokenizer folder when it is unset and that
+    """Set ``TIKTOKEN_CACHE_DIR`` to butterfly's tokenizer folder when it is unset and that
     folder holds inspect's encoding; the folder now in force (None: left to tiktoken)."""
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return os.environ["TIKTOKEN_CACHE_DIR"]

@@ -7,6 +7,9 @@ vocabulary (docs/design.md says which other files a new one touches). Pure: note
 
 from __future__ import annotations
 
+import math
+import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
@@ -109,18 +112,43 @@ def is_transient_status(status: int) -> bool:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often a failed call is tried again and how long to wait: the wait before retry k
-    (1-based) is at most ``min(cap, base * 2 ** (k - 1))``."""
+    """The one retry mechanism of the harness: how often a failed call is tried again and how
+    long to wait before each retry. The CLI's client (``models/client.py``, async) and the
+    Kaggle runner (``kaggle/runner.py``, inlined in the notebook) each loop over their calls
+    and ask :meth:`wait` what to do after a failure (docs/running.md, "The client")."""
 
     retries: int
     base: float
     cap: float
+    jitter: bool = True
+    """Full jitter: a wait drawn uniformly under :meth:`ceiling`; else the ceiling itself."""
+    longest: float = math.inf
+    """No wait is longer, whatever a server's Retry-After asks (``--max-retry-wait``)."""
 
     def ceiling(self, attempt: int) -> float:
+        """The longest backoff before retry ``attempt`` (1-based): ``min(cap, base * 2 **
+        (attempt - 1))``."""
         return float(min(self.cap, self.base * 2 ** (attempt - 1)))
 
+    def wait(self, failed: int, retry_after: float | None = None,
+             uniform: Callable[[float, float], float] = random.uniform) -> float | None:
+        """Seconds to wait after the ``failed``-th failed attempt before the next one, or None
+        when it was the last (``failed > retries``): the backoff (:attr:`jitter` draws it with
+        ``uniform``), at least the server's ``retry_after`` when it gave one (up to a quarter
+        more with jitter, so that the calls it refused together do not all come back at once),
+        never more than :attr:`longest`."""
+        if failed > self.retries:
+            return None
+        ceiling = self.ceiling(failed)
+        delay = uniform(0, ceiling) if self.jitter else ceiling
+        if retry_after is not None:
+            delay = max(delay, retry_after * (1 + (uniform(0, 0.25) if self.jitter else 0)))
+        return min(delay, self.longest)
 
-CLI_RETRY: Final = RetryPolicy(retries=DEFAULTS.retries, base=0.5, cap=30.0)
-"""The CLI's client: full jitter under the ceiling, honouring Retry-After."""
-KAGGLE_RETRY: Final = RetryPolicy(retries=5, base=2.0, cap=60.0)
+
+CLI_RETRY: Final = RetryPolicy(retries=DEFAULTS.retries, base=0.5, cap=30.0,
+                               longest=DEFAULTS.max_retry_wait)
+"""The CLI's client: full jitter under the ceiling, honouring Retry-After up to
+``--max-retry-wait`` (the client's own settings replace these defaults)."""
+KAGGLE_RETRY: Final = RetryPolicy(retries=5, base=2.0, cap=60.0, jitter=False)
 """The Kaggle runner (the SDK owns its client): waits of exactly 2, 4, 8, 16, 32 s."""

@@ -134,23 +134,27 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] | None = print,
 ) -> T:
-    """``call()``, retried on transient provider errors. Raises :class:`ProviderFailure` when
-    every attempt failed, and re-raises a non-transient error at once."""
-    for attempt in range(1, attempts + 1):
+    """``call()``, retried on transient provider errors by the CLI's retry mechanism
+    (:meth:`RetryPolicy.wait`, without jitter: 2, 4, 8, 16, 32 s). Raises
+    :class:`ProviderFailure` when every attempt failed, and re-raises a non-transient error at
+    once."""
+    policy = RetryPolicy(attempts - 1, base_delay, max_delay, jitter=False)
+    failed = 0
+    while True:
         try:
             return call()
         except Exception as exc:
             if not is_transient(exc):
                 raise
-            if attempt == attempts:
+            failed += 1
+            wait = policy.wait(failed)
+            if wait is None:
                 raise ProviderFailure(
-                    f"no answer after {attempts} attempts: {describe(exc)}") from exc
-            wait = RetryPolicy(attempts - 1, base_delay, max_delay).ceiling(attempt)
+                    f"no answer after {failed} attempts: {describe(exc)}") from exc
             if log is not None:
-                log(f"attempt {attempt}/{attempts} failed ({describe(exc)}); "
+                log(f"attempt {failed}/{attempts} failed ({describe(exc)}); "
                     f"retrying in {wait:g} s")
             sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def load_scenarios(text: str) -> list[Scenario]:

@@ -4,13 +4,14 @@ One call in, one :class:`Outcome` out, never an exception for a provider failure
 still fails after its retries comes back with ``error`` set (its class and message), so the
 runner can mark the scenario incomplete instead of scoring a glitch as a model failure.
 
-Retries use exponential backoff with full jitter (``core.vocab.CLI_RETRY``: base 0.5 s, cap
-30 s) and honour a server's Retry-After (or ``x-ratelimit-reset-*``) when it gives one, up to
-``max_retry_wait`` (``--max-retry-wait``, :data:`RETRY_WAIT_CAP`): no wait is longer, and each
-wait of a second or more is announced (``on_wait``: the progress line says "rate-limited,
-waiting N s"). The concurrency slot is released while a call waits to retry. How many calls are
-in flight adapts to rate limits (:mod:`butterfly.models.window`): shrunk to three quarters on a
-429, grown back by answers, never above ``concurrency``.
+Retries follow the harness's one retry policy (:class:`butterfly.core.vocab.RetryPolicy`, which
+the Kaggle runner follows too): exponential backoff with full jitter (``CLI_RETRY``: base
+0.5 s, cap 30 s), honouring a server's Retry-After (or ``x-ratelimit-reset-*``) when it gives
+one, up to ``max_retry_wait`` (``--max-retry-wait``, :data:`RETRY_WAIT_CAP`): no wait is
+longer, and each wait of a second or more is announced (``on_wait``: the progress line says
+"rate-limited, waiting N s"). The concurrency slot is released while a call waits to retry.
+How many calls are in flight adapts to rate limits (:mod:`butterfly.models.window`): shrunk to
+three quarters on a 429, grown back by answers, never above ``concurrency``.
 
 The response-size cap (``--max-answer-chars``, :data:`ANSWER_CAP`): an answer longer than it
 is kept as its first N characters with its whole length in ``raw_chars`` (the run records an
@@ -38,7 +39,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
-from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass
+from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass, RetryPolicy
 from butterfly.models.cache import Cache
 from butterfly.models.prices import Rates, charge, checked
 from butterfly.models.provider import Provider, ProviderError, Request, Response
@@ -122,22 +123,18 @@ class ModelClient:
         user_rates: Rates | None = None,
     ) -> None:
         self.provider = provider
-        self.retries = retries
         self.timeout = timeout
         self.cache = cache if provider.cacheable else None
         # BUTTERFLY_BACKOFF_BASE lets tests of failure paths run without long waits.
-        self.backoff_base = (
-            float(os.environ.get("BUTTERFLY_BACKOFF_BASE", str(CLI_RETRY.base)))
-            if backoff_base is None else backoff_base
-        )
-        self.backoff_cap = backoff_cap
+        base = (float(os.environ.get("BUTTERFLY_BACKOFF_BASE", str(CLI_RETRY.base)))
+                if backoff_base is None else backoff_base)
+        self.retry = RetryPolicy(retries, base, backoff_cap, longest=max_retry_wait)
         self._rng = rng or random.Random(0)
         self._sleep = sleep
         self.window = Window(concurrency, adaptive=adaptive, clock=clock)
         self.sent = 0
         self.failed_attempts = 0
         self.max_answer_chars = max_answer_chars
-        self.max_retry_wait = max_retry_wait
         self.on_wait = on_wait
         self.user_rates = user_rates
         """The user's price (None: the transport's, from litellm's offline map)."""
@@ -146,15 +143,10 @@ class ModelClient:
         """``response`` priced by the user's rates when there are some, else as it came."""
         return response if self.user_rates is None else charge(self.user_rates, response)
 
-    def backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based): full jitter under
-        ``min(cap, base * 2 ** (attempt - 1))``, and at least the server's wait when it gave
-        one (up to a quarter more, so that the calls it refused together do not all come back
-        at once); never more than ``max_retry_wait``."""
-        delay = self._rng.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)))
-        if retry_after is not None:
-            delay = max(delay, retry_after * (1 + self._rng.uniform(0, 0.25)))
-        return min(delay, self.max_retry_wait)
+    def backoff(self, failed: int, retry_after: float | None) -> float | None:
+        """Seconds to wait after the ``failed``-th failed attempt (:meth:`RetryPolicy.wait`,
+        drawn from this client's random generator), or None when it was the last."""
+        return self.retry.wait(failed, retry_after, self._rng.uniform)
 
     async def call(self, request: Request) -> Outcome:
         start = time.perf_counter()
@@ -182,12 +174,12 @@ class ModelClient:
                 return Outcome(self.priced(response), None, attempt,
                                time.perf_counter() - start, False)
             self.failed_attempts += 1
-            if attempt > self.retries:
+            delay = self.backoff(attempt, err.retry_after)
+            if delay is None:
                 return Outcome(None, Failure(err.kind, err.message), attempt,
                                time.perf_counter() - start, False)
             if _cancelling():
                 raise asyncio.CancelledError
-            delay = self.backoff(attempt, err.retry_after)
             if self.on_wait is not None and delay >= ANNOUNCE:
                 self.on_wait(delay, err.kind)
             await self._sleep(delay)

@@ -1,10 +1,14 @@
-"""A call's price from litellm's offline price map, without importing litellm.
+"""A call's price and a model's context window from litellm's price map, without importing it.
 
-litellm ships its price map as a JSON file inside its package; importing litellm takes
-seconds, reading the file a few tens of milliseconds. The file is found with
-``importlib.util.find_spec`` (which imports nothing), read once, lazily, the first time a
-model's price is looked up, and each model's rates are decided once (an unpriced model is
-``None`` for the rest of the process, never looked up per call). The sum is litellm's for
+The map is litellm's public ``litellm.model_cost`` (its offline copy, as the litellm transport
+reads it), of which butterfly keeps the fields read here (:data:`FIELDS`) in
+``butterfly/models/data/prices.json``: importing litellm takes seconds, reading that file a few
+milliseconds, and a command that calls no provider, or calls one over the fast path, never
+imports litellm (docs/cost.md, "Prices"). ``tools/price_map.py`` writes the file from the
+installed litellm; ``tests/butterfly/models/test_prices.py`` holds it equal to the locked
+litellm's map. It is read once, lazily, the first time a model's price is looked up, and each
+model's rates are decided once (an unpriced model is ``None`` for the rest of the process,
+never looked up per call). The sum is litellm's for
 chat models without tiered prices: uncached prompt tokens at the input rate, cached ones at
 the cache-read rate (the input rate when there is none), tokens written to the cache at the
 cache-write rate (Anthropic's 1.25 x; else the input rate), completion tokens (reasoning
@@ -21,18 +25,23 @@ prices an answer by them (docs/cost.md, "Prices").
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from butterfly.core import wire
 from butterfly.core.price import UserPrice
 from butterfly.core.usage import invalid
 
-PRICE_FILE = "model_prices_and_context_window_backup.json"
+PRICE_FILE: Final = Path(__file__).parent / "data" / "prices.json"
+"""litellm's price map as butterfly keeps it: ``{"litellm": VERSION, "models": {NAME: ENTRY}}``
+with the :data:`FIELDS` of each entry (``tools/price_map.py`` writes it)."""
+FIELDS: Final = ("litellm_provider", "input_cost_per_token", "output_cost_per_token",
+                 "cache_read_input_token_cost", "cache_creation_input_token_cost",
+                 "max_input_tokens", "max_output_tokens")
+"""The fields of a map entry that :func:`rates` and :func:`window` read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +81,24 @@ class Rates:
         return cls(*price.per_token())
 
 
+def project(cost_map: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    """What butterfly keeps of a litellm price map (``litellm.model_cost``): each entry's
+    :data:`FIELDS`, for the entries that name a provider and give prices or a window."""
+    kept = {}
+    for name, entry in cost_map.items():
+        if not isinstance(entry, Mapping) or "litellm_provider" not in entry:
+            continue
+        fields = {f: entry[f] for f in FIELDS if entry.get(f) is not None}
+        if len(fields) > 1:
+            kept[name] = fields
+    return kept
+
+
 @functools.cache
 def _price_map() -> dict[str, Any]:
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / PRICE_FILE
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else {}
-    return {}
+    data = json.loads(PRICE_FILE.read_text(encoding="utf-8"))
+    models = data.get("models") if isinstance(data, dict) else None
+    return models if isinstance(models, dict) else {}
 
 
 def _number(entry: dict[str, Any], key: str) -> float | None:

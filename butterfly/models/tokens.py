@@ -1,10 +1,11 @@
 """Counting a model's tokens offline, without importing litellm (``butterfly run --dry-run``).
 
-The tokenizer files ship inside litellm's package folder
-(``litellm/litellm_core_utils/tokenizers/``): tiktoken's BPE files (cl100k_base, o200k_base),
-found with ``importlib.util.find_spec`` (which imports nothing) and handed to tiktoken as its
-cache directory, so nothing is ever downloaded; and the ``tokenizers`` JSON files of Anthropic's
-and DeepSeek's tokenizers. A model is mapped to one of them by its name (:data:`FAMILIES`);
+The tokenizer files ship with butterfly (``butterfly/models/data/tokenizers/``, their sources
+in ``SOURCES.md`` there): tiktoken's BPE files of o200k_base and cl100k_base, named as
+tiktoken's cache names them, handed to tiktoken as its cache directory (tiktoken checks each
+file's sha256 against its own, and nothing is ever downloaded); and the ``tokenizers`` JSON
+files of Anthropic's and DeepSeek's tokenizers, read with ``Tokenizer.from_str``. A model is
+mapped to one of them by its name (:data:`FAMILIES`);
 the bundled SmolLM2 (``local/smollm2``) and any ``local/PATH.gguf`` are counted with the
 vocabulary and merges held in the GGUF file itself (:mod:`butterfly.models.gguf_vocab`). Any
 other model is counted with cl100k_base as a proxy, and :attr:`Counter.exact` says so.
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +30,8 @@ from typing import Final
 
 from butterfly.core.prompts import shared_start
 
-TOKENIZER_DIR: Final = ("litellm_core_utils", "tokenizers")
+TOKENIZER_DIR: Final = Path(__file__).parent / "data" / "tokenizers"
+"""The tokenizer files butterfly ships (docs/cost.md, "Prompt tokens")."""
 PER_MESSAGE: Final = 4
 """Template tokens per message: OpenAI's 3 delimiters and the role's name (one token)."""
 PER_MESSAGE_CHATML: Final = 5
@@ -74,14 +75,10 @@ class Counter:
         return f"{self.name} as an estimate (the model's tokenizer is not known)"
 
 
-def tokenizer_dir() -> Path | None:
-    """litellm's folder of tokenizer files, found without importing litellm."""
-    spec = importlib.util.find_spec("litellm")
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        path = Path(folder).joinpath(*TOKENIZER_DIR)
-        if path.is_dir():
-            return path
-    return None
+def tokenizer_dir() -> Path:
+    """The folder of the tokenizer files butterfly ships (:data:`TOKENIZER_DIR`); tiktoken's
+    cache layout, so that it serves as ``TIKTOKEN_CACHE_DIR`` (``butterflybench.offline``)."""
+    return TOKENIZER_DIR
 
 
 def family(model: str) -> str | None:
@@ -98,11 +95,9 @@ BPE_URL: Final = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktok
 
 @functools.cache
 def _tiktoken(name: str) -> Callable[[str], list[int]] | None:
-    """tiktoken's encoding ``name`` from litellm's copy of its file (tiktoken's cache names a
-    file by the sha1 of its URL), or None when the file is not there: never a download."""
+    """tiktoken's encoding ``name`` from the file shipped here (tiktoken's cache names a file
+    by the sha1 of its URL), or None when the file is not there: never a download."""
     folder = tokenizer_dir()
-    if folder is None:
-        return None
     if not (folder / hashlib.sha1(BPE_URL.format(name).encode()).hexdigest()).is_file():
         return None
     import tiktoken
@@ -121,13 +116,12 @@ def _tiktoken(name: str) -> Callable[[str], list[int]] | None:
 
 @functools.cache
 def _json_tokenizer(name: str) -> Callable[[str], list[int]] | None:
-    folder = tokenizer_dir()
-    path = None if folder is None else folder / f"{name}_tokenizer.json"
-    if path is None or not path.is_file():
+    path = tokenizer_dir() / f"{name}_tokenizer.json"
+    if not path.is_file():
         return None
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_str(path.read_text(encoding="utf-8"))
     return lambda text: list(tok.encode(text, add_special_tokens=False).ids)
 
 

@@ -1,16 +1,21 @@
-"""Prices from litellm's price file, read without litellm, and from the rates litellm resolves
-(the litellm transport), both by the one sum, equal ``litellm.cost_per_token``;
-the file is read once and an unpriced model is decided once."""
+"""Prices from butterfly's copy of litellm's public price map (``models/data/prices.json``,
+held equal to the locked litellm's ``litellm.model_cost``), read without litellm, and from the
+rates litellm resolves (the litellm transport), both by the one sum, equal
+``litellm.cost_per_token``; the file is read once and an unpriced model is decided once; no
+file of litellm's package is read by the price or token functions."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 from butterfly.models import prices
-from butterfly.models.litellm_seam import litellm, shipped_rates
+from butterfly.models.litellm_seam import SHIPPED, litellm, shipped_rates
 
 MODELS = ["openai/gpt-4o-mini", "openai/gpt-4o", "openai/gpt-4.1-nano", "openai/o3-mini",
           "openai/gpt-3.5-turbo"]
@@ -76,9 +81,58 @@ def test_the_price_file_is_read_once_and_each_model_decided_once() -> None:
     assert prices._price_map.cache_info().misses <= 1
 
 
-def test_pricing_imports_no_litellm() -> None:
-    code = ("import sys\nfrom butterfly.models.prices import cost_usd\n"
-            "assert cost_usd('openai/gpt-4o-mini', 1000, 100) > 0\n"
-            "assert 'litellm' not in sys.modules\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+def test_the_price_file_is_the_locked_litellms_public_map() -> None:
+    """``litellm.model_cost`` as shipped (the litellm transport's map), the fields butterfly
+    reads: ``tools/price_map.py`` rewrites the file when litellm moves."""
+    shipped = json.loads(prices.PRICE_FILE.read_text(encoding="utf-8"))
+    fix = "run .venv/bin/python tools/price_map.py"
+    assert shipped["litellm"] == importlib.metadata.version("litellm"), fix
+    assert shipped["models"] == prices.project({k: litellm.model_cost[k] for k in SHIPPED}), fix
+    assert len(shipped["models"]) > 1000
+
+
+PROBE = """
+import importlib.util, json, os, sys
+folders = [os.path.realpath(p)
+           for p in importlib.util.find_spec("litellm").submodule_search_locations]
+opened = []
+
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        opened.append(os.path.realpath(os.fsdecode(args[0])))
+    elif event in ("os.listdir", "os.scandir") and args and args[0] is not None:
+        opened.append(os.path.realpath(os.fsdecode(args[0])))
+
+sys.addaudithook(hook)
+from butterfly.models import prices, tokens
+
+for model in sys.argv[1:]:
+    prices.rates(model), prices.window(model), prices.cost_usd(model, 1000, 100)
+    tokens.counter_for(model).encode("Set compression to gzip; undo the change before that.")
+ours = len(opened)
+open(os.path.join(folders[0], "__init__.py"), "rb").close()  # the control: seen as private
+private = [p for p in opened if any(p.startswith(f + os.sep) for f in folders)]
+print(json.dumps({"opened": opened[:ours], "private": private,
+                  "litellm": "litellm" in sys.modules}))
+"""
+
+
+def test_no_file_of_litellms_package_is_read_for_prices_or_tokens() -> None:
+    """Issue 36: litellm only through its public API. In a fresh interpreter, every file the
+    price and token functions open (an audit hook sees Python's ``open``, tiktoken's and the
+    JSON tokenizers' reads among them) is outside litellm's package folder, and litellm is not
+    imported; a read of that folder, done on purpose after them, is caught."""
+    models = ["openai/gpt-4o-mini", "openai/gpt-4", "anthropic/claude-sonnet-4-5",
+              "deepseek/deepseek-chat", "gemini/gemini-2.0-flash"]
+    r = subprocess.run([sys.executable, "-c", PROBE, *models], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+    seen = json.loads(r.stdout)
+    assert not seen["litellm"]
+    assert [p.rsplit("/", 1)[1] for p in seen["private"]] == ["__init__.py"]  # the control only
+    ours = ROOT / "butterfly" / "models" / "data" / "tokenizers"
+    read = {prices.PRICE_FILE, *(ours / f for f in ("deepseek_tokenizer.json",
+                                                   "anthropic_tokenizer.json",
+                                                   "fb374d419588a4632f3f557e76b4b70aebbca790",
+                                                   "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"))}
+    assert {str(p.resolve()) for p in read} <= set(seen["opened"]), seen["opened"]

