@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from butterfly.analysis.transcripts import with_program_diffs
+from butterfly.analysis.transcripts import PROGRAMS, VIEWS
 from butterfly.code.catalogue import BROKEN
 from butterfly.core.transcript import Transcript, TranscriptTurn
 from oracle import Scenario
@@ -33,11 +33,11 @@ def broken_keys(row: TranscriptTurn) -> list[str]:
     return [] if spec is None else [k for k in row["wrong"] if spec[k] == BROKEN]
 
 
-def code_turns(conv: Transcript, scenario: Scenario, track: str) -> CodeTurns:
-    """``conv``'s code entries (``{"c": [...]}``) when its run is on the code track, else
-    nothing: the spec track's page data is unchanged."""
-    if track != "code":
+def code_turns(conv: Transcript, scenario: Scenario, view: str) -> CodeTurns:
+    """``conv``'s code entries (``{"c": [...]}``) when its run's track shows programs (its
+    ``view``: the code track's), else nothing: the spec track's page data is unchanged."""
+    if view != PROGRAMS:
         return CodeTurns()
-    rows = with_program_diffs(conv, scenario)["turns"]
+    rows = VIEWS[view](conv, scenario)["turns"]
     return CodeTurns(c=[[None if "program_diff" not in row else "\n".join(row["program_diff"]),
                          broken_keys(row)] for row in rows])

@@ -199,7 +199,7 @@ def build(runs: Sequence[Path | Run], title: str | None = None, compare_method: 
             convs_out.append(ConversationData(
                 r=i, id=c["id"], l=c["layout"], k=c["repeat"], v=c["verdict"],
                 fd=c["first_divergent"], t=[_compact_turn(row) for row in c["turns"]],
-                **code_turns(c, by_id[c["id"]], params.track)))
+                **code_turns(c, by_id[c["id"]], run.track.view)))
         ids = sorted({s["id"] for s in score["scenarios"]})
         if baselines is None:
             baselines, baseline_ids = score["baselines"], ids
