@@ -219,7 +219,7 @@ class Conversation:
         """A call over the model's context window: an abstention (reason ``context``) where
         the model cannot answer it (an ask at a chosen turn, a code turn), the conversation
         going on; else None (a provider fault: the door ends the run or the conversation)."""
-        if self.track.context_abstains(self.settings.ask_at):
+        if self.track.context_abstains(self.settings):
             return Parsed(None, "context", why)
         return None
 

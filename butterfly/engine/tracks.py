@@ -59,6 +59,14 @@ class Played(Protocol):
     def ask_at(self) -> tuple[int, ...] | None: ...
 
 
+class Asking(Protocol):
+    """Where a run asks (``RunParams``, a dry run's bill): its ask points, None for every
+    turn."""
+
+    @property
+    def ask_at(self) -> Sequence[int] | None: ...
+
+
 class Flags(Protocol):
     """The flags of ``butterfly run`` a track may refuse, as given (``core.options.RunOptions``
     has them all): read before they become a run's settings, so a refusal names them."""
@@ -160,11 +168,10 @@ class Track:
         """The output protocol a run records, given the one the flags chose."""
         return chosen
 
-    def context_abstains(self, ask_at: Sequence[int] | None) -> bool:
+    def context_abstains(self, p: Asking) -> bool:
         """Whether a call over the model's context window is an abstention (reason
-        ``context``: the model cannot answer it) rather than a provider fault; ``ask_at``:
-        the run's ask points."""
-        return ask_at is not None
+        ``context``: the model cannot answer it) rather than a provider fault."""
+        return p.ask_at is not None
 
     def judge(self, oracle_spec: Mapping[str, str],
               observed: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -243,7 +250,7 @@ class CodeTrack(Track):
     def protocol(self, chosen: AnswerProtocol) -> AnswerProtocol:
         return "json"  # a program, not a spec: no JSON Schema as response_format
 
-    def context_abstains(self, ask_at: Sequence[int] | None) -> bool:
+    def context_abstains(self, p: Asking) -> bool:
         return True  # a program that no longer fits cannot be answered: contract section 7
 
     def judge(self, oracle_spec: Mapping[str, str],
@@ -276,5 +283,5 @@ def registered(name: str) -> str:
     return name
 
 
-__all__ = ["CODE", "SPEC", "TRACKS", "CodeTrack", "Flags", "Parsed", "Played", "Reading",
+__all__ = ["CODE", "SPEC", "TRACKS", "Asking", "CodeTrack", "Flags", "Parsed", "Played", "Reading",
            "SpecTrack", "Track", "registered", "track"]

@@ -84,7 +84,7 @@ def window_line(d: DryRun) -> str:
     over = (f"context window: {d.calls_over_window:,} of {d.total.calls:,} calls have prompts "
             f"over the model's {d.context_window:,} tokens ({largest}): the provider would "
             "refuse them")
-    if track(d.track).context_abstains(d.ask_at):
+    if track(d.track).context_abstains(d):
         return (f"{over}; the run records each as an abstention (reason context) and pays "
                 "nothing for it, so the table counts those calls too high")
     return (f"{over}, and the run would stop at the first: the table counts calls it cannot "

@@ -110,7 +110,7 @@ class ParseCheck:
         if rec.raw_chars is not None:  # cut at the response-size cap: too_large, whatever is left
             want: tuple[dict[str, str] | None, str | None] = (None, "too_large")
         elif (rec.raw == "" and rec.abstention == "context"
-              and self.track.context_abstains(self.params.ask_at)):
+              and self.track.context_abstains(self.params)):
             want = (None, "context")  # over the context window: no answer to parse
         else:
             want = self._parse(rec.raw, rec.finish_reason == "length")
