@@ -22,7 +22,8 @@ COMMANDS = ("generate", "validate", "oracle", "schema", "run", "merge", "repair"
 def _out(args: list[str]) -> str:
     done = subprocess.run([str(BIN), *args], cwd=ROOT, capture_output=True, text=True,
                           env={"COLUMNS": "100", "PATH": "/usr/bin:/bin",
-                               "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(ROOT)}, check=False)
+                               "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                               "PYTHONPATH": str(ROOT)}, check=False)
     return f"exit {done.returncode}\n{done.stdout}\n--- stderr\n{done.stderr}"
 
 
