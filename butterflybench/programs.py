@@ -1,7 +1,7 @@
 """The code track's answers judged as ``butterfly score`` judges them (docs/code-track.md).
 
 An answer's program is taken by ``code.conversation.program_of`` (through
-``runs.tracks.parse_call``), run and observed in the sandbox by ``code.extract`` (in a child
+its track's ``read``), run and observed in the sandbox by ``code.extract`` (in a child
 process, never in inspect's), and judged against the oracle by ``code.judge``: the functions
 ``butterfly score`` (``runs/code_turns.py``) and the Kaggle notebook use. The observation runs
 in a worker thread, so the sandbox's child process never blocks inspect's event loop, two at a

@@ -1,9 +1,10 @@
 """The scorer: a conversation's verdicts from the oracle, with OUR parser and metric code.
 
-Each answer is parsed as its call record would store it (``runs.tracks.parse_call``), made a
-turn (``core.turns.make_turn``), and the conversation is scored by ``core.metrics``'s
-``score_scenario`` and described turn by turn by ``core.transcript`` (what ``butterfly show``
-prints): the same functions ``butterfly score`` runs on a run directory.
+Each answer is parsed as its call record would store it (its track's ``read``:
+``butterfly.engine.tracks``), made a turn (``core.turns.make_turn``), and the conversation is
+scored by ``core.metrics``'s ``score_scenario`` and described turn by turn by
+``core.transcript`` (what ``butterfly show`` prints): the same functions ``butterfly score``
+runs on a run directory.
 
 A complete conversation's score value is its final match (1.0 or 0.0), its metadata the rest
 (docs/inspect.md, "The log"). A conversation that a provider error left incomplete is
@@ -24,9 +25,9 @@ from butterfly.code.judge import broken
 from butterfly.core.metrics import ScenarioScore, score_scenario
 from butterfly.core.transcript import conversation
 from butterfly.core.turns import Turn, make_turn
+from butterfly.engine.tracks import track
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import asked
-from butterfly.runs.tracks import parse_call
 from butterflybench.metrics import METRICS
 from butterflybench.programs import judged_spec
 from butterflybench.suites import SCORER, TURNS, by_id
@@ -53,7 +54,7 @@ async def answer_of(rec: dict[str, Any], p: RunParams, want: dict[str, str]) -> 
         return Answer("", None, "context", "the ask does not fit the model's context window",
                       rec["finish_reason"])
     truncated = rec["finish_reason"] == "length"
-    got = parse_call(rec["raw"], p, truncated=truncated)
+    got = track(p.track).read(rec["raw"], p, truncated=truncated)
     spec = got.spec
     if p.track == "code" and got.reason is None:
         spec = await judged_spec(rec["raw"], truncated, want)

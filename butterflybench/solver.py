@@ -1,6 +1,6 @@
 """The solver: one sample is one conversation, played turn by turn with the messages our runner
-sends (``butterfly.runs.tracks.turn_messages``, from ``core.prompts``), asked at the turns our
-runner asks (``runs.scope.asked``).
+sends (the track's ``added``: ``butterfly.engine.tracks``, from ``core.prompts``), asked at
+the turns our runner asks (``runs.scope.asked``).
 
 Chat mode extends one message list (the model's answers stay in it, whatever they were);
 restate mode sends each asked turn's stateless list. Each user message carries, in its
@@ -31,10 +31,10 @@ from inspect_ai.model import (
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema, LimitExceededError
 
+from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import asked
-from butterfly.runs.tracks import turn_messages
 from butterflybench.suites import META, TURNS, by_id
 from oracle import Scenario, spec_json_schema
 
@@ -118,7 +118,8 @@ async def converse(state: TaskState, scenario: Scenario, layout: str, p: RunPara
         tag = {"scenario": scenario.id, "turn": t, "layout": layout, "repeat": state.epoch - 1,
                "seed": seed_of(p, state.epoch), "suite_path": suite_path, "track": p.track}
         sent = [] if p.mode == "restate" else sent
-        sent += [chat_message(m, tag) for m in turn_messages(scenario, t, previous, layout, p)]
+        added = track(p.track).added(scenario, t, previous, layout, p)
+        sent += [chat_message(m, tag) for m in added]
         rec, output = await call(model, sent, config, t, p)
         turns.append(rec)
         state.store.set(TURNS, list(turns))

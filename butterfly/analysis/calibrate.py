@@ -27,6 +27,7 @@ from butterfly.analysis import regress, simulate
 from butterfly.analysis.compare import load_answers
 from butterfly.analysis.results import Calibration, Rates
 from butterfly.errors import UserError
+from butterfly.runs.reader import Run
 
 CONFIGS: tuple[tuple[str, float], ...] = (("null", 0.0), ("0.3", 0.3), ("0.6", 0.6))
 
@@ -178,7 +179,7 @@ def simulated_study(*, m: int = 60, reps: int = 200, pairs_n: int = 150, q: floa
                         "seed": seed, "rates": "mixture" if rates is None else "run"})
 
 
-def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
+def run_rates(run: Path | Run) -> tuple[list[str], list[tuple[bool, ...]], str]:
     """Scenario ids, their final-match verdicts by repeat (first layout) and the model. Only
     scenarios with every repeat complete are kept (a run still in progress, or with provider
     errors, is studied on its finished scenarios)."""
@@ -188,16 +189,18 @@ def run_rates(run: Path) -> tuple[list[str], list[tuple[bool, ...]], str]:
     return ids, [ans.passes[i] for i in ids], ans.model
 
 
-def calibrate(run: Path | None, *, simulate: bool, q: float = 0.1, reshuffles: int = 20,
+def calibrate(run: Path | Run | None, *, simulate: bool, q: float = 0.1, reshuffles: int = 20,
               m: int = 60, reps: int = 200, seed: int = 0) -> tuple[Calibration, str]:
-    """``butterfly calibrate``: the study on a run's real answers, or simulated (from the run's
-    pass rates when a run is given), and its title."""
+    """``butterfly calibrate``: the study on a run's real answers (its directory, or the run
+    already read), or simulated (from the run's pass rates when a run is given), and its
+    title."""
     if not 0 < q < 1:
         raise UserError("--q must be between 0 and 1")
     if run is None and not simulate:
         raise UserError("calibrate: give a run directory (made with --repeats K), --simulate, "
                         "or both")
     title = "simulated (realistic mixture of pass rates)"
+    where = run.path if isinstance(run, Run) else run
     rates = None
     if run is not None:
         _, answers, model = run_rates(run)
@@ -207,8 +210,8 @@ def calibrate(run: Path | None, *, simulate: bool, q: float = 0.1, reshuffles: i
             raise UserError("--reps and --m must be at least 1")
         result = simulated_study(m=m, reps=reps, q=q, seed=seed, rates=rates)
         if run is not None:
-            title = f"simulated from the pass rates of {model} ({run})"
+            title = f"simulated from the pass rates of {model} ({where})"
     else:
         result = real_study(answers, q=q, reshuffles=reshuffles, seed=seed)
-        title = f"{model} ({run}), real answers"
+        title = f"{model} ({where}), real answers"
     return Calibration.of(result.rows, result.meta), title

@@ -88,7 +88,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        sweep_conversations=sweep, ask_at=params.ask_at,
                        asked_turns_only=params.ask_at is not None,
                        code=code_score(run, answers, done, len(unobserved))
-                       if params.track == "code" else None)
+                       if run.track.observes else None)
 
 
 def shard_of(run: Run) -> tuple[str | None, int | None]:

@@ -5,9 +5,9 @@ untrusted text). :mod:`butterfly.present.show` renders them."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from butterfly.code.conversation import code_spec, program_of
 from butterfly.code.program import render as render_program
@@ -67,10 +67,8 @@ def load(run: Path | Run, scenario: str | None, layout: str | None,
     convs = [with_reasoning(conversation_of(s, answered, lay, repeat, params.ask_at),
                             loaded.records)
              for s in chosen]
-    if params.track == "code":
-        by_id = {s.id: s for s in chosen}
-        convs = [with_program_diffs(c, by_id[c["id"]]) for c in convs]
-    return safe(info), [safe(c) for c in convs]
+    view, by_id = VIEWS[loaded.track.view], {s.id: s for s in chosen}
+    return safe(info), [safe(view(c, by_id[c["id"]])) for c in convs]
 
 
 def with_reasoning(conv: Transcript, records: Mapping[CallKey, CallView]) -> Transcript:
@@ -97,6 +95,18 @@ def with_program_diffs(conv: Transcript, scenario: Scenario) -> Transcript:
             lineterm="", n=1))
         before = program
     return conv
+
+
+def as_answers(conv: Transcript, scenario: Scenario) -> Transcript:
+    """A conversation as its answers show it (the spec track's view): unchanged."""
+    return conv
+
+
+PROGRAMS: Final = "programs"
+VIEWS: Final[dict[str, Callable[[Transcript, Scenario], Transcript]]] = {
+    "answers": as_answers, PROGRAMS: with_program_diffs}
+"""The transcript views, by name (a track's ``view``: ``butterfly.engine.tracks``): what
+``show`` and the report add to a conversation's turns."""
 
 
 def safe(data: Any) -> Any:

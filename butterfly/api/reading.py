@@ -27,10 +27,6 @@ RunRef = str | Path | Run
 """A run: its directory, or a :class:`Run` already read."""
 
 
-def _path(run: RunRef) -> Path:
-    return run.path if isinstance(run, Run) else Path(run)
-
-
 def _run(run: RunRef) -> Run:
     return run if isinstance(run, Run) else load_run(Path(run))
 
@@ -120,7 +116,7 @@ def calibrate(run: RunRef | None = None, *, simulate: bool = False, q: float = 0
     on a run's repeats or simulated (docs/statistics.md)."""
     from butterfly.analysis.calibrate import calibrate as calibrate_runs  # scipy: when asked
 
-    result, title = calibrate_runs(None if run is None else _path(run), simulate=simulate, q=q,
+    result, title = calibrate_runs(None if run is None else _ref(run), simulate=simulate, q=q,
                                    reshuffles=reshuffles, m=m, reps=reps, seed=seed)
     return Calibrated(result, title)
 

@@ -7,25 +7,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import JsonValue
 
 from butterfly.core.options import FIELDS, RunOptions
+from butterfly.engine.tracks import Track, track
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
 from butterfly.models.prices import Rates, rates_for, window
 from butterfly.models.registry import (
+    ModelRequest,
     check_cache,
     check_name_offline,
     check_priced,
     open_client,
     prefix_of,
     router_config,
-    transport,
 )
-from butterfly.models.router import RouterConfig, load_router
+from butterfly.models.router import load_router
 from butterfly.models.tokens import caching_of, counter_for
 from butterfly.present.display import ObservingDisplay, ProgressDisplay
 from butterfly.runs.code_turns import programs
@@ -45,7 +47,7 @@ from butterfly.runs.repair import repair as repair_run
 from butterfly.runs.scope import check_ask_at, select
 from butterfly.runs.store import RunState, note_transport, open_run, peek_state
 from butterfly.runs.sweep import parse_shard, router_ref
-from butterfly.suite.load import ask_at_of, load_manifest, load_suite, resolve_suite, track_of
+from butterfly.suite.load import ResolvedSuite, resolve, resolve_suite
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -93,20 +95,45 @@ def run_dir(opts: RunOptions) -> Path:
 
 def run_params(opts: RunOptions) -> RunParams:
     """A run's parameters (what its manifest records) from its options, checked once."""
-    return _checked(opts)[1]
+    return _resolved(opts).params
 
 
-def _checked(opts: RunOptions, offline: bool = False) -> tuple[RouterConfig | None, RunParams]:
-    """The run's router group (``opts.router``'s deployments named ``opts.model``, checked
-    first, by litellm unless ``offline``) and its parameters."""
-    if opts.track is None:
-        opts = opts.replace(track=track_of(resolve_suite(opts.suite)))
-    if opts.ask_at is None and opts.mode == "restate" and opts.track == "spec":
-        opts = opts.replace(ask_at=ask_at_of(resolve_suite(opts.suite)))  # the suite's default
+@dataclass(frozen=True)
+class Resolved:
+    """A run as its options say, resolved and checked once: the suite (its file and manifest,
+    its scenarios loaded when first read), the model and how it is reached, the parameters the
+    manifest records, and the run directory."""
+
+    suite: ResolvedSuite
+    model: ModelRequest
+    params: RunParams
+    out: Path
+
+    @property
+    def track(self) -> Track:
+        return track(self.params.track)
+
+    def scenarios(self, given_ask_at: str | Sequence[int] | None) -> list[Scenario]:
+        """The scenarios the run plays (its scope), with ``--ask-at`` (as given) checked
+        against them."""
+        chosen = select(self.suite.scenarios, self.params)
+        check_ask_at(given_ask_at, chosen, self.params)
+        return chosen
+
+
+def _resolved(opts: RunOptions, offline: bool = False) -> Resolved:
+    """The run ``opts`` describe: the suite named once, the router group (``opts.router``'s
+    deployments named ``opts.model``, checked first, by litellm unless ``offline``) and every
+    option checked (:func:`butterfly.runs.options.make_params`)."""
+    where = check_out(opts.out)
+    suite = resolve(opts.suite)
     config = None if opts.router is None else (
         load_router(opts.router, opts.model) if offline else router_config(opts.router,
                                                                            opts.model))
-    return config, make_params(opts, None if config is None else router_ref(config))
+    params = make_params(opts, None if config is None else router_ref(config), suite)
+    out = where or default_out(opts.model, suite.path, shard=opts.shard, mode=opts.mode)
+    model = ModelRequest(opts.model, opts.api_base, params.via, config, opts.cache)
+    return Resolved(suite, model, params, out)
 
 
 def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: Any) -> Run:
@@ -117,21 +144,15 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
     says whether every conversation completed (``complete``) or some await a re-run
     (``incomplete``, or ``budget``: re-run with a larger ``max_cost``); docs/api.md."""
     o = options(opts, **fields)
-    where = check_out(o.out)
-    config, params = _checked(o)
-    if config is None:
+    r = _resolved(o)
+    if not r.model.routed:
         check_model(o.model)
     if o.max_cost is not None:
-        check_priced(o.model, o.api_base, o.via, config, params.price)
-    suite_path = resolve_suite(o.suite)
-    whole = load_suite(suite_path)
-    scenarios = select(whole, params)
-    check_ask_at(o.ask_at, scenarios, params)
-    target = where or default_out(o.model, suite_path, shard=o.shard, mode=o.mode)
-    check_cache(o.model, o.cache, routed=config is not None)  # last: it may create the cache
-    state = _play_all(o.model, suite_path, scenarios, params, target,
-                      api_base=o.api_base, cache=o.cache, progress=progress, router=config)
-    return run_of(target, state.manifest, whole, state)  # what it played: nothing read again
+        check_priced(o.model, o.api_base, o.via, r.model.router, r.params.price)
+    scenarios = r.scenarios(o.ask_at)
+    check_cache(o.model, o.cache, routed=r.model.routed)  # last: it may create the cache
+    state = _play_all(r, scenarios, progress)
+    return run_of(r.out, state.manifest, r.suite.scenarios, state)  # nothing read again
 
 
 def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
@@ -144,54 +165,38 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
     any); ``slice_by``: ``length``, ``category`` or ``scenario`` (default: length for a suite
     whose manifest says it is built by length, else category); docs/cost.md."""
     o = options(opts, **fields)
-    where = check_out(o.out)
-    config, params = _checked(o, offline=True)
-    if config is None:
+    r = _resolved(o, offline=True)
+    if not r.model.routed:
         check_name_offline(o.model)
-    suite_path = resolve_suite(o.suite)
-    whole = load_suite(suite_path)
-    scenarios = select(whole, params)
-    check_ask_at(o.ask_at, scenarios, params)
-    target = where or default_out(o.model, suite_path, shard=o.shard, mode=o.mode)
-    state = peek_state(target, o.model, suite_path, scenarios, params)
-    manifest = load_manifest(suite_path)
-    by: SliceBy = slice_by or ("length" if manifest is not None and manifest.lengths
-                               else "category")
-    billed = config is not None or prefix_of(o.model).priced
+    scenarios = r.scenarios(o.ask_at)
+    params = r.params
+    state = peek_state(r.out, o.model, r.suite.path, scenarios, params)
+    by: SliceBy = slice_by or ("length" if r.suite.by_length else "category")
+    billed = r.model.routed or prefix_of(o.model).priced
     rates = price if price is not None else rates_for(o.model, params.price)  # the run's own
     limits = window(o.model)  # litellm's map, read without importing litellm
-    return bill_of(o.model, suite_path, scenarios, state, by, counter_for(o.model),
+    return bill_of(o.model, r.suite.path, scenarios, state, by, counter_for(o.model),
                    caching_of(o.model), rates, billed, None if limits is None else limits.prompt)
 
 
-def _play_all(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
-              out: Path, *, api_base: str | None, cache: str | None, progress: bool,
-              router: RouterConfig | None = None) -> RunState:
-    """Hold ``out``'s write lock, open the model, then create or resume the run: a model that
-    cannot be opened leaves nothing behind but the (free) lock file."""
-    with writer_lock(out):
-        state = _play(model, suite_path, scenarios, params, out, api_base=api_base, cache=cache,
-                      progress=progress, router=router)
-        if params.track == "code":  # the writer observes its programs, the model closed
-            _observe_played(out, scenarios, state, progress)
+def _play_all(r: Resolved, scenarios: list[Scenario], progress: bool) -> RunState:
+    """Hold the run directory's write lock, open the model, then create or resume the run: a
+    model that cannot be opened leaves nothing behind but the (free) lock file."""
+    with writer_lock(r.out):
+        state = _play(r, scenarios, progress)
+        if r.track.observes:  # the writer observes its programs, the model closed
+            _observe_played(r.out, scenarios, state, progress)
     return state
 
 
-def _play(model: str, suite_path: Path, scenarios: list[Scenario], params: RunParams,
-          out: Path, *, api_base: str | None, cache: str | None, progress: bool,
-          router: RouterConfig | None) -> RunState:
+def _play(r: Resolved, scenarios: list[Scenario], progress: bool) -> RunState:
     """Open the model, create or resume the run, and play it (the caller holds the lock)."""
+    out, model = r.out, r.model.model
     with contextlib.ExitStack() as stack:
-        client = open_client(stack, model, scenarios, concurrency=params.concurrency,
-                             retries=params.retries, timeout=params.timeout, api_base=api_base,
-                             cache_path=cache, via=params.via, router=router,
-                             max_answer_chars=params.max_answer_chars,
-                             max_retry_wait=params.max_retry_wait, track=params.track,
-                             user_price=params.price)
+        client = open_client(stack, r.model, scenarios, r.params)
         try:
-            state = open_run(out, model, suite_path, scenarios, params)
-            note_transport(out, state, transport(model, api_base, params.via,
-                                                 routed=router is not None))
+            state = open_run(out, model, r.suite.path, scenarios, r.params)
+            note_transport(out, state, r.model.transport)
         except BaseException:
             asyncio.run(client.aclose())
             raise
@@ -212,16 +217,16 @@ def _observe_played(out: Path, scenarios: list[Scenario], state: RunState,
     return observe_programs(out, programs(tuple(scenarios), state.done).values(), told)
 
 
-def observe(run: str | Path, *, allow_fallback: bool = False,
+def observe(run: str | Path | Run, *, allow_fallback: bool = False,
             on_done: Callable[[int, int], None] | None = None) -> Observed:
-    """``butterfly observe``: run every program of the code run ``run`` not yet observed in
-    the sandbox, each observation kept as it is made (the run's write lock held: refused while
-    another process writes it). Refuses the fallback sandbox when this process is root unless
-    ``allow_fallback``. ``on_done(observed, to_observe)`` is told after each
-    (docs/code-track.md, "Observing a run")."""
-    path = Path(run)
-    loaded = load_run(path)
-    if loaded.params.track != "code":
+    """``butterfly observe``: run every program of the code run ``run`` (its directory, or the
+    run loaded) not yet observed in the sandbox, each observation kept as it is made (the
+    run's write lock held: refused while another process writes it). Refuses the fallback
+    sandbox when this process is root unless ``allow_fallback``. ``on_done(observed,
+    to_observe)`` is told after each (docs/code-track.md, "Observing a run")."""
+    loaded = run if isinstance(run, Run) else load_run(Path(run))
+    path = loaded.path
+    if not loaded.track.observes:
         raise UserError(f"{path}: a {loaded.params.track}-track run has no programs to observe "
                         "(observe is for code-track runs)")
     check_sandbox(allow_fallback)
@@ -243,8 +248,8 @@ def repair(out: str | Path, flags: RunOptions | None = None) -> RepairResult:
     when its manifest is lost."""
     if flags is None:
         return repair_run(Path(out))
-    params = run_params(flags)
-    return repair_run(Path(out), Identity(flags.model, resolve_suite(flags.suite), params))
+    r = _resolved(flags)
+    return repair_run(Path(out), Identity(flags.model, r.suite.path, r.params))
 
 
 def merge(shards: Sequence[str | Path], out: str | Path) -> RunManifest:

@@ -13,6 +13,7 @@ from butterfly.analysis.results import SequentialResult
 from butterfly.api.running import default_out, options
 from butterfly.core.options import RunOptions
 from butterfly.core.vocab import DEFAULTS, ErrorClass
+from butterfly.engine.tracks import TRACKS, track
 from butterfly.errors import UserError
 from butterfly.models.client import OnWait
 from butterfly.models.registry import check_cache, check_priced
@@ -21,7 +22,7 @@ from butterfly.runs.options import check_model, check_out, make_params
 from butterfly.runs.pricing import PriceGiven, user_price
 from butterfly.runs.scope import check_ask_at, select
 from butterfly.runs.sequential import Plan, play_sequential, routers
-from butterfly.suite.load import ask_at_of, load_suite, resolve_suite, track_of
+from butterfly.suite.load import resolve
 
 if TYPE_CHECKING:
     from butterfly.analysis.sequential import SequentialDesign
@@ -46,15 +47,16 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
         raise UserError("sequential plays two models: give each its price with --price-a / "
                         "--price-b FILE or --price-per-mtok-a / --price-per-mtok-b IN,OUT "
                         "(price_a, price_b in the API), not --price (docs/cost.md)")
-    suite_path = resolve_suite(o.suite)
-    if (o.track or track_of(suite_path)) == "code":
-        raise UserError("sequential plays the spec track only: a code run's answers are "
-                        "programs, judged once observed in the sandbox, and the sequential "
-                        "design decides from answers as they come (run each model with "
-                        "`butterfly run --track code`, then `butterfly compare`)")
+    suite = resolve(o.suite)
+    chosen = o.track or suite.track
+    if chosen in TRACKS and track(chosen).observes:
+        raise UserError(f"sequential does not play the {chosen} track: a {chosen} run's "
+                        "answers are programs, judged once observed in the sandbox, and the "
+                        "sequential design decides from answers as they come (run each model "
+                        f"with `butterfly run --track {chosen}`, then `butterfly compare`)")
     given = o.ask_at
-    o = _asked(o, suite_path)
-    params = make_params(o)
+    params = make_params(o, suite=suite)  # in restate mode, the suite's ask points by default
+    suite_path = suite.path
     prices = (user_price(price_a, price_per_mtok_a, "-a"),
               user_price(price_b, price_per_mtok_b, "-b"))
     if model_a == model_b and prices[0] != prices[1]:
@@ -69,7 +71,7 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
     if params.max_cost is not None:
         for model, price, side in zip((model_a, model_b), prices, ("-a", "-b"), strict=True):
             check_priced(model, o.api_base, params.via, configs.get(model), price, side)
-    scenarios = select(load_suite(suite_path), params)
+    scenarios = select(suite.scenarios, params)
     check_ask_at(given, scenarios, params)
     for model in (model_a, model_b):  # last: it may create the cache
         check_cache(model, o.cache, routed=model in configs)
@@ -81,14 +83,6 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
                              on_round=None if quiet else _say_round(design))
     return result(design, scenarios, rounds, method=method, q=q, cap=cap, stop_fine=stop_fine,
                   model_a=model_a, model_b=model_b, out_a=a, out_b=b)
-
-
-def _asked(o: RunOptions, suite_path: Path) -> RunOptions:
-    """In restate mode without ``ask_at``, the suite's default ask points, as ``run`` takes
-    them (its manifest's; every turn when it names none)."""
-    if o.ask_at is None and o.mode == "restate" and (o.track or track_of(suite_path)) == "spec":
-        return o.replace(ask_at=ask_at_of(suite_path))
-    return o
 
 
 def _outs(model_a: str, model_b: str, suite_path: Path, out_a: str | Path | None,

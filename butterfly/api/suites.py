@@ -14,23 +14,22 @@ from butterfly.core.parse import main_parse
 from butterfly.core.vocab import TRACKS, Track
 from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
-from butterfly.suite.chains import generate_chains, parse_mix
-from butterfly.suite.code import generate_code_chains, generate_code_mixed
+from butterfly.suite.chains import parse_mix
 from butterfly.suite.depth import asked_of, depth_rows
 from butterfly.suite.few_shot import few_shot_clash
-from butterfly.suite.generate import GENERATOR_VERSION, generate_mixed, paraphrase_variants
+from butterfly.suite.generate import GENERATOR_VERSION, paraphrase_variants
 from butterfly.suite.horizon import generate_horizon
 from butterfly.suite.load import (
     BUILTINS,
+    SuiteError,
     build_builtin,
-    check_code,
     dumps_suite,
     load_manifest,
     load_suite,
     resolve_suite,
     sha256_text,
-    track_of,
 )
+from butterfly.suite.tracks import suite_track
 from oracle import ASKED_MAX_TURNS, MAX_TURNS, Scenario, SuiteManifest, replay
 from oracle.depth import DepthViolation, chain_depth, depth_guarded, summarise
 from oracle.depth import violation as depth_violation
@@ -79,11 +78,14 @@ def _track_given(track: str, suite: str | None, variants: int | None) -> None:
     """Refuse (one line) a track that is none, or that does not go with the other arguments."""
     if track not in TRACKS:
         raise UserError(f"generate: --track takes {' or '.join(TRACKS)}, not {track!r}")
-    if track == "code" and suite is not None and suite in BUILTINS \
-            and BUILTINS[suite].track != "code":
-        raise UserError(f"generate: {suite} is a suite of the spec track, not the code track")
-    if track == "code" and variants is not None:
-        raise UserError("generate: --paraphrase-variants is not built for the code track yet")
+    kind = suite_track(track)
+    if suite is not None and suite in BUILTINS and kind.rule is not None \
+            and suite_track(BUILTINS[suite].track) is not kind:  # its rules are not this one's
+        raise UserError(f"generate: {suite} is a suite of the {BUILTINS[suite].track} track, "
+                        f"not the {track} track")
+    if not kind.variants and variants is not None:
+        raise UserError(f"generate: --paraphrase-variants is not built for the {track} track "
+                        "yet")
 
 
 def _chains(lengths: str | list[int], per_length: int | None, ops: str | None,
@@ -93,9 +95,7 @@ def _chains(lengths: str | list[int], per_length: int | None, ops: str | None,
                         "instead of --count")
     mix = None if ops is None else parse_mix(ops)
     per = 12 if per_length is None else per_length
-    if track == "code":
-        return generate_code_chains(_lengths(lengths), per, seed, prefix=f"s{seed}", mix=mix)
-    return generate_chains(_lengths(lengths), per, seed, prefix=f"s{seed}", mix=mix)
+    return suite_track(track).chains(_lengths(lengths), per, seed, prefix=f"s{seed}", mix=mix)
 
 
 def _mixed(count: int | None, ops: str | None, per_length: int | None,
@@ -105,7 +105,7 @@ def _mixed(count: int | None, ops: str | None, per_length: int | None,
                         "(with --seed S)")
     if ops is not None or per_length is not None:
         raise UserError("generate: --ops and --per-length go with --lengths")
-    return generate_code_mixed(count, seed) if track == "code" else generate_mixed(count, seed)
+    return suite_track(track).mixed(count, seed)
 
 
 def _variants(scenarios: list[Scenario], k: int | None) -> list[Scenario]:
@@ -123,7 +123,7 @@ def _asked(lengths: str | list[int] | None, per_length: int | None, ops: str | N
     """Chains with default ask points: the horizon planner's, and their manifest."""
     if lengths is None or count is not None:
         raise UserError("generate: --ask-at goes with --lengths (chains asked at chosen turns)")
-    if ops is not None or track != "spec" or variants is not None:
+    if ops is not None or not suite_track(track).asked or variants is not None:
         raise UserError("generate: --ask-at draws its own op mix (the horizon planner, "
                         "docs/ladder.md); it takes no --ops, --track code or "
                         "--paraphrase-variants")
@@ -180,9 +180,9 @@ def validate(files: list[str], track: Track | None = None) -> list[SuiteCheck]:
     is held to the depth guard (contract v4, section 8; :func:`audit_depth`)."""
     checks = []
     for path in (resolve_suite(f) for f in files):
-        scenarios = load_suite(path)
-        if track == "code" and track_of(path) != "code":  # else load_suite checked them
-            check_code(path, scenarios)
+        scenarios = load_suite(path)  # held to the rules of its manifest's track
+        if track is not None:  # and to those of the track asked for
+            suite_track(track).check(path, scenarios, SuiteError)
         seen: dict[str, str | None] = {}
         for s in scenarios:
             _few_shot_free(path, s, seen)

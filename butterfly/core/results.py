@@ -7,16 +7,21 @@ Schemas are published under docs/schemas/ beside the records' (``butterfly schem
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, create_model
+from pydantic import ConfigDict, Field, WithJsonSchema, create_model
 
 from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.pooling import Interval as Interval
 from butterfly.core.pooling import Result
 from butterfly.core.pooling import Share as Share
 from butterfly.core.price import UserPrice
-from butterfly.core.vocab import Track
+from butterfly.core.vocab import TRACKS
+
+TrackName = Annotated[str, WithJsonSchema({"enum": list(TRACKS), "type": "string"})]
+"""A track's name as a record holds it: a track of the registry (``butterfly.engine.tracks``,
+which the run records check). The JSON Schemas list the tracks butterfly ships
+(``core.vocab.TRACKS``); a track registered beside them (a test's toy track) is held too."""
 
 if TYPE_CHECKING:
     class Aggregate(Result):
@@ -192,7 +197,7 @@ class PromptLabel(Result):
     recorded: bool = Field(description="The manifest records the version; false: read from the "
                            "fingerprint.")
     sha256: str
-    track: Track = Field("spec", description="code: the code track's conversation "
+    track: TrackName = Field("spec", description="code: the code track's conversation "
                          "(butterfly.code.conversation.CODE_PROMPT_VERSION).")
 
 

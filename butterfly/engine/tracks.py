@@ -1,18 +1,22 @@
 """Tracks as objects: what differs between keeping the spec as JSON and keeping it as a program.
 
 A :class:`Track` holds everything that depends on what the model keeps: the messages a turn
-adds, the fingerprint of its prompts, how an answer is read (a spec parsed, or a program taken),
-what it refuses to play, whether an ask over the context window is an abstention, how a turn's
+adds, the fingerprint and version of its prompts, how an answer is read (a spec parsed, or a
+program taken) when it is played and when a run is read back, what it refuses to play (as
+flags, and as a run's settings), whether an ask over the context window is an abstention,
+whether its answers are programs observed in the sandbox before they are judged, how a turn's
 answer is judged against the oracle (for the code track: with the observed behaviour put in),
-and the answer the dry run expects. :data:`TRACKS` is the registry; a new track is one entry
-(docs/design.md, "Where a change goes"). Pure and notebook-inlinable: imports ``core``,
-``code`` and ``oracle`` only.
+the transcript view that shows its turns, and the answer the dry run expects. :data:`TRACKS` is
+the registry; a new track is one entry (docs/design.md, "Where a change goes"). Every layer
+above asks the run's :func:`track` rather than testing its name. Pure and notebook-inlinable:
+imports ``core``, ``code`` and ``oracle`` only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple, Protocol
 
@@ -20,10 +24,9 @@ from butterfly.code import conversation as code_conversation
 from butterfly.code.judge import judged
 from butterfly.code.program import render
 from butterfly.core.parse import parse_answer
-from butterfly.core.prompts import Message, added_messages, prompt_fingerprint
-from butterfly.core.vocab import Mode, ParseMode, SCBase, Strategy
+from butterfly.core.prompts import PROMPT_VERSION, Message, added_messages, prompt_fingerprint
+from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, SCBase, Strategy
 from butterfly.core.vocab import Protocol as AnswerProtocol
-from butterfly.core.vocab import Track as TrackName
 from oracle import Scenario
 
 
@@ -56,15 +59,91 @@ class Played(Protocol):
     def ask_at(self) -> tuple[int, ...] | None: ...
 
 
+class Asking(Protocol):
+    """Where a run asks (``RunParams``, a dry run's bill): its ask points, None for every
+    turn."""
+
+    @property
+    def ask_at(self) -> Sequence[int] | None: ...
+
+
+class Flags(Protocol):
+    """The flags of ``butterfly run`` a track may refuse, as given (``core.options.RunOptions``
+    has them all): read before they become a run's settings, so a refusal names them."""
+
+    @property
+    def mode(self) -> Mode: ...
+    @property
+    def strategy(self) -> Strategy: ...
+    @property
+    def samples(self) -> int | None: ...
+    @property
+    def layouts(self) -> str | Sequence[str]: ...
+    @property
+    def protocol(self) -> AnswerProtocol | None: ...
+    @property
+    def ask_at(self) -> str | Sequence[int] | None: ...
+
+
+class Reading(NamedTuple):
+    """The settings an answer is read again with (``butterfly score --parse``, ``--protocol``):
+    a run's :class:`Played` settings with another parse mode or protocol."""
+
+    mode: Mode
+    strategy: Strategy
+    protocol: AnswerProtocol
+    sc_base: SCBase
+    parse: ParseMode
+    samples: int
+    layouts: tuple[str, ...]
+    ask_at: tuple[int, ...] | None
+
+    @classmethod
+    def of(cls, p: Played, parse: ParseMode | None = None,
+           protocol: AnswerProtocol | None = None) -> Reading:
+        return cls(p.mode, p.strategy, protocol or p.protocol, p.sc_base, parse or p.parse,
+                   p.samples, tuple(p.layouts), p.ask_at)
+
+
 @dataclass(frozen=True)
 class Track:
-    """One track: its name and the functions that make it what it is (subclassed per track)."""
+    """One track: its name, what it is and the functions that make it what it is (subclassed
+    per track)."""
 
-    name: TrackName
+    name: str
+    prompt_version: int
+    """The version of the track's prompts (``prompt_version`` in a new run's manifest)."""
+    max_tokens: int = DEFAULTS.max_tokens
+    """The most tokens per answer when ``--max-tokens`` is not given."""
+    observes: bool = False
+    """Its answers are programs, observed in the sandbox before they are judged: a run of it is
+    observed once played (``butterfly observe``), records its sandbox, reads its turns back
+    from the observations on file, has the code figures in its score, and cannot be played
+    sequentially (the design decides from answers as they come)."""
+    view: str = "answers"
+    """The transcript view that shows its turns (``show``, the report): ``answers``, or
+    ``programs`` (each turn's program diff beside its observed spec)."""
+    keyed: bool = True
+    """Its name is part of a run's answer key (a resume with another track is refused); the
+    spec track's is not, so runs made before tracks resume as they did."""
+    label: str = ""
+    """What its prompt versions are called before ``prompt vN`` (``code `` for the code
+    track's)."""
 
     def fingerprint(self, p: Played) -> str:
         """The text whose sha256 names a run's prompts (a resume refuses another)."""
         raise NotImplementedError
+
+    def prompt_sha256(self, p: Played) -> str:
+        """The sha256 of :meth:`fingerprint`: a run manifest's ``prompt_sha256``."""
+        return hashlib.sha256(self.fingerprint(p).encode("utf-8")).hexdigest()
+
+    def version_name(self, version: int | None) -> str:
+        """``prompt v3`` (``code prompt v1`` on the code track); ``prompt before versions`` for
+        a fingerprint without a known version."""
+        if version is None:
+            return "prompt before versions"
+        return f"{self.label}prompt v{version}"
 
     def added(self, scenario: Scenario, turn: int, previous: str | None, layout: str,
               p: Played) -> list[Message]:
@@ -80,7 +159,16 @@ class Track:
         """Why the track cannot play these settings (one line), or None."""
         return None
 
-    def context_abstains(self, p: Played) -> bool:
+    def flags_refusal(self, o: Flags, layouts: Sequence[str]) -> str | None:
+        """Why ``butterfly run`` cannot play these flags on this track (one line naming them),
+        or None; ``layouts``: ``o.layouts`` parsed."""
+        return None
+
+    def protocol(self, chosen: AnswerProtocol) -> AnswerProtocol:
+        """The output protocol a run records, given the one the flags chose."""
+        return chosen
+
+    def context_abstains(self, p: Asking) -> bool:
         """Whether a call over the model's context window is an abstention (reason
         ``context``: the model cannot answer it) rather than a provider fault."""
         return p.ask_at is not None
@@ -142,7 +230,27 @@ class CodeTrack(Track):
             return "the code track is played in layout E"
         return None
 
-    def context_abstains(self, p: Played) -> bool:
+    def flags_refusal(self, o: Flags, layouts: Sequence[str]) -> str | None:
+        """Chat mode, zero-shot, one answer per turn, layout E (contract section 7: other modes
+        may follow later); its answers are programs, so no protocol of its own."""
+        shown = o.layouts if isinstance(o.layouts, str) else ",".join(o.layouts)
+        unsupported = [flag for flag, bad in (
+            (f"--mode {o.mode}", o.mode != "chat"),
+            (f"--strategy {o.strategy}", o.strategy != "zero-shot"),
+            (f"--samples {o.samples}", o.samples not in (None, 1)),
+            (f"--layouts {shown}", tuple(layouts) != ("E",)),
+            (f"--protocol {o.protocol}", o.protocol is not None),
+            (f"--ask-at {o.ask_at}", o.ask_at is not None),
+        ) if bad]
+        if not unsupported:
+            return None
+        return (f"the code track plays chat mode, zero-shot, layout E, one sample, answers as "
+                f"programs: {', '.join(unsupported)} is not supported")
+
+    def protocol(self, chosen: AnswerProtocol) -> AnswerProtocol:
+        return "json"  # a program, not a spec: no JSON Schema as response_format
+
+    def context_abstains(self, p: Asking) -> bool:
         return True  # a program that no longer fits cannot be answered: contract section 7
 
     def judge(self, oracle_spec: Mapping[str, str],
@@ -153,8 +261,14 @@ class CodeTrack(Track):
         return code_conversation.answer_text(render(code_conversation.code_spec(dict(spec))))
 
 
-TRACKS: Final[dict[str, Track]] = {t.name: t for t in (SpecTrack("spec"), CodeTrack("code"))}
-"""The registry of tracks, by name (``RunParams.track``, a suite manifest's ``track``)."""
+SPEC: Final = SpecTrack("spec", PROMPT_VERSION, keyed=False)
+CODE: Final = CodeTrack("code", code_conversation.CODE_PROMPT_VERSION,
+                        max_tokens=DEFAULTS.code_max_tokens, observes=True, view="programs",
+                        label="code ")
+
+TRACKS: Final[dict[str, Track]] = {t.name: t for t in (SPEC, CODE)}
+"""The registry of tracks, by name (``RunParams.track``, a suite manifest's ``track``). The
+names of the tracks it ships are ``core.vocab.TRACKS`` (argparse's choices, the schemas)."""
 
 
 def track(name: str) -> Track:
@@ -162,4 +276,12 @@ def track(name: str) -> Track:
     return TRACKS[name]
 
 
-__all__ = ["TRACKS", "CodeTrack", "Parsed", "Played", "SpecTrack", "Track", "track"]
+def registered(name: str) -> str:
+    """``name`` if it names a track of the registry; else ValueError (a record's validator)."""
+    if name not in TRACKS:
+        raise ValueError(f"no track named {name!r} (known: {', '.join(TRACKS)})")
+    return name
+
+
+__all__ = ["CODE", "SPEC", "TRACKS", "Asking", "CodeTrack", "Flags", "Parsed", "Played", "Reading",
+           "SpecTrack", "Track", "registered", "track"]

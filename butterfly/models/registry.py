@@ -26,21 +26,64 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from butterfly.code.agents import CODE_AGENTS
 from butterfly.core.price import UserPrice
-from butterfly.core.vocab import Track, Transport, Via
+from butterfly.core.vocab import Transport, Via
 from butterfly.core.wire import SERVER_PREFIXES
 from butterfly.errors import UserError
 from butterfly.models.cache import Cache, cache_file
-from butterfly.models.client import ANSWER_CAP, RETRY_WAIT_CAP, ModelClient
+from butterfly.models.client import ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
 from butterfly.models.prices import Rates
 from butterfly.models.provider import Provider
 from butterfly.models.router import RouterConfig, load_router
 from butterfly.models.scripted import ScriptedProvider, check_agent
 from oracle import Scenario
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Which model a run calls, and how: resolved and checked once (``--model``,
+    ``--api-base``, ``--via``, the ``--router`` group of the model, ``--cache``), then passed
+    whole to :func:`open_client`."""
+
+    model: str
+    api_base: str | None = None
+    via: Via = "auto"
+    router: RouterConfig | None = None
+    """``--router FILE``: the deployments of :attr:`model`, checked."""
+    cache: str | None = None
+    """The answer cache's path (None: no cache)."""
+
+    @property
+    def routed(self) -> bool:
+        return self.router is not None
+
+    @property
+    def transport(self) -> Transport:
+        """How its calls are sent (:func:`transport`)."""
+        return transport(self.model, self.api_base, self.via, routed=self.routed)
+
+
+class ClientSettings(Protocol):
+    """What a client reads of a run's settings (``runs.records.RunParams`` has it all)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def retries(self) -> int: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def max_answer_chars(self) -> int: ...
+    @property
+    def max_retry_wait(self) -> float: ...
+    @property
+    def track(self) -> str: ...
+    @property
+    def price(self) -> UserPrice | None: ...
 
 
 @dataclass(frozen=True)
@@ -56,8 +99,8 @@ class OpenRequest:
     via: Via = "auto"
     router: RouterConfig | None = None
     """``--router FILE``: the deployments of :attr:`model` (the router opener)."""
-    track: Track = "spec"
-    """What the scripted agents answer: a spec (JSON) or a program (the code track)."""
+    track: str = "spec"
+    """The run's track: what the scripted agents answer (a spec as JSON, a program)."""
 
 
 Opener = Callable[[OpenRequest], Provider]
@@ -281,31 +324,29 @@ def opener_of(model: str, router: RouterConfig | None = None) -> Opener:
 def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
                   concurrency: int = 1, api_base: str | None = None,
                   via: Via = "auto", router: RouterConfig | None = None,
-                  track: Track = "spec") -> Provider:
+                  track: str = "spec") -> Provider:
     """The provider for ``model`` (behind ``router`` when given); servers it starts are
     stopped when ``stack`` closes."""
     return opener_of(model, router)(OpenRequest(stack, model, scenarios, concurrency,
                                                 api_base, via, router, track))
 
 
-def open_client(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
-                concurrency: int, retries: int, timeout: float, api_base: str | None = None,
-                cache_path: str | None = None, via: Via = "auto",
-                router: RouterConfig | None = None, max_answer_chars: int = ANSWER_CAP,
-                max_retry_wait: float = RETRY_WAIT_CAP, track: Track = "spec",
-                user_price: UserPrice | None = None) -> ModelClient:
-    """The client for ``model``: its provider, the answer cache (unless ``cache_path`` is None
-    or the provider is not worth caching), retries, timeouts and concurrency, and the user's
-    price when given (every answer priced by it). The cache keys a router's answers by its
-    deployments (never as one server's)."""
-
-    provider = open_provider(stack, model, scenarios, concurrency=concurrency,
-                             api_base=api_base, via=via, router=router, track=track)
+def open_client(stack: ExitStack, request: ModelRequest, scenarios: Sequence[Scenario],
+                settings: ClientSettings) -> ModelClient:
+    """The client for ``request``'s model: its provider, the answer cache (unless
+    ``request.cache`` is None or the provider is not worth caching), and, from the run's
+    ``settings``, retries, timeouts, concurrency, the answer cap and the user's price when
+    given (every answer priced by it). The cache keys a router's answers by its deployments
+    (never as one server's)."""
+    s = settings
+    provider = opener_of(request.model, request.router)(OpenRequest(
+        stack, request.model, scenarios, s.concurrency, request.api_base, request.via,
+        request.router, s.track))
     cache = None
-    if cache_path is not None and provider.cacheable:
-        server = router.identity() if router is not None else api_base
-        cache = Cache(cache_file(cache_path), api_base=server)
-    return ModelClient(provider, concurrency=concurrency, retries=retries, timeout=timeout,
-                       cache=cache, max_answer_chars=max_answer_chars,
-                       max_retry_wait=max_retry_wait,
-                       user_rates=None if user_price is None else Rates.of(user_price))
+    if request.cache is not None and provider.cacheable:
+        server = request.router.identity() if request.router is not None else request.api_base
+        cache = Cache(cache_file(request.cache), api_base=server)
+    return ModelClient(provider, concurrency=s.concurrency, retries=s.retries,
+                       timeout=s.timeout, cache=cache, max_answer_chars=s.max_answer_chars,
+                       max_retry_wait=s.max_retry_wait,
+                       user_rates=None if s.price is None else Rates.of(s.price))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -18,7 +19,6 @@ from butterfly.core.agents import (
     noisy_spec,
     window_k,
 )
-from butterfly.core.vocab import Track
 from butterfly.errors import UserError
 from butterfly.models.provider import Request, Response
 from oracle import Scenario, replay
@@ -31,29 +31,66 @@ HELD: Final = 1024
 conversations are played in suite order, so a run's memory does not grow with its suite."""
 
 
-def check_agent(name: str, track: Track = "spec") -> None:
+@dataclass(frozen=True)
+class Agents:
+    """The scripted agents of one track: the names it plays, and each one's answers."""
+
+    refusal: Callable[[str], str | None]
+    """Why agent NAME does not play this track (one line), or None."""
+    answers: Callable[[str, Scenario], list[str]]
+    """Agent NAME's answer after every turn of a scenario (index 0: the initial spec's)."""
+    per_request: bool = False
+    """The recency agent answers each request as it comes (a long chain asked at chosen turns
+    replays K turns an ask, never the whole chain)."""
+
+
+def _spec_refusal(name: str) -> str | None:
+    if name in CODE_AGENTS and name not in AGENTS:
+        return (f"script/{name} answers programs: it plays the code track (--track code, or a "
+                "suite whose manifest says track code)")
+    if (name not in AGENTS and noisy_p(name) is None and drift_p(name) is None
+            and window_k(name) is None):
+        return (f"unknown scripted agent script/{name} (known: "
+                f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P, "
+                "script/drift:p=P, script/window:k=K)")
+    return None
+
+
+def _code_refusal(name: str) -> str | None:
+    if name not in CODE_AGENTS and window_k(name) is None:
+        return (f"unknown scripted agent script/{name} for the code track (known: "
+                f"{', '.join('script/' + a for a in CODE_AGENTS)}, script/window:k=K)")
+    return None
+
+
+def _spec_answers(name: str, scenario: Scenario) -> list[str]:
+    return [json.dumps(s) for s in agent_specs(name, scenario)]
+
+
+SCRIPTED: Final[dict[str, Agents]] = {
+    "spec": Agents(_spec_refusal, _spec_answers, per_request=True),
+    "code": Agents(_code_refusal, code_answers),
+}
+"""The scripted agents of each track, by the track's name (``butterfly.engine.tracks``)."""
+
+
+def agents_of(track: str) -> Agents:
+    """The scripted agents of ``track``; a track without any is one clear line."""
+    if track not in SCRIPTED:
+        raise UserError(f"the {track} track has no scripted agents (script/NAME plays "
+                        f"{', '.join(SCRIPTED)})")
+    return SCRIPTED[track]
+
+
+def check_agent(name: str, track: str = "spec") -> None:
     """Refuse an unknown agent name or a malformed ``:p=P`` (one clear line)."""
     try:
-        window = window_k(name)
+        window_k(name)
+        refused = agents_of(track).refusal(name)
     except AgentError as e:
         raise UserError(str(e)) from None
-    if track == "code":
-        if name not in CODE_AGENTS and window is None:
-            raise UserError(f"unknown scripted agent script/{name} for the code track (known: "
-                            f"{', '.join('script/' + a for a in CODE_AGENTS)}, "
-                            "script/window:k=K)")
-        return
-    if name in CODE_AGENTS and name not in AGENTS:
-        raise UserError(f"script/{name} answers programs: it plays the code track "
-                        "(--track code, or a suite whose manifest says track code)")
-    try:
-        if (name not in AGENTS and noisy_p(name) is None and drift_p(name) is None
-                and window is None):
-            raise AgentError(f"unknown scripted agent script/{name} (known: "
-                             f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P, "
-                             "script/drift:p=P, script/window:k=K)")
-    except AgentError as e:
-        raise UserError(str(e)) from None
+    if refused is not None:
+        raise UserError(refused)
 
 
 class ScriptedProvider:
@@ -62,18 +99,17 @@ class ScriptedProvider:
     cacheable = False
 
     def __init__(self, name: str, scenarios: Mapping[str, Scenario],
-                 track: Track = "spec") -> None:
+                 track: str = "spec") -> None:
         check_agent(name, track)
         self.noisy = noisy_p(name)
         self.drift = drift_p(name)
         self.window = window_k(name)
-        self.track = track
+        self.agents = agents_of(track)
         self.name = name
         self._scenarios = scenarios
         self._oracle = lru_cache(maxsize=HELD)(lambda sid: replay(scenarios[sid]))
-        self._answers = lru_cache(maxsize=HELD)(
-            (lambda sid: code_answers(name, scenarios[sid])) if track == "code" else
-            (lambda sid: [json.dumps(s) for s in agent_specs(name, scenarios[sid])]))
+        answers = self.agents.answers
+        self._answers = lru_cache(maxsize=HELD)(lambda sid: answers(name, scenarios[sid]))
 
     async def __call__(self, request: Request, timeout: float) -> Response:
         sid = str(request.meta["scenario"])
@@ -87,7 +123,7 @@ class ScriptedProvider:
                 spec = drift_spec(s, turn, request.seed, self.drift or 0.0, oracle)
             text = json.dumps(spec)
             return Response(text=text, finish_reason="stop")
-        if self.window is not None and self.track == "spec":  # each asked turn replays K turns
+        if self.window is not None and self.agents.per_request:  # an ask replays K turns
             s = self._scenarios[sid]
             text = json.dumps(window_spec(s, turn, self.window) if turn else s.initial)
             return Response(text=text, finish_reason="stop")

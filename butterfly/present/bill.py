@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from butterfly.core.printable import printable
+from butterfly.engine.tracks import track
 from butterfly.runs.dryrun import Bill, DryRun
 
 HEAD = ("slice", "calls", "prompt tokens", "completion tokens", "cached prefix", "cost USD")
@@ -83,7 +84,7 @@ def window_line(d: DryRun) -> str:
     over = (f"context window: {d.calls_over_window:,} of {d.total.calls:,} calls have prompts "
             f"over the model's {d.context_window:,} tokens ({largest}): the provider would "
             "refuse them")
-    if d.track == "code" or d.ask_at is not None:
+    if track(d.track).context_abstains(d):
         return (f"{over}; the run records each as an abstention (reason context) and pays "
                 "nothing for it, so the table counts those calls too high")
     return (f"{over}, and the run would stop at the first: the table counts calls it cannot "

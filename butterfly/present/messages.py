@@ -10,6 +10,7 @@ from pathlib import Path
 
 from butterfly.analysis.listing import RunLine
 from butterfly.core.printable import printable
+from butterfly.engine.tracks import track
 from butterfly.runs.inspect_import import Imported
 from butterfly.runs.observe import Observed
 from butterfly.runs.reader import Run
@@ -118,7 +119,7 @@ def imported(log: str, result: Imported) -> list[str]:
     if result.not_played:
         lines.append(f"butterfly: {result.not_played} of {result.conversations} "
                      "conversation(s) have no call in the log: score counts them as not played")
-    if m.params.track == "code" and m.n_calls:
+    if track(m.params.track).observes and m.n_calls:
         lines.append("butterfly: a code run's programs are not run by the import; observe them "
                      f"in the sandbox with: butterfly observe {one_line(str(result.out))}")
     return lines

@@ -2,13 +2,15 @@
 
 The dry run plays the run with the real player (:func:`butterfly.runs.play.play_conversation`,
 over the same conversations, layouts, repeats, samples, shard and recorded calls of ``--out``
-as ``butterfly run``), answered by the scripted oracle in memory: whatever the player sends, the
-dry run counts, and it writes nothing. Each call's messages are counted with the model's
-tokenizer (:mod:`butterfly.models.tokens`) plus the chat template's tokens per message; its
-answer is the expected answer (what chat mode's history will roughly hold), counted as the
-completion, at most ``--max-tokens``. Cached-prefix tokens are the part of a prompt that
-repeats the conversation's previous call (its prompt and answer), as the provider caches it.
-The cost is :func:`cost_of` at the model's rates. docs/cost.md says how close it comes.
+as ``butterfly run``), answered in memory by the run's track's answer model
+(:meth:`butterfly.engine.tracks.Track.expected_answer`: the oracle's spec as the model would
+write it): whatever the player sends, the dry run counts, and it writes nothing. Each call's
+messages are counted with the model's tokenizer (:mod:`butterfly.models.tokens`) plus the chat
+template's tokens per message; its answer is the expected answer (what chat mode's history
+will roughly hold), counted as the completion, at most ``--max-tokens``. Cached-prefix tokens
+are the part of a prompt that repeats the conversation's previous call (its prompt and
+answer), as the provider caches it. The cost is :func:`cost_of` at the model's rates.
+docs/cost.md says how close it comes.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ from pathlib import Path
 from typing import Literal
 
 from butterfly.core.pooling import Result
+from butterfly.engine.tracks import Track, track
 from butterfly.models.client import ModelClient
 from butterfly.models.prices import Rates
 from butterfly.models.provider import Request, Response
-from butterfly.models.scripted import ScriptedProvider
 from butterfly.models.tokens import PER_CALL, Counter, LongCounts, PromptCaching
 from butterfly.runs.play import Conversation, Player, Progress, play_conversation
 from butterfly.runs.records import CallRecord, RunParams
 from butterfly.runs.scope import conversations
 from butterfly.runs.store import CallLog, RunState
-from oracle import Scenario
+from oracle import Scenario, replay
 
 SliceBy = Literal["length", "category", "scenario"]
 
@@ -207,18 +209,25 @@ class Meter:
         self.sums.setdefault(self.slice_of(conv[0]), Sums()).add(prompt, completion, cached)
 
 
-class MeteredOracle:
-    """The scripted oracle as a provider, each call counted by a :class:`Meter`."""
+class Expected:
+    """The track's answer model as a provider: each request answered with the oracle's spec
+    of its turn as the track's model would write it (``Track.expected_answer``), and counted
+    by a :class:`Meter`."""
 
     cacheable = False
+    HELD = 1024
+    """Scenarios whose oracle replay is kept, the most recently asked (suite order)."""
 
-    def __init__(self, oracle: ScriptedProvider, meter: Meter) -> None:
-        self.oracle, self.meter = oracle, meter
+    def __init__(self, track: Track, scenarios: Sequence[Scenario], meter: Meter) -> None:
+        by_id = {s.id: s for s in scenarios}
+        self.track, self.meter = track, meter
+        self._oracle = functools.lru_cache(maxsize=self.HELD)(lambda sid: replay(by_id[sid]))
 
     async def __call__(self, request: Request, timeout: float) -> Response:
-        response = await self.oracle(request, timeout)
-        self.meter.count(request, response.text)
-        return response
+        spec = self._oracle(str(request.meta["scenario"]))[int(request.meta["turn"])]
+        text = self.track.expected_answer(spec)
+        self.meter.count(request, text)
+        return Response(text=text, finish_reason="stop")  # no tokens: nothing is generated
 
     async def aclose(self) -> None:
         return None
@@ -253,11 +262,11 @@ async def _play(scenarios: Sequence[Scenario], player: Player) -> None:
 
 
 def meter_run(scenarios: Sequence[Scenario], state: RunState, meter: Meter) -> Meter:
-    """Play the run ``state`` starts from with the metered oracle (one conversation at a time,
-    so that each call follows its conversation's previous one)."""
+    """Play the run ``state`` starts from, answered by its track's answer model (one
+    conversation at a time, so that each call follows its conversation's previous one)."""
     params: RunParams = state.manifest.params
-    oracle = ScriptedProvider("oracle", {s.id: s for s in scenarios}, params.track)
-    client = ModelClient(MeteredOracle(oracle, meter), concurrency=1, retries=0, adaptive=False)
+    answers = Expected(track(params.track), scenarios, meter)
+    client = ModelClient(answers, concurrency=1, retries=0, adaptive=False)
     player = Player(client, state, NoLog(), Progress(total=0))
     asyncio.run(_play(scenarios, player))
     return meter

@@ -27,12 +27,11 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from butterfly.code.conversation import CODE_PROMPT_VERSION
 from butterfly.core.price import UserPrice
-from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import ConversationKey, make_turn
 from butterfly.core.vocab import DEFAULTS, ErrorClass, RunStatus
 from butterfly.engine.conversation import Sent
+from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.models.prices import Rates, rates_for
 from butterfly.runs.calls import Compactor
@@ -52,7 +51,6 @@ from butterfly.runs.records import (
 )
 from butterfly.runs.scope import asked, conversation_keys, select
 from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, CallLog, close_run, open_run
-from butterfly.runs.tracks import parse_call, turn_messages
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
@@ -91,13 +89,13 @@ def _given(meta: T | None, config: T | None, default: T) -> T:
 def _params(logged: LoggedEval, suite: Sequence[Scenario], price: UserPrice | None
             ) -> RunParams:
     m = logged.meta
-    want = CODE_PROMPT_VERSION if m.track == "code" else PROMPT_VERSION
+    want = track(m.track).prompt_version
     if m.prompt_version != want:
         raise UserError(f"{logged.path}: the eval sent prompt version {m.prompt_version}; this "
                         f"butterfly's is {want}, and an import rebuilds each call's messages "
                         "from its own prompts: import the log with the butterfly version that "
                         "made it")
-    tokens = DEFAULTS.code_max_tokens if m.track == "code" else DEFAULTS.max_tokens
+    tokens = track(m.track).max_tokens
     try:
         base = RunParams(
             temperature=_given(m.temperature, logged.temperature, DEFAULTS.temperature),
@@ -149,8 +147,8 @@ class Maker:
     def record(self, key: ConversationKey, e: TurnEntry, sent: Sent,
                added: list[dict[str, str]], at: str) -> CallRecord:
         tokens, cost, saved = self._tokens(e)
-        spec, reason, detail = (None, None, "") if e.error is not None else parse_call(
-            e.raw, self.params, truncated=e.finish_reason == "length")
+        spec, reason, detail = (None, None, "") if e.error is not None else track(
+            self.params.track).read(e.raw, self.params, truncated=e.finish_reason == "length")
         return CallRecord(
             chain_sha256=START, scenario=key.scenario, turn=e.turn, layout=key.layout,
             repeat=key.repeat, sample=e.sample, messages_sha256=sent.sha256(),
@@ -183,7 +181,7 @@ class Maker:
         at = sample.at or self.logged.created
         out: list[CallRecord] = []
         for t in asked(s, self.params):
-            added = turn_messages(s, t, previous, sample.layout, self.params)
+            added = track(self.params.track).added(s, t, previous, sample.layout, self.params)
             sent.extend(added, self.params.mode == "restate")
             got = [by_call.get((t, k)) for k in range(self.params.samples)]
             for e in (x for x in got if x is not None):

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from butterfly.core.turns import CallKey
+from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.digest import WAY_BACK
 from butterfly.runs.records import CallError, CallRecord, RunManifest, RunParams
-from butterfly.runs.tracks import parse_call
 from oracle import Scenario
 
 R = TypeVar("R", bound="Keyed")
@@ -92,12 +92,13 @@ class ParseCheck:
         self.params = params
         self.mode = params.parse
         self.protocol = params.protocol
+        self.track = track(params.track)
         self._seen: dict[tuple[str, bool], tuple[dict[str, str] | None, str | None]] = {}
 
     def _parse(self, raw: str, truncated: bool) -> tuple[dict[str, str] | None, str | None]:
         got = self._seen.get((raw, truncated))
         if got is None:
-            p = parse_call(raw, self.params, truncated)
+            p = self.track.read(raw, self.params, truncated)
             if len(self._seen) >= self.HELD:
                 self._seen.clear()
             got = self._seen[(raw, truncated)] = (p.spec, p.reason)
@@ -108,7 +109,8 @@ class ParseCheck:
             return
         if rec.raw_chars is not None:  # cut at the response-size cap: too_large, whatever is left
             want: tuple[dict[str, str] | None, str | None] = (None, "too_large")
-        elif self.params.track == "code" and rec.raw == "" and rec.abstention == "context":
+        elif (rec.raw == "" and rec.abstention == "context"
+              and self.track.context_abstains(self.params)):
             want = (None, "context")  # over the context window: no answer to parse
         else:
             want = self._parse(rec.raw, rec.finish_reason == "length")

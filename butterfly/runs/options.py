@@ -25,6 +25,7 @@ from butterfly.core.vocab import (
     SCBase,
     Strategy,
 )
+from butterfly.engine.tracks import SPEC, TRACKS, track
 from butterfly.errors import UserError
 from butterfly.files import parse_json, read_input
 from butterfly.models.client import ANSWER_CAP
@@ -34,6 +35,7 @@ from butterfly.runs.pricing import user_price
 from butterfly.runs.records import RouterRef, RunParams
 from butterfly.runs.store import redact_url
 from butterfly.runs.sweep import parse_shard
+from butterfly.suite.load import ResolvedSuite
 
 
 def parse_layouts(text: str | Sequence[str]) -> tuple[Layout, ...]:
@@ -318,9 +320,12 @@ def check_routed(api_base: str | None) -> None:
                         "--router or --api-base, not both")
 
 
-def make_params(options: RunOptions, router: RouterRef | None = None) -> RunParams:
+def make_params(options: RunOptions, router: RouterRef | None = None,
+                suite: ResolvedSuite | None = None) -> RunParams:
     """Every option checked, then the run's parameters (``api_base`` redacted; ``router``: the
-    replicas of an opened ``--router`` file, checked before)."""
+    replicas of an opened ``--router`` file, checked before; ``suite``: the suite the run
+    plays, whose manifest gives the track when ``--track`` is not given and, in restate mode,
+    the ask points when ``--ask-at`` is not)."""
     o = options
     _finite(temperature=o.temperature, timeout=o.timeout, max_retry_wait=o.max_retry_wait,
             **({} if o.max_cost is None else {"max_cost": o.max_cost}))
@@ -329,9 +334,15 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         check_routed(o.api_base)
     if o.temperature < 0:
         raise UserError(f"--temperature must be 0 or more, got {o.temperature:g}")
-    track = o.track or "spec"
-    if track == "code":
-        _code_only(o)
+    chosen_track = o.track or (suite.track if suite is not None else SPEC.name)
+    if chosen_track not in TRACKS:
+        raise UserError(f"--track takes one of {', '.join(TRACKS)}, got {chosen_track!r}")
+    t = track(chosen_track)
+    refused = t.flags_refusal(o, parse_layouts(o.layouts))
+    if refused is not None:
+        raise UserError(refused)
+    if o.ask_at is None and o.mode == "restate" and suite is not None:
+        o = o.replace(ask_at=suite.ask_at)  # the suite's default ask points
     ask_at = _ask_at(o)
     base = _sc_base(o.strategy, o.sc_base)
     chosen = _protocol(o.protocol, o.no_schema, o.strategy, base)
@@ -346,12 +357,10 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
     _limits(o.max_answer_chars, o.max_retry_wait)
     if o.via not in VIAS:
         raise UserError(f"--via takes one of {', '.join(VIAS)}, got {o.via!r}")
-    if track == "code":
-        chosen = "json"
+    chosen = t.protocol(chosen)
     return RunParams(
         temperature=o.temperature, seed=o.seed,
-        max_tokens=o.max_tokens if o.max_tokens is not None else
-        DEFAULTS.code_max_tokens if track == "code" else DEFAULTS.max_tokens,
+        max_tokens=o.max_tokens if o.max_tokens is not None else t.max_tokens,
         schema_output=chosen == "schema", strategy=o.strategy, samples=n_samples,
         protocol=chosen, parse=o.parse, limit=o.limit, per_category=o.per_category,
         layouts=parse_layouts(o.layouts), repeats=o.repeats, mode=o.mode, ask_at=ask_at,
@@ -361,23 +370,5 @@ def make_params(options: RunOptions, router: RouterRef | None = None) -> RunPara
         max_cost=o.max_cost, price=user_price(o.price, o.price_per_mtok), via=o.via,
         cache_markers=not o.no_cache_markers,
         router=router, shard=parse_shard(o.shard),
-        max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait, track=track,
+        max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait, track=t.name,
     )
-
-
-def _code_only(o: RunOptions) -> None:
-    """The code track plays chat mode, zero-shot, one answer per turn, layout E (contract
-    section 7: other modes may follow later); its answers are programs, so no JSON Schema."""
-    unsupported = [
-        flag for flag, bad in (
-            (f"--mode {o.mode}", o.mode != "chat"),
-            (f"--strategy {o.strategy}", o.strategy != "zero-shot"),
-            (f"--samples {o.samples}", o.samples not in (None, 1)),
-            (f"--layouts {o.layouts if isinstance(o.layouts, str) else ','.join(o.layouts)}",
-             tuple(parse_layouts(o.layouts)) != ("E",)),
-            (f"--protocol {o.protocol}", o.protocol is not None),
-            (f"--ask-at {o.ask_at}", o.ask_at is not None),
-        ) if bad]
-    if unsupported:
-        raise UserError(f"the code track plays chat mode, zero-shot, layout E, one sample, "
-                        f"answers as programs: {', '.join(unsupported)} is not supported")

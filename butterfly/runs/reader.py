@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from butterfly.core.parse import parse_answer
 from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_turn
 from butterfly.core.vocab import ParseMode, Protocol
+from butterfly.engine.tracks import Reading, Track, track
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor
 from butterfly.runs.code_turns import CodeTurns, code_turns
@@ -35,18 +35,17 @@ def turns(records: Mapping[CallKey, CallView | CallRecord], params: RunParams,
           protocol: Protocol | None = None,
           compactor: Compactor | None = None) -> dict[TurnKey, Turn]:
     """Every turn whose samples all have a successful answer. ``parse_mode`` or ``protocol``
-    re-parse the raw answers (the run's mode and protocol fill in the one not given); the
-    ``compactor`` then shares their equal specs."""
+    read the raw answers again, by the run's track (the run's mode and protocol fill in the one
+    not given); the ``compactor`` then shares their equal specs."""
+    again = None
     if parse_mode is not None or protocol is not None:
-        parse_mode = parse_mode or params.parse
-        protocol = protocol or params.protocol
+        again = Again(track(params.track), Reading.of(params, parse_mode, protocol))
     if params.samples == 1:  # a turn is its one call: no grouping (a dict of lists per turn)
-        out = {TurnKey(key.scenario, key.turn, key.layout, key.repeat):
-               _turn((rec,), parse_mode, protocol)
+        out = {TurnKey(key.scenario, key.turn, key.layout, key.repeat): _turn((rec,), again)
                for key, rec in records.items() if _answered(rec, 1)}
     else:
-        out = _voted(records, params.samples, parse_mode, protocol)
-    if compactor is not None and (parse_mode is not None or params.samples > 1):
+        out = _voted(records, params.samples, again)
+    if compactor is not None and (again is not None or params.samples > 1):
         for k, turn in out.items():
             out[k] = dataclasses.replace(turn, spec=compactor.spec(turn.spec))
     return out
@@ -56,40 +55,47 @@ def _answered(rec: CallView | CallRecord, samples: int) -> bool:
     return rec.error is None and rec.raw is not None and rec.sample < samples
 
 
+Record = CallView | CallRecord
+
+
+@dataclass(frozen=True)
+class Again:
+    """Answers read again by their track with other settings (``score --parse``)."""
+
+    track: Track
+    reading: Reading
+
+    def record(self, rec: Record) -> Record:
+        """``rec`` as these settings read it; an answer cut at the response-size cap
+        (``raw_chars`` set) keeps its recorded verdict, too_large (its first N characters
+        could hold a spec that the whole answer was never read for), and a call over the
+        context window its abstention (there is no answer to read)."""
+        if rec.raw_chars is not None or (rec.raw == "" and rec.abstention == "context"):
+            return rec
+        p = self.track.read(rec.raw or "", self.reading,
+                            truncated=rec.finish_reason == "length")
+        if isinstance(rec, CallView):
+            return dataclasses.replace(rec, spec=p.spec, abstention=p.reason,
+                                       abstention_detail=p.detail)
+        return rec.model_copy(update={"spec": p.spec, "abstention": p.reason,
+                                      "abstention_detail": p.detail})
+
+
 def _voted(records: Mapping[CallKey, CallView | CallRecord], samples: int,
-           parse_mode: ParseMode | None, protocol: Protocol | None) -> dict[TurnKey, Turn]:
+           again: Again | None) -> dict[TurnKey, Turn]:
     """The turns of a self-consistency run: each the vote of all its ``samples``."""
     grouped: dict[TurnKey, list[CallView | CallRecord]] = {}
     for key, rec in records.items():
         if _answered(rec, samples):
             grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
                                []).append(rec)
-    return {k: _turn(sorted(recs, key=lambda r: r.sample), parse_mode, protocol)
+    return {k: _turn(sorted(recs, key=lambda r: r.sample), again)
             for k, recs in grouped.items() if len(recs) == samples}
 
 
-Record = CallView | CallRecord
-
-
-def _turn(recs: Sequence[Record], parse_mode: ParseMode | None,
-          protocol: Protocol | None) -> Turn:
-    """:func:`make_turn`, except that an answer cut at the response-size cap (``raw_chars``
-    set) keeps its recorded verdict, too_large, when the others are parsed again: its first
-    N characters could hold a spec that the whole answer was never read for."""
-    if parse_mode is None or all(r.raw_chars is None for r in recs):
-        return make_turn(recs, parse_mode, protocol)
-    return make_turn([r if r.raw_chars is not None else _reparsed(r, parse_mode, protocol)
-                      for r in recs])
-
-
-def _reparsed(rec: Record, parse_mode: ParseMode, protocol: Protocol | None) -> Record:
-    p = parse_answer(rec.raw or "", parse_mode, truncated=rec.finish_reason == "length",
-                     protocol=protocol)
-    if isinstance(rec, CallView):
-        return dataclasses.replace(rec, spec=p.spec, abstention=p.reason,
-                                   abstention_detail=p.detail)
-    return rec.model_copy(update={"spec": p.spec, "abstention": p.reason,
-                                  "abstention_detail": p.detail})
+def _turn(recs: Sequence[Record], again: Again | None) -> Turn:
+    """:func:`make_turn` of the records, read again first when ``again`` says how."""
+    return make_turn(recs if again is None else [again.record(r) for r in recs])
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,11 @@ class Run:
         return self.manifest.model
 
     @property
+    def track(self) -> Track:
+        """The track the run was played on (``butterfly.engine.tracks``)."""
+        return track(self.params.track)
+
+    @property
     def scenarios(self) -> list[Scenario]:
         """The scenarios this run plays (``--per-category`` and ``--limit`` applied; of a
         shard, those with a conversation in its slice)."""
@@ -136,7 +147,7 @@ class Run:
               protocol: Protocol | None = None) -> dict[TurnKey, Turn]:
         """Each answered turn (``parse_mode`` or ``protocol`` re-parse the raw answers);
         computed once."""
-        if self.params.track == "code":  # programs are observed, not parsed: one reading
+        if self.track.observes:  # programs are observed, not parsed: one reading
             return self.code().turns
         key = (parse_mode, protocol)
         if key not in self._turns:
@@ -154,7 +165,7 @@ class Run:
     def unobserved(self) -> frozenset[TurnKey]:
         """The answered turns whose program is not yet observed (a code run's; they are not
         in :meth:`turns`): ``butterfly observe RUN`` observes them."""
-        return self.code().unobserved if self.params.track == "code" else frozenset()
+        return self.code().unobserved if self.track.observes else frozenset()
 
     def layout(self, layout: str | None) -> str:
         """``layout``, or the run's first; a clear error for a layout the run does not have."""

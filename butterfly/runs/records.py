@@ -15,12 +15,12 @@ log a run was imported from (``butterfly import-inspect``); version 2 manifests 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from butterfly.core.price import UserPrice
-from butterfly.core.results import Usage
+from butterfly.core.results import TrackName, Usage
 from butterfly.core.vocab import (
     DEFAULTS,
     ErrorClass,
@@ -31,10 +31,10 @@ from butterfly.core.vocab import (
     RunStatus,
     SCBase,
     Strategy,
-    Track,
     Transport,
     Via,
 )
+from butterfly.engine.tracks import registered, track
 
 RUN_SCHEMA_VERSION: Literal[2] = 2
 """The call records' version written now; version 1 (before the digest) is still read."""
@@ -44,6 +44,9 @@ are still read."""
 SHA256 = r"^[0-9a-f]{64}$"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+
+RegisteredTrack = Annotated[TrackName, AfterValidator(registered)]
+"""A track's name, checked against the registry (``butterfly.engine.tracks.TRACKS``)."""
 
 
 class SuiteRef(BaseModel):
@@ -142,7 +145,7 @@ class RunParams(BaseModel):
                                 "is marked with cache_control (--no-cache-markers: not; "
                                 "docs/cost.md). Not part of the answer key: the text sent is "
                                 "the same.")
-    track: Track = Field("spec", description="--track: spec (the model keeps the spec as "
+    track: RegisteredTrack = Field("spec", description="--track: spec (the model keeps the spec as "
                          "JSON) or code (it keeps the program tool.py; docs/code-track.md).")
     shard: Shard | None = Field(None, description="--shard I/N: the slice of the sweep's "
                                 "conversations this run plays; null for a whole run.")
@@ -161,7 +164,7 @@ class RunParams(BaseModel):
             "model_args": self.model_args,
             "send_seed": self.send_seed,
             "max_answer_chars": self.max_answer_chars,
-            **({"track": self.track} if self.track != "spec" else {}),
+            **({"track": self.track} if track(self.track).keyed else {}),
         }
 
     @model_validator(mode="after")
@@ -174,9 +177,12 @@ class RunParams(BaseModel):
             raise ValueError("self-consistency samples at a temperature above 0")
         if self.sc_base != "zero-shot" and self.strategy != "self-consistency":
             raise ValueError("sc_base is only for strategy 'self-consistency'")
+        refused = track(self.track).refusal(self)
+        if refused is not None:
+            raise ValueError(refused)
         if self.ask_at is not None:
-            if self.mode != "restate" or self.track != "spec":
-                raise ValueError("ask_at is only for mode 'restate' on the spec track")
+            if self.mode != "restate":
+                raise ValueError("ask_at is only for mode 'restate'")
             if any(t < 1 for t in self.ask_at) or list(self.ask_at) != sorted(set(self.ask_at)):
                 raise ValueError("ask_at holds distinct turns from 1, increasing")
         return self

@@ -28,6 +28,7 @@ from typing import IO, Final
 from pydantic import ValidationError
 
 from butterfly.core.turns import CallKey, ConversationKey
+from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.calls import Tally
 from butterfly.runs.digest import START, Chain
@@ -51,7 +52,6 @@ from butterfly.runs.store import (
     now,
     write_manifest,
 )
-from butterfly.runs.tracks import turn_messages
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
@@ -153,7 +153,7 @@ class Scope:
 
     def _first(self, rec: CallRecord) -> list[dict[str, str]]:
         p = self.params
-        sent = turn_messages(self.by_id[rec.scenario], rec.turn, None, rec.layout, p)
+        sent = track(p.track).added(self.by_id[rec.scenario], rec.turn, None, rec.layout, p)
         return [dict(m) for m in sent]
 
 

@@ -29,6 +29,7 @@ from butterfly.errors import BudgetStopped, RunFailed, UserError
 from butterfly.models.client import ModelClient, OnWait
 from butterfly.models.provider import redact
 from butterfly.models.registry import (
+    ModelRequest,
     open_client,
     router_config,
     transport,
@@ -169,6 +170,11 @@ class Plan:
         """``model``'s price (one model on both sides has one price: the caller checks)."""
         return self.prices[self.models.index(model)]
 
+    def request(self, model: str) -> ModelRequest:
+        """How one side's model is reached: the server, or the router group serving it."""
+        return ModelRequest(model, self.api_base, self.params.via, self.configs.get(model),
+                            self.cache_path)
+
     def side_params(self, model: str) -> RunParams:
         """One side's parameters: the run's, with its price and the router group serving it."""
         update: dict[str, object] = {"price": self.price(model)}
@@ -180,16 +186,11 @@ class Plan:
 def _clients(stack: contextlib.ExitStack[bool | None], plan: Plan,
              on_wait: Callable[[str], OnWait] | None) -> dict[str, ModelClient]:
     """One client per model (one embedded server when both sides are one model)."""
-    p = plan.params
     clients: dict[str, ModelClient] = {}
     for model in plan.models:
         if model not in clients:
-            clients[model] = open_client(
-                stack, model, plan.scenarios, concurrency=p.concurrency, retries=p.retries,
-                timeout=p.timeout, api_base=plan.api_base, cache_path=plan.cache_path,
-                via=p.via, router=plan.configs.get(model),
-                max_answer_chars=p.max_answer_chars, max_retry_wait=p.max_retry_wait,
-                track=p.track, user_price=plan.price(model))
+            clients[model] = open_client(stack, plan.request(model), plan.scenarios,
+                                         plan.side_params(model))
             if on_wait is not None:
                 clients[model].on_wait = on_wait(model)
     return clients

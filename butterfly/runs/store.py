@@ -25,12 +25,11 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from butterfly import __version__
-from butterfly.code.conversation import CODE_PROMPT_VERSION
 from butterfly.code.sandbox import sandbox_kind
 from butterfly.core.asking import EVERY, LAST
-from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.turns import CallKey
 from butterfly.core.vocab import RunStatus, Transport
+from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor, Tally, iter_records
 from butterfly.runs.calls import read_calls as read_calls  # re-exported: callers read it here
@@ -46,7 +45,6 @@ from butterfly.runs.records import (
     SuiteRef,
 )
 from butterfly.runs.sweep import check_resume
-from butterfly.runs.tracks import params_prompt_sha256
 from butterfly.runs.versions import prompt_label, version_name
 from butterfly.suite.load import ROOT
 from oracle import Scenario
@@ -180,7 +178,7 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
                            for k in keys if was.get(k) != now_.get(k))
         raise UserError(f"--out {out} was run with other answer-changing parameters: {differ}; "
                         "resume with the same ones or choose another --out")
-    if old.prompt_sha256 != params_prompt_sha256(params):
+    if old.prompt_sha256 != track(params.track).prompt_sha256(params):
         raise UserError(
             f"--out {out} was run with a different prompt "
             f"({version_name(prompt_label(old).version, old.params.track)}, prompt_sha256 "
@@ -190,9 +188,8 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
 
 
 def _this_version(params: RunParams) -> str:
-    if params.track == "code":
-        return version_name(CODE_PROMPT_VERSION, "code")
-    return version_name(PROMPT_VERSION)
+    t = track(params.track)
+    return t.version_name(t.prompt_version)
 
 
 def _check_same_scope(out: Path, old: RunParams, params: RunParams) -> None:
@@ -288,19 +285,19 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
 def new_manifest(model: str, suite_path: Path, suite_sha: str, scenarios: Sequence[Scenario],
                  params: RunParams) -> RunManifest:
     """The manifest of a run about to start (unsealed, not written)."""
-    stamp = now()
+    stamp, t = now(), track(params.track)
     return RunManifest(
         butterfly_version=__version__,
         git_commit=git_commit(),
         model=model,
         suite=SuiteRef(path=str(suite_path), sha256=suite_sha, n_scenarios=len(scenarios)),
         params=params,
-        prompt_sha256=params_prompt_sha256(params),
-        prompt_version=CODE_PROMPT_VERSION if params.track == "code" else PROMPT_VERSION,
+        prompt_sha256=t.prompt_sha256(params),
+        prompt_version=t.prompt_version,
         started_at=stamp,
         updated_at=stamp,
         status="running",
-        sandbox=sandbox_kind() if params.track == "code" else None,
+        sandbox=sandbox_kind() if t.observes else None,  # where its programs will run
         seal=UNSEALED,
     )
 

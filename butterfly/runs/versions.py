@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Final
 
 from butterfly.core.results import PromptLabel
+from butterfly.engine.tracks import track
 from butterfly.runs.records import RunManifest
 
 V2: Final = frozenset({
@@ -52,19 +53,19 @@ the last before v3; and the hash of the system message alone, which the first ru
 
 
 def prompt_label(manifest: RunManifest) -> PromptLabel:
-    """The prompt version a run was asked with: recorded, or named by its fingerprint."""
-    sha = manifest.prompt_sha256
-    if manifest.params.track == "code":
-        return PromptLabel(version=manifest.prompt_version, recorded=True, sha256=sha,
-                           track="code")
+    """The prompt version a run was asked with: recorded, or named by its fingerprint (only
+    the spec track had prompts before versions were recorded: every other track's runs record
+    theirs)."""
+    sha, name = manifest.prompt_sha256, manifest.params.track
     if manifest.prompt_version is not None:
-        return PromptLabel(version=manifest.prompt_version, recorded=True, sha256=sha)
-    return PromptLabel(version=2 if sha in V2 else None, recorded=False, sha256=sha)
+        return PromptLabel(version=manifest.prompt_version, recorded=True, sha256=sha,
+                           track=name)
+    return PromptLabel(version=2 if sha in V2 else None, recorded=False, sha256=sha,
+                       track=name)
 
 
-def version_name(version: int | None, track: str = "spec") -> str:
-    """``prompt v2`` (``code prompt v1`` on the code track); ``prompt before versions`` for an
+def version_name(version: int | None, track_name: str = "spec") -> str:
+    """``prompt v2`` (``code prompt v1`` on the code track: the track's
+    :meth:`~butterfly.engine.tracks.Track.version_name`); ``prompt before versions`` for an
     unknown fingerprint without one."""
-    if version is None:
-        return "prompt before versions"
-    return f"{'code ' if track == 'code' else ''}prompt v{version}"
+    return track(track_name).version_name(version)

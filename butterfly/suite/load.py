@@ -1,5 +1,9 @@
 """Suites on disk: resolve a name, load and validate a JSON Lines file, write one.
 
+:func:`resolve` names a suite once: a :class:`ResolvedSuite` holds its file, its manifest (read
+once) and what the manifest says (track, version, default ask points), and loads its scenarios
+once when they are first read; a run passes it whole to where each part is used.
+
 Every problem with a suite file is a :class:`SuiteError` whose message is one line naming the
 file, the line, the scenario id when known, the turn when it applies, and the reason.
 """
@@ -13,6 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,12 +27,12 @@ from butterfly.core.vocab import Track
 from butterfly.errors import UserError
 from butterfly.files import SUITE_MAX_BYTES, open_regular, read_input
 from butterfly.suite.chains import generate_chains
-from butterfly.suite.code import CODE_COUNTS, CODE_MAX_TURNS, generate_code
-from butterfly.suite.code_rules import code_violation
+from butterfly.suite.code import CODE_COUNTS, generate_code
 from butterfly.suite.depth import depth_rows
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
 from butterfly.suite.hard import generate_hard
 from butterfly.suite.horizon import generate_horizon
+from butterfly.suite.tracks import suite_track
 from oracle import (
     ASKED_MAX_TURNS,
     CATEGORIES,
@@ -190,10 +195,15 @@ def load_suite(path: Path | str, played: bool = False, readings: bool = True) ->
     ``played``: a run's copy of its suite (see :func:`parse_line`); ``readings=False``: the
     v3 guard is not checked (``butterfly validate --readings`` audits it instead)."""
     path = Path(path)
+    return _load(path, load_manifest(path), played, readings)
+
+
+def _load(path: Path, manifest: SuiteManifest | None, played: bool = False,
+          readings: bool = True) -> list[Scenario]:
+    """:func:`load_suite` of ``path``, whose manifest (None: it has none) is given."""
     scenarios: list[Scenario] = []
     seen: dict[str, int] = {}
     sharer = Sharer()
-    manifest = load_manifest(path)
     limit = suite_turn_limit(path, manifest, played)
     for n, line in _lines(path):
         where = f"{path}:{n}"
@@ -208,18 +218,57 @@ def load_suite(path: Path | str, played: bool = False, readings: bool = True) ->
         scenarios.append(scenario)
     if not scenarios:
         raise SuiteError(f"{path}: the suite is empty")
-    if manifest is not None and manifest.track == "code":
-        check_code(path, scenarios)
+    if manifest is not None:  # the rules of the manifest's track (the code track's)
+        suite_track(manifest.track).check(path, scenarios, SuiteError)
     return scenarios
 
 
-def check_code(path: Path, scenarios: list[Scenario]) -> None:
-    """Raise :class:`SuiteError` (one line) at the first scenario that breaks a rule of the code
-    track (``butterfly.suite.code_rules``)."""
-    for n, s in enumerate(scenarios, 1):
-        reason = code_violation(s)
-        if reason is not None:
-            raise SuiteError(f"{path}:{n}: scenario {s.id}: {reason} (a code-track suite)")
+@dataclass(frozen=True)
+class ResolvedSuite:
+    """A suite named once (:func:`resolve`): its file and its manifest, read once, and what
+    they say; its scenarios are loaded and checked once, when first read."""
+
+    path: Path
+    manifest: SuiteManifest | None
+    """The manifest beside the file (a frozen suite's, or one ``generate --ask-at`` wrote)."""
+
+    @cached_property
+    def scenarios(self) -> tuple[Scenario, ...]:
+        """Every scenario, in file order, validated (:func:`load_suite`)."""
+        return tuple(_load(self.path, self.manifest))
+
+    @property
+    def track(self) -> str:
+        """The track its manifest names; ``spec`` without one."""
+        return "spec" if self.manifest is None else self.manifest.track
+
+    @property
+    def version(self) -> int | None:
+        """Its version, as its manifest says; None without one."""
+        return None if self.manifest is None else self.manifest.version
+
+    @property
+    def label(self) -> str:
+        """``butterfly-40 v4`` (its manifest's name and version), else the file's name."""
+        m = self.manifest
+        return self.path.stem if m is None else f"{m.name} v{m.version}"
+
+    @property
+    def ask_at(self) -> tuple[int, ...] | None:
+        """Its default ask points (contract v3, section 4; None: it names none)."""
+        return None if self.manifest is None or self.manifest.ask_at is None \
+            else tuple(self.manifest.ask_at)
+
+    @property
+    def by_length(self) -> bool:
+        """Built by chain length (its manifest counts chains per length)."""
+        return self.manifest is not None and bool(self.manifest.lengths)
+
+
+def resolve(name_or_path: str | Path) -> ResolvedSuite:
+    """The suite a name or a file names (:func:`resolve_suite`), with its manifest."""
+    path = resolve_suite(str(name_or_path))
+    return ResolvedSuite(path, load_manifest(path))
 
 
 def suite_turn_limit(path: Path, manifest: SuiteManifest | None, played: bool = False) -> int:
@@ -239,18 +288,17 @@ def _asked_hint(limit: int, turns: int) -> str:
             "points, ask_at)")
 
 
-def track_of(suite: Path | str) -> Track:
+def track_of(suite: Path | str) -> str:
     """The track of a suite (a file or a frozen suite's name): its manifest's, "spec" when it
-    has none."""
-    manifest = load_manifest(resolve_suite(str(suite)))
-    return "spec" if manifest is None else manifest.track
+    has none (:attr:`ResolvedSuite.track`)."""
+    return resolve(suite).track
 
 
 def ask_at_of(suite: Path | str) -> list[int] | None:
     """A suite's default ask points (contract v3, section 4): its manifest's ``ask_at``, None
     when it names none (or has no manifest)."""
-    manifest = load_manifest(resolve_suite(str(suite)))
-    return None if manifest is None else manifest.ask_at
+    points = resolve(suite).ask_at
+    return None if points is None else list(points)
 
 
 def dumps_suite(scenarios: list[Scenario]) -> str:
@@ -389,8 +437,8 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         lengths = {str(HORIZON_LENGTH): HORIZON_CHAINS}
     else:
         ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
-    limit = (CODE_MAX_TURNS if BUILTINS[name].track == "code"
-             else ASKED_MAX_TURNS if BUILTINS[name].asked_only else turn_limit(name))
+    limit = (suite_track(BUILTINS[name].track).max_turns
+             or (ASKED_MAX_TURNS if BUILTINS[name].asked_only else turn_limit(name)))
     too_long = next((s for s in ordered if len(s.turns) > limit), None)
     if too_long is not None:  # pragma: no cover - the builders respect the limit
         raise SuiteError(f"{name}: {too_long.id} has {len(too_long.turns)} turns (limit {limit})")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from butterfly.analysis.report.data import PackedTurn, PageConversation, PageScenario
-from butterfly.analysis.transcripts import with_program_diffs, with_reasoning
+from butterfly.analysis.transcripts import PROGRAMS, VIEWS, with_reasoning
 from butterfly.code.catalogue import BROKEN
 from butterfly.core.transcript import Transcript, TranscriptTurn, conversation_of
 from butterfly.runs.reader import Run
@@ -66,7 +66,7 @@ def code_entries(conv: Transcript,
     """A code conversation's entries: per turn [its program's diff as one text ("" when the
     program is unchanged; None when the turn has no program: an abstention or no answer),
     the broken settings]."""
-    rows = with_program_diffs(conv, scenario)["turns"]
+    rows = VIEWS[PROGRAMS](conv, scenario)["turns"]
     return tuple((None if "program_diff" not in row else "\n".join(row["program_diff"]),
                   broken_keys(row)) for row in rows)
 
@@ -83,4 +83,4 @@ def page_conversations(i: int, run: Run) -> Iterator[PageConversation]:
             run=i, id=c["id"], layout=c["layout"], repeat=c["repeat"], verdict=c["verdict"],
             first_divergent=c["first_divergent"],
             turns=tuple(packed_turn(row) for row in c["turns"]),
-            code=code_entries(c, scenario) if params.track == "code" else None)
+            code=code_entries(c, scenario) if run.track.view == PROGRAMS else None)

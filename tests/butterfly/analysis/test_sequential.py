@@ -77,7 +77,7 @@ def test_sequential_refuses_the_code_track(tmp_path: Path,
                  "--suite", "butterfly-code", "--out-a", str(tmp_path / "a"),
                  "--out-b", str(tmp_path / "b")]) == 1
     err = capsys.readouterr().err
-    assert "spec track only" in err and len(err.strip().splitlines()) == 1
+    assert "does not play the code track" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "a").exists()
 
 

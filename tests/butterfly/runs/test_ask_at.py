@@ -212,3 +212,8 @@ def test_an_ask_over_the_context_window_is_an_abstention_not_a_provider_fault(
     score = butterfly.score_run(run)
     assert score.abstention_by_reason == {"context": 12} and score.incomplete == 0
     assert score.horizon is not None and score.horizon.by_length["10"].final_match == 0.0
+    # read back from disk (each record checked: an ask over the window has no answer to
+    # parse) and read again in another parse mode, it is the same abstention
+    read = butterfly.load_run(tmp_path / "r")
+    assert butterfly.score_run(read).model_dump() == score.model_dump()
+    assert butterfly.score_run(read, "lenient").abstention_by_reason == {"context": 12}

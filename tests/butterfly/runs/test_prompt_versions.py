@@ -17,11 +17,11 @@ from butterfly.analysis.report import report_data
 from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.results import PromptLabel
 from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
+from butterfly.engine.tracks import SPEC, Reading
 from butterfly.present.display import score_tables
 from butterfly.present.report import render_html
 from butterfly.runs.digest import chain_of
 from butterfly.runs.store import MANIFEST, read_manifest, write_manifest
-from butterfly.runs.tracks import prompt_sha256
 from butterfly.runs.versions import V2, prompt_label
 
 V2_ZERO_SHOT = "3ae59cc988c96eda4442230eec37b6df72f4ad1acc634584000748271bc4b92d"
@@ -54,7 +54,8 @@ def test_a_new_run_records_its_prompt_version(v3_run: Path) -> None:
 
 
 def test_a_new_prompt_is_a_new_fingerprint() -> None:
-    v3 = {prompt_sha256(s, p, b) for s in STRATEGIES for p in PROTOCOLS  # type: ignore[arg-type]
+    v3 = {SPEC.prompt_sha256(Reading("chat", s, p, b, "strict", 1, ("E",), None))
+          for s in STRATEGIES for p in PROTOCOLS
           for b in (SC_BASES if s == "self-consistency" else ("zero-shot",))}
     assert len(v3) == len(V2) - 1  # V2 also holds the hash of its system message alone
     assert not v3 & V2
