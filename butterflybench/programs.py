@@ -1,9 +1,9 @@
-"""The code track's answers judged as ``butterfly score`` judges them (docs/code-track.md).
+"""The code track's programs observed as ``butterfly score`` observes them (docs/code-track.md).
 
-An answer's program is taken by ``code.conversation.program_of`` (through
-its track's ``read``), run and observed in the sandbox by ``code.extract`` (in a child
-process, never in inspect's), and judged against the oracle by ``code.judge``: the functions
-``butterfly score`` (``runs/code_turns.py``) and the Kaggle notebook use. The observation runs
+An answer's program is taken by ``code.conversation.program_of``, run and observed in the
+sandbox by ``code.extract`` (in a child process, never in inspect's); the scorer judges the
+observation against the oracle by the track (``engine.tracks``, ``Track.judge``: the function
+``butterfly score``, ``runs/code_turns.py``, and the Kaggle notebook use). The observation runs
 in a worker thread, so the sandbox's child process never blocks inspect's event loop, two at a
 time whatever inspect's concurrency (``runs.observe.WORKERS``, as ``butterfly score`` observes:
 a program starved of the CPU could hit its time limit and be judged broken); a (program,
@@ -20,7 +20,6 @@ import anyio.lowlevel
 
 from butterfly.code.conversation import code_spec, program_of
 from butterfly.code.extract import extract
-from butterfly.code.judge import judged
 from butterfly.runs.observe import WORKERS
 
 _SEEN: dict[tuple[str, str], dict[str, str]] = {}
@@ -47,11 +46,11 @@ def _observe(program: str, expect: Mapping[str, str]) -> dict[str, str]:
     return dict(_SEEN[key])
 
 
-async def judged_spec(raw: str, truncated: bool, want: dict[str, str]) -> dict[str, str] | None:
-    """The judged spec of an answer holding a program (None: no program, an abstention)."""
+async def observed(raw: str, truncated: bool, want: Mapping[str, str]) -> dict[str, str] | None:
+    """What the program of an answer does, observed against the oracle's spec ``want`` (None:
+    the answer holds no program)."""
     program = program_of(raw, truncated).program
     if program is None:
         return None
-    observed = await anyio.to_thread.run_sync(_observe, program, code_spec(want),
-                                              limiter=_limiter())
-    return judged(observed, want)
+    return await anyio.to_thread.run_sync(_observe, program, code_spec(dict(want)),
+                                          limiter=_limiter())

@@ -3,8 +3,9 @@
 ``butterfly/script/oracle``, ``.../lifo``, ``.../noop``, ``.../last-edit``,
 ``.../noisy:p=0.1``, ``.../drift:p=0.05``, ... answer exactly as ``butterfly run --model
 script/NAME`` does: the call is handed to butterfly's own :class:`ScriptedProvider`. Which
-scenario and turn a call is, and the repeat's seed, are read from the metadata of the last user
-message (``"butterfly"``: the solver puts them there); a call without them is refused.
+scenario and turn a call is, and its seed (the repeat's, and under self-consistency the
+sample's: ``Ask.seed``), are read from the metadata of the last user message (``"butterfly"``:
+the solver puts them there); a call without them is refused.
 
 Nothing is generated, so a call reports no usage, as in our runs; ``count_text_tokens`` (which
 inspect may call, to compact or to limit tokens) counts offline with butterfly's counter, never

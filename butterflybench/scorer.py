@@ -1,22 +1,25 @@
-"""The scorer: a conversation's verdicts from the oracle, with OUR parser and metric code.
+"""The scorer: a conversation's verdicts from the oracle, with OUR engine and metric code.
 
-Each answer is parsed as its call record would store it (its track's ``read``:
-``butterfly.engine.tracks``), made a turn (``core.turns.make_turn``), and the conversation is
-scored by ``core.metrics``'s ``score_scenario`` and described turn by turn by
-``core.transcript`` (what ``butterfly show`` prints): the same functions ``butterfly score``
-runs on a run directory.
+The solver stored every call with what butterfly's engine read of it (``Conversation.read``:
+the spec, or the abstention and why). The scorer makes each asked turn's answer from its
+samples with ``core.turns.make_turn`` (the one answer, or the self-consistency vote), as
+``butterfly score`` makes it from a run's records; on the code track each program is first
+observed in the sandbox (``programs.py``) and judged by the track (``engine.tracks``,
+``Track.judge``). The conversation is scored by ``core.metrics.score_scenario`` and described
+turn by turn by ``core.transcript`` (what ``butterfly show`` prints): the functions ``butterfly
+score`` runs on a run directory.
 
 A complete conversation's score value is its final match (1.0 or 0.0), its metadata the rest
-(docs/inspect.md, "The log"). A conversation that a provider error left incomplete is
-``Score.unscored`` (NaN): inspect leaves it out of every metric and counts it as an unscored
-sample, as ``butterfly score`` leaves incomplete conversations out and counts them apart.
+(docs/inspect.md, "The log"): its ScenarioScore whole (``metrics.score_metadata``), which the
+metrics pool. A conversation that a provider error left incomplete is ``Score.unscored`` (NaN):
+inspect leaves it out of every metric and counts it as an unscored sample, as ``butterfly
+score`` leaves incomplete conversations out and counts them apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -25,94 +28,111 @@ from butterfly.code.judge import broken
 from butterfly.core.metrics import ScenarioScore, score_scenario
 from butterfly.core.transcript import conversation
 from butterfly.core.turns import Turn, make_turn
-from butterfly.engine.tracks import track
+from butterfly.engine.conversation import Answered, Conversation
+from butterfly.engine.tracks import Parsed
+from butterfly.runs.inspect_log import OVER_CONTEXT, OVER_CONTEXT_DETAIL
 from butterfly.runs.records import RunParams
-from butterfly.runs.scope import asked
-from butterflybench.metrics import METRICS
-from butterflybench.programs import judged_spec
+from butterflybench.metrics import METRICS, score_metadata
+from butterflybench.programs import observed
 from butterflybench.suites import SCORER, TURNS, by_id
-from oracle import Scenario, replay
+from oracle import replay
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A turn's one answer as ``make_turn`` reads a call record."""
-
-    raw: str | None
-    spec: dict[str, str] | None
-    abstention: str | None
-    abstention_detail: str
-    finish_reason: str | None
-    sample: int = 0
-
-
-async def answer_of(rec: dict[str, Any], p: RunParams, want: dict[str, str]) -> Answer:
-    """A recorded turn parsed as our runner parses it (on the code track, its program observed
-    and judged against ``want``, the oracle's spec); an ask over the context window is an
-    abstention (reason ``context``), as our runner records it."""
-    if rec["finish_reason"] == "model_length":
-        return Answer("", None, "context", "the ask does not fit the model's context window",
-                      rec["finish_reason"])
-    truncated = rec["finish_reason"] == "length"
-    got = track(p.track).read(rec["raw"], p, truncated=truncated)
-    spec = got.spec
-    if p.track == "code" and got.reason is None:
-        spec = await judged_spec(rec["raw"], truncated, want)
-    return Answer(rec["raw"], spec, got.reason, got.detail, rec["finish_reason"])
+def stored_read(conv: Conversation, e: Mapping[str, Any]) -> Parsed:
+    """What the engine read of a stored call: as the solver stored it, or, in the log of an
+    earlier solver that stored the raw answer only, read again by the engine."""
+    if "abstention" in e:
+        return Parsed(e["spec"], e["abstention"], e["abstention_detail"])
+    over = conv.over_context(OVER_CONTEXT_DETAIL)
+    if e["finish_reason"] == OVER_CONTEXT and over is not None:
+        return over
+    return conv.read(e["raw"], e["finish_reason"], e.get("raw_chars"))
 
 
-async def answered(scenario: Scenario, records: Sequence[dict[str, Any]], p: RunParams,
-                   oracle: Sequence[dict[str, str]]) -> list[Turn | None]:
-    """Turn t's answer at index t - 1 (None: not asked, or no answer: a provider error)."""
-    out: list[Turn | None] = [None] * len(scenario.turns)
-    for rec in records:
-        if rec["error"] is None:
-            t = rec["turn"]
-            out[t - 1] = make_turn([await answer_of(rec, p, oracle[t])])
-    return out
+async def sample_of(conv: Conversation, e: Mapping[str, Any], want: Mapping[str, str]
+                    ) -> tuple[Answered, bool]:
+    """A stored call as the record :func:`make_turn` reads, and whether it was observed: an
+    answer the track took without a spec (the code track's program) is observed, and judged
+    by the track against ``want``, the oracle's spec on its turn."""
+    read = stored_read(conv, e)
+    spec, seen = read.spec, read.spec is None and read.reason is None
+    if seen:
+        spec = conv.track.judge(want, await observed(e["raw"], e["finish_reason"] == "length",
+                                                     want))
+    return Answered(e.get("sample", 0), e["raw"], spec, read.reason, read.detail,
+                    e["finish_reason"]), seen
 
 
-def verdicts(scenario: Scenario, turns: list[Turn | None], chosen: Sequence[int] | None,
-             oracle: Sequence[dict[str, str]], track: str) -> list[dict[str, Any]]:
+class Answers(NamedTuple):
+    """Turn t's answer at index t - 1 (None: not asked, or not every sample answered: a
+    provider error), and the turns whose answer is a program judged from its observation."""
+
+    turns: list[Turn | None]
+    programs: frozenset[int]
+
+
+async def answered(conv: Conversation, entries: Sequence[Mapping[str, Any]],
+                   oracle: Sequence[dict[str, str]]) -> Answers:
+    """Every asked turn's answer, from the stored calls."""
+    by_turn: dict[int, list[Answered]] = {}
+    programs: set[int] = set()
+    for e in entries:
+        if e["error"] is None:
+            got, seen = await sample_of(conv, e, oracle[e["turn"]])
+            by_turn.setdefault(e["turn"], []).append(got)
+            if seen:
+                programs.add(e["turn"])
+    turns: list[Turn | None] = [None] * len(conv.scenario.turns)
+    for t, samples in by_turn.items():
+        if len(samples) == conv.settings.samples:
+            turns[t - 1] = make_turn(sorted(samples, key=lambda s: s.sample))
+    return Answers(turns, frozenset(programs))
+
+
+def verdicts(conv: Conversation, got: Answers, chosen: Sequence[int] | None,
+             oracle: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
     """Per asked turn: matched (None: no answer), the wrong and collateral settings, the
-    abstention's reason (and on the code track the settings broken: ``code.judge``)."""
-    rows = conversation(scenario, turns, oracle, chosen)["turns"]
+    abstention's reason, and for a program judged from its observation the settings it broke
+    (``code.judge``)."""
+    rows = conversation(conv.scenario, got.turns, oracle, chosen)["turns"]
     return [{"turn": r["turn"], "match": None if r["status"] == "missing" else
              r["status"] == "match", "wrong": r["wrong"], "collateral": r["collateral"],
-             "abstention": r["abstention"], **({"broken": broken(r["spec"])}
-                                               if track == "code" else {})}
+             "abstention": r["abstention"],
+             **({"broken": broken(r["spec"])} if r["turn"] in got.programs else {})}
             for r in rows if r["status"] != "not_asked"]
-
-
-def figures(s: ScenarioScore) -> dict[str, Any]:
-    """A complete conversation's score as JSON (the metrics rebuild it: ``metrics.scored``)."""
-    out = asdict(s)
-    out["n_turns"] = out.pop("turns")  # "turns" holds the per-turn verdicts
-    return {**out, "final_match": s.final_match, "wobble": s.wobble,
-            "abstentions": s.abstentions}
 
 
 async def conversation_score(state: TaskState, suite_path: str, p: RunParams) -> Score:
     """The score of the sample's conversation."""
     scenario = by_id(suite_path)[state.metadata["scenario"]]
-    records: list[dict[str, Any]] = state.store.get(TURNS, [])
-    turn_list = list(asked(scenario, p))
+    conv = Conversation(scenario, p, state.metadata["layout"], state.epoch - 1)
+    entries: list[dict[str, Any]] = state.store.get(TURNS, [])
+    turn_list = list(conv.asked)
     chosen = None if p.ask_at is None else turn_list
     oracle = replay(scenario)
-    turns = await answered(scenario, records, p, oracle)
-    meta: dict[str, Any] = {"scenario": scenario.id, "layout": state.metadata["layout"],
-                            "repeat": state.epoch - 1, "category": scenario.category,
-                            "turns": verdicts(scenario, turns, chosen, oracle, p.track)}
-    specs = [turns[t - 1] for t in turn_list]
-    last = records[-1]["raw"] if records else None
-    if any(t is None for t in specs):
-        error = next((r["error"] for r in records if r["error"]), "no answer")
+    got = await answered(conv, entries, oracle)
+    meta: dict[str, Any] = {"scenario": scenario.id, "layout": conv.layout,
+                            "repeat": conv.repeat, "category": scenario.category,
+                            "turns": verdicts(conv, got, chosen, oracle)}
+    asked = [got.turns[t - 1] for t in turn_list]
+    if any(t is None for t in asked):
+        error = next((e["error"] for e in entries if e["error"]), "no answer")
+        last = entries[-1]["raw"] if entries else None
         return Score.unscored(reason="incomplete", answer=last, metadata={
             **meta, "complete": False, "error": error},
             explanation=f"incomplete (not scored): {error}")
-    s = score_scenario(scenario, [t.spec for t in specs if t is not None], oracle, chosen)
-    return Score(value=1.0 if s.final_match else 0.0, answer=last,
+    s = score_scenario(scenario, [t.spec for t in asked if t is not None], oracle, chosen)
+    last_turn = asked[-1]
+    return Score(value=1.0 if s.final_match else 0.0,
+                 answer=None if last_turn is None else last_turn.shown,
                  explanation=explain(s), metadata={**meta, "complete": True, **figures(s)})
+
+
+def figures(s: ScenarioScore) -> dict[str, Any]:
+    """A complete conversation's score as JSON: the ScenarioScore whole (the metrics read it
+    back) and its per-conversation verdicts."""
+    return {**score_metadata(s), "final_match": s.final_match, "wobble": s.wobble,
+            "abstentions": s.abstentions}
 
 
 def explain(s: ScenarioScore) -> str:

@@ -2,8 +2,9 @@
 
 The task parameters become a :class:`~butterfly.core.options.RunOptions` and then the run's
 :class:`~butterfly.runs.records.RunParams` through butterfly's own checks (``run_params``), so a
-task accepts exactly what ``butterfly run`` accepts, and refuses, in one line, what inspect
-cannot play the same way (:func:`refused`).
+task accepts exactly what ``butterfly run`` accepts and refuses, in one line, what it refuses.
+Every parameter a task takes is played as ``butterfly run`` plays it (self-consistency, the
+response-size cap included): nothing is refused for inspect's sake.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any, Final
 from butterfly.api.running import run_params
 from butterfly.core.options import RunOptions
 from butterfly.core.prompts import PROMPT_VERSION
-from butterfly.errors import UserError
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
 from butterfly.suite.load import load_suite, resolve_suite
@@ -49,20 +49,13 @@ class Played:
             "suite": self.suite_path.stem, "suite_path": str(self.suite_path),
             "suite_sha256": self.suite_sha256, "mode": p.mode,
             "ask_at": None if p.ask_at is None else list(p.ask_at),
-            "strategy": p.strategy, "samples": p.samples, "protocol": p.protocol,
+            "strategy": p.strategy, "samples": p.samples, "sc_base": p.sc_base,
+            "protocol": p.protocol, "max_answer_chars": p.max_answer_chars,
             "prompt_version": PROMPT_VERSION, "track": p.track, "layouts": list(p.layouts),
             "parse": p.parse, "seed": p.seed, "temperature": p.temperature,
             "max_tokens": p.max_tokens, "per_category": p.per_category, "limit": p.limit,
             "params": p.model_dump(mode="json"),
         }}
-
-
-def refused(params: RunParams) -> str | None:
-    """Why inspect cannot play these parameters as our runner does (None: it can)."""
-    if params.strategy == "self-consistency":
-        return ("strategy self-consistency (several answers per turn, voted) is not playable "
-                "in inspect: use butterfly run, or another strategy")
-    return None
 
 
 def as_list(value: str | int | Sequence[Any] | None) -> str | list[Any] | None:
@@ -81,9 +74,6 @@ def prepare(suite: str, **task_args: Any) -> Played:
     ask_at = as_list(task_args.pop("ask_at", None))
     opts = RunOptions(suite=suite, layouts=layouts, ask_at=ask_at, **task_args)
     params = run_params(opts)
-    why = refused(params)
-    if why is not None:
-        raise UserError(why)
     path = resolve_suite(suite).resolve()
     return Played(path, sha256_of(path), tuple(select(scenarios_of(str(path)), params)),
                   params)

@@ -5,10 +5,11 @@ Each sample is one conversation: a scenario posed under one layout (id ``SCENARI
 inspect's epochs are our repeats (epoch r + 1 is repeat r, seeded ``seed + r``). The parameters
 are ``butterfly run``'s flags of the same names, checked by butterfly's own code: ``layouts``
 (E, Q, H: one or several, ``-T layouts=E,Q``), ``mode`` (chat, restate), ``ask_at`` (restate
-only), ``strategy``, ``protocol``, ``parse``, ``per_category``, ``limit``, ``seed``,
-``temperature``, ``max_tokens``; the code track takes the last five only (as ``butterfly run
---track code``). Strategy self-consistency is refused, and so is a parameter a task does not
-take (inspect would only log a warning and play the defaults), in one line (docs/inspect.md).
+only), ``strategy``, ``samples`` and ``sc_base`` (self-consistency), ``protocol``, ``parse``,
+``per_category``, ``limit``, ``seed``, ``temperature``, ``max_tokens``, ``max_answer_chars``;
+the code track takes the last six only (as ``butterfly run --track code``). A parameter a task
+does not take is refused in one line (inspect would only log a warning and play the
+defaults: docs/inspect.md).
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ loaded (a task file run by path too)."""
 Layouts = str | Sequence[str]
 AskAt = str | int | Sequence[int] | None
 
-PARAMS = ("layouts", "mode", "ask_at", "strategy", "protocol", "parse", "per_category", "limit",
-          "seed", "temperature", "max_tokens")
+PARAMS = ("layouts", "mode", "ask_at", "strategy", "samples", "sc_base", "protocol", "parse",
+          "per_category", "limit", "seed", "temperature", "max_tokens", "max_answer_chars")
 """The parameters of the spec track's tasks (``butterfly_suite`` takes ``suite`` too)."""
-CODE_PARAMS = ("per_category", "limit", "seed", "temperature", "max_tokens")
+CODE_PARAMS = ("per_category", "limit", "seed", "temperature", "max_tokens", "max_answer_chars")
 """The parameters of ``butterfly_code`` (as ``butterfly run --track code`` takes)."""
 
 
@@ -91,77 +92,72 @@ def butterfly_task(suite: str, **task_args: Any) -> Task:
         metadata=played.metadata())
 
 
-def _args(layouts: Layouts, mode: str, ask_at: AskAt, strategy: str, protocol: str | None,
-          parse: str, per_category: int | None, limit: int | None, seed: int,
-          temperature: float, max_tokens: int | None) -> dict[str, Any]:
-    return {"layouts": layouts, "mode": mode, "ask_at": ask_at, "strategy": strategy,
-            "protocol": protocol, "parse": parse, "per_category": per_category,
-            "limit": limit, "seed": seed, "temperature": temperature, "max_tokens": max_tokens}
+def _args(given: dict[str, Any], names: Sequence[str] = PARAMS) -> dict[str, Any]:
+    """The task's parameters among ``given`` (a task function's arguments)."""
+    return {k: given[k] for k in names}
 
 
 @task
 def butterfly_40(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = None,
-                 strategy: str = "zero-shot", protocol: str | None = None,
+                 strategy: str = "zero-shot", samples: int | None = None,
+                 sc_base: str | None = None, protocol: str | None = None,
                  parse: str = DEFAULTS.parse, per_category: int | None = None,
                  limit: int | None = None, seed: int = DEFAULTS.seed,
-                 temperature: float = DEFAULTS.temperature,
-                 max_tokens: int | None = None, **unknown: Any) -> Task:
+                 temperature: float = DEFAULTS.temperature, max_tokens: int | None = None,
+                 max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
     """butterfly-40: the default suite, 40 scenarios of 1 to 10 turns."""
     refuse_unknown("butterfly_40", unknown)
-    return butterfly_task("butterfly-40", **_args(layouts, mode, ask_at, strategy, protocol,
-                                                  parse, per_category, limit, seed,
-                                                  temperature, max_tokens))
+    return butterfly_task("butterfly-40", **_args(locals()))
 
 
 @task
 def butterfly_hard(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = None,
-                   strategy: str = "zero-shot", protocol: str | None = None,
+                   strategy: str = "zero-shot", samples: int | None = None,
+                   sc_base: str | None = None, protocol: str | None = None,
                    parse: str = DEFAULTS.parse, per_category: int | None = None,
                    limit: int | None = None, seed: int = DEFAULTS.seed,
-                   temperature: float = DEFAULTS.temperature,
-                   max_tokens: int | None = None, **unknown: Any) -> Task:
+                   temperature: float = DEFAULTS.temperature, max_tokens: int | None = None,
+                   max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
     """butterfly-hard: 40 scenarios built from the hardest constructions."""
     refuse_unknown("butterfly_hard", unknown)
-    return butterfly_task("butterfly-hard", **_args(layouts, mode, ask_at, strategy, protocol,
-                                                    parse, per_category, limit, seed,
-                                                    temperature, max_tokens))
+    return butterfly_task("butterfly-hard", **_args(locals()))
 
 
 @task
 def butterfly_long(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = None,
-                   strategy: str = "zero-shot", protocol: str | None = None,
+                   strategy: str = "zero-shot", samples: int | None = None,
+                   sc_base: str | None = None, protocol: str | None = None,
                    parse: str = DEFAULTS.parse, per_category: int | None = None,
                    limit: int | None = None, seed: int = DEFAULTS.seed,
-                   temperature: float = DEFAULTS.temperature,
-                   max_tokens: int | None = None, **unknown: Any) -> Task:
+                   temperature: float = DEFAULTS.temperature, max_tokens: int | None = None,
+                   max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
     """butterfly-long: chains of 5, 10, 20, 40 and 80 turns."""
     refuse_unknown("butterfly_long", unknown)
-    return butterfly_task("butterfly-long", **_args(layouts, mode, ask_at, strategy, protocol,
-                                                    parse, per_category, limit, seed,
-                                                    temperature, max_tokens))
+    return butterfly_task("butterfly-long", **_args(locals()))
 
 
 @task
 def butterfly_code(per_category: int | None = None, limit: int | None = None,
                    seed: int = DEFAULTS.seed, temperature: float = DEFAULTS.temperature,
-                   max_tokens: int | None = None, **unknown: Any) -> Task:
+                   max_tokens: int | None = None,
+                   max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
     """butterfly-code: the code track (chat mode, layout E, zero-shot): the model keeps a
     program up to date; each answer's program is run in the sandbox and observed when it is
     scored (docs/code-track.md)."""
     refuse_unknown("butterfly_code", unknown, CODE_PARAMS)
-    return butterfly_task("butterfly-code", per_category=per_category, limit=limit, seed=seed,
-                          temperature=temperature, max_tokens=max_tokens)
+    return butterfly_task("butterfly-code", **_args(locals(), CODE_PARAMS))
 
 
 @task
 def butterfly_suite(suite: str, layouts: Layouts = "E", mode: str = "chat",
                     ask_at: AskAt = None, strategy: str = "zero-shot",
+                    samples: int | None = None, sc_base: str | None = None,
                     protocol: str | None = None, parse: str = DEFAULTS.parse,
                     per_category: int | None = None, limit: int | None = None,
                     seed: int = DEFAULTS.seed, temperature: float = DEFAULTS.temperature,
-                    max_tokens: int | None = None, **unknown: Any) -> Task:
+                    max_tokens: int | None = None,
+                    max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
     """Any suite: a file, or the name of one under scenarios/ (``-T suite=butterfly-horizon``
     asks at the suite's default ask points in restate mode)."""
     refuse_unknown("butterfly_suite", unknown, ("suite", *PARAMS))
-    return butterfly_task(suite, **_args(layouts, mode, ask_at, strategy, protocol, parse,
-                                         per_category, limit, seed, temperature, max_tokens))
+    return butterfly_task(suite, **_args(locals()))

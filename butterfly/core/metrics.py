@@ -133,6 +133,14 @@ def aggregate(scores: Sequence[ScenarioScore]) -> Aggregate:
     return Aggregate.model_validate(pooled(scores))
 
 
+def effective_final_match(final_match: float | None, coverage: float | None) -> float | None:
+    """Final match x coverage (contract v2: an abstention counts as a miss), rounded to 6
+    places; None where either is (``score``'s, the notebook's and inspect's figure)."""
+    if final_match is None or coverage is None:
+        return None
+    return round(final_match * coverage, 6)
+
+
 def by_category(scores: Sequence[ScenarioScore]) -> dict[str, Aggregate]:
     return {
         c: aggregate([s for s in scores if s.category == c])

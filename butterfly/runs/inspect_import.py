@@ -4,10 +4,12 @@ log").
 
 The log is read by :mod:`butterfly.runs.inspect_log`. The suite it played is found by the path
 the log names (or ``--suite``; a frozen suite of the same name when that path is missing) and
-checked by sha256. Each sample is one conversation; its store's turns become call records the
-way ``butterfly run`` makes them: the messages a turn adds are rebuilt from the suite and the
-answers before it (their count is checked against what inspect sent), the raw answer is kept
-verbatim and parsed by butterfly's parser, tokens are carried over and priced as ``butterfly
+checked by sha256. Each sample is one conversation, played again by butterfly's engine
+(``engine.conversation``) with the logged answers, so its store's calls become call records the
+way ``butterfly run`` makes them: the messages a turn adds are the engine's, from the suite and
+the answers before it (a self-consistency turn's vote included; their count is checked against
+what inspect sent), the raw answer is kept as logged and read again by the engine (the
+response-size cap, then the track's reader), tokens are carried over and priced as ``butterfly
 run`` prices them: by the price the user gave (``--price``, ``--price-per-mtok``; recorded as
 the manifest's ``params.price``), else by butterfly's price map. The directory is written by
 the run writers (:func:`~butterfly.runs.store.open_run`, :class:`~butterfly.runs.store.CallLog`,
@@ -28,15 +30,23 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from butterfly.core.price import UserPrice
-from butterfly.core.turns import ConversationKey, make_turn
+from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import DEFAULTS, ErrorClass, RunStatus
-from butterfly.engine.conversation import Sent
-from butterfly.engine.tracks import track
+from butterfly.engine.conversation import Ask
+from butterfly.engine.conversation import Conversation as Engine
+from butterfly.engine.tracks import Parsed, track
 from butterfly.errors import UserError
 from butterfly.models.prices import Rates, rates_for
 from butterfly.runs.calls import Compactor
 from butterfly.runs.digest import START
-from butterfly.runs.inspect_log import LoggedEval, LoggedSample, TurnEntry, read_log
+from butterfly.runs.inspect_log import (
+    OVER_CONTEXT,
+    OVER_CONTEXT_DETAIL,
+    LoggedEval,
+    LoggedSample,
+    TurnEntry,
+    read_log,
+)
 from butterfly.runs.inspect_suite import find_suite, scope_of
 from butterfly.runs.lock import LOCK, writer_lock
 from butterfly.runs.reader import load_run
@@ -104,7 +114,8 @@ def _params(logged: LoggedEval, suite: Sequence[Scenario], price: UserPrice | No
             schema_output=m.protocol == "schema", parse=m.parse or DEFAULTS.parse,
             layouts=m.layouts, repeats=logged.epochs, mode=m.mode, ask_at=m.ask_at,
             strategy=m.strategy, samples=m.samples, protocol=m.protocol,
-            sc_base=m.sc_base or "zero-shot", track=m.track, price=price)
+            sc_base=m.sc_base or "zero-shot", track=m.track, price=price,
+            max_answer_chars=m.max_answer_chars or DEFAULTS.max_answer_chars)
     except ValidationError as e:
         first = str(e.errors(include_url=False)[0]["msg"]).removeprefix("Value error, ")
         raise UserError(f"{logged.path}: eval metadata 'butterfly': {first}") from None
@@ -144,21 +155,34 @@ class Maker:
         return (tokens, self.rates.usd(p, c, u.cached_tokens, u.cache_write_tokens),
                 self.rates.saved(p, u.cached_tokens))
 
-    def record(self, key: ConversationKey, e: TurnEntry, sent: Sent,
-               added: list[dict[str, str]], at: str) -> CallRecord:
+    def record(self, conv: Engine, key: ConversationKey, ask: Ask, e: TurnEntry,
+               added: tuple[Message, ...], at: str) -> CallRecord:
         tokens, cost, saved = self._tokens(e)
-        spec, reason, detail = (None, None, "") if e.error is not None else track(
-            self.params.track).read(e.raw, self.params, truncated=e.finish_reason == "length")
+        raw, finish, read = self.read(conv, e)
         return CallRecord(
             chain_sha256=START, scenario=key.scenario, turn=e.turn, layout=key.layout,
-            repeat=key.repeat, sample=e.sample, messages_sha256=sent.sha256(),
-            messages_added=tuple(Message.model_validate(m) for m in added),
-            raw=None if e.error is not None else e.raw, finish_reason=e.finish_reason,
-            spec=spec, abstention=reason, abstention_detail=detail,
+            repeat=key.repeat, sample=e.sample, messages_sha256=ask.messages_sha256,
+            messages_added=added, raw=raw, raw_chars=e.raw_chars, finish_reason=finish,
+            spec=read.spec, abstention=read.reason, abstention_detail=read.detail,
             latency_s=round(e.latency_s or 0.0, 6), tokens=tokens, cost_usd=cost,
             saved_usd=saved, attempts=1, at=at,
             error=None if e.error is None else CallError(kind=error_kind(e.error),
                                                          message=e.error))
+
+    @staticmethod
+    def read(conv: Engine, e: TurnEntry) -> tuple[str | None, str | None, Parsed]:
+        """A logged call's raw answer, finish reason and reading, as ``butterfly run`` records
+        them: read again by the engine (the response-size cap, then the track's reader; the
+        log's own reading is not trusted); a call over the context window (inspect's stop
+        reason ``model_length``) where the engine says it is an abstention is one (reason
+        ``context``, answered with nothing)."""
+        if e.error is not None:
+            return None, e.finish_reason, Parsed(None, None, "")
+        if e.finish_reason == OVER_CONTEXT:
+            over = conv.over_context(e.abstention_detail or OVER_CONTEXT_DETAIL)
+            if over is not None:
+                return "", None, over
+        return e.raw, e.finish_reason, conv.read(e.raw, e.finish_reason, e.raw_chars)
 
     def entries(self, s: Scenario, sample: LoggedSample) -> dict[tuple[int, int], TurnEntry]:
         """The sample's calls by (turn, sample); a call the run does not make is refused."""
@@ -175,26 +199,27 @@ class Maker:
         return out
 
     def conversation(self, s: Scenario, sample: LoggedSample) -> Played:
-        """The records of one sample: each asked turn until the first one not answered."""
+        """The records of one sample, its conversation played again by the engine with the
+        logged answers: each asked turn until the first one not answered."""
         key = ConversationKey(s.id, sample.layout, sample.repeat)
-        by_call, sent, previous = self.entries(s, sample), Sent(), None
+        by_call = self.entries(s, sample)
+        conv = Engine(s, self.params, sample.layout, sample.repeat)
         at = sample.at or self.logged.created
         out: list[CallRecord] = []
-        for t in asked(s, self.params):
-            added = track(self.params.track).added(s, t, previous, sample.layout, self.params)
-            sent.extend(added, self.params.mode == "restate")
-            got = [by_call.get((t, k)) for k in range(self.params.samples)]
+        while (ask := conv.next_ask()) is not None:
+            added = tuple(Message.model_validate(m) for m in ask.added)
+            got = [by_call.get((ask.turn, k)) for k in range(ask.samples)]
             for e in (x for x in got if x is not None):
-                self._check_sent(sample, e, len(sent.messages))
-                out.append(self.record(key, e, sent, added, at))
+                self._check_sent(sample, e, len(ask.messages))
+                out.append(self.record(conv, key, ask, e, added, at))
             if any(x is None or x.error is not None for x in got):
                 if sample.error is not None and all(x is None for x in got):
-                    stop = TurnEntry(turn=t, raw="", messages_sent=len(sent.messages),
+                    stop = TurnEntry(turn=ask.turn, raw="", messages_sent=len(ask.messages),
                                      error=sample.error)
-                    out.append(self.record(key, stop, sent, added, at))
+                    out.append(self.record(conv, key, ask, stop, added, at))
+                conv.fail()
                 return Played(out, False)
-            views = [self.compactor.view(r) for r in out[-self.params.samples:]]
-            previous = make_turn(views).shown
+            conv.close([self.compactor.view(r) for r in out[-ask.samples:]])
         return Played(out, True)
 
     def _check_sent(self, sample: LoggedSample, e: TurnEntry, ours: int) -> None:

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 META_KEY: Final = "butterfly"
 TURNS_KEY: Final = "butterfly_turns"
+OVER_CONTEXT: Final = "model_length"
+"""inspect's stop reason for a call over the model's context window (a logged call's
+``finish_reason``)."""
+OVER_CONTEXT_DETAIL: Final = "the conversation no longer fits the model's context window"
+"""Why a call over the context window abstains, when its entry does not say."""
 BUTTERFLY_PROVIDER: Final = "butterfly/"
 """Inspect's name of butterfly's own models (``butterfly/script/lifo``): the run's model is
 the name after it (``script/lifo``)."""
@@ -44,6 +49,7 @@ class ButterflyMeta(BaseModel):
     strategy: Strategy
     samples: int = Field(1, ge=1)
     protocol: Protocol
+    max_answer_chars: int | None = Field(None, ge=1)
     prompt_version: int
     track: Track = "spec"
     layouts: tuple[Layout, ...] = Field(min_length=1)
@@ -72,11 +78,16 @@ class TurnEntry(BaseModel):
     turn: int = Field(ge=1)
     sample: int = Field(0, ge=0)
     raw: str
+    raw_chars: int | None = Field(None, ge=0)
+    """The answer's length when ``raw`` is only its first characters (the response-size cap)."""
     messages_sent: int = Field(ge=1)
     usage: TurnUsage = TurnUsage()
     latency_s: float | None = None
     finish_reason: str | None = None
     error: str | None = None
+    abstention_detail: str | None = None
+    """Why the answer abstained, as the solver read it (read for a call over the context
+    window only: every other answer is read again)."""
 
 
 @dataclass(frozen=True)

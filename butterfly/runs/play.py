@@ -193,7 +193,7 @@ async def _call(engine: Engine, ask: Ask, sample: int, msgs: tuple[dict[str, str
         parsed = engine.over_context(str(e))
         if parsed is None:  # a provider fault: the run stops
             raise
-        return _over_context(ask, added, parsed)
+        return _over_context(ask, sample, added, parsed)
     resp = outcome.response
     read = (Parsed(None, None, "") if resp is None else
             engine.read(resp.text, resp.finish_reason, resp.raw_chars))
@@ -233,14 +233,17 @@ async def _call(engine: Engine, ask: Ask, sample: int, msgs: tuple[dict[str, str
     )
 
 
-def _over_context(ask: Ask, added: tuple[Message, ...], parsed: Parsed) -> CallRecord:
+def _over_context(ask: Ask, sample: int, added: tuple[Message, ...],
+                  parsed: Parsed) -> CallRecord:
     """A code-track turn or an ask (``--ask-at``) over the model's context window: an abstention
-    (reason ``context``), answered with nothing; the conversation goes on (contract v3, s. 4)."""
+    (reason ``context``) of its own sample, answered with nothing; the conversation goes on
+    (contract v3, s. 4)."""
     return CallRecord(
         chain_sha256=START, scenario=ask.scenario, turn=ask.turn, layout=ask.layout,
-        repeat=ask.repeat, sample=0, messages_sha256=ask.messages_sha256, messages_added=added,
-        raw="", finish_reason=None, spec=parsed.spec, abstention=parsed.reason,
-        abstention_detail=parsed.detail, latency_s=0.0, attempts=1, at=now())
+        repeat=ask.repeat, sample=sample, messages_sha256=ask.messages_sha256,
+        messages_added=added, raw="", finish_reason=None, spec=parsed.spec,
+        abstention=parsed.reason, abstention_detail=parsed.detail, latency_s=0.0, attempts=1,
+        at=now())
 
 
 async def in_workers(items: Iterable[T], concurrency: int,

@@ -1,12 +1,14 @@
-"""The same numbers in both harnesses (issue 26): a suite slice played by ``butterfly run`` and
-by ``inspect eval`` with the same answers gives equal per-conversation verdicts, equal raw
-answers and message lists, and equal suite-level figures.
+"""The same numbers in both harnesses (issues 26 and 35): a suite slice played by ``butterfly
+run`` and by ``inspect eval`` with the same answers gives equal per-conversation verdicts, equal
+raw answers, message lists and seeds, and equal suite-level figures: in chat and restate mode,
+at chosen ask points, under self-consistency (its vote in the next turn's history), with the
+response-size cap, over the context window, on both tracks.
 
 The answers come from our scripted agents (``script/NAME`` in butterfly,
-``butterfly/script/NAME`` in inspect) and from inspect's ``mockllm`` replaying what a fake
-server answered ``butterfly run``. inspect runs in this process, offline, without a display,
-its logs in ``tmp_path``; tiktoken is made to fail, so nothing counts tokens by downloading an
-encoding (item 5).
+``butterfly/script/NAME`` in inspect) and from inspect's ``mockllm`` answering as a fake server
+answered ``butterfly run`` (replaying its answers, or by the same function). inspect runs in
+this process, offline, without a display, its logs in ``tmp_path``; tiktoken is made to fail, so
+nothing counts tokens by downloading an encoding (item 5).
 """
 
 from __future__ import annotations
@@ -26,16 +28,15 @@ from fakeserver import FakeServer
 
 from butterfly.analysis.scoring import score_run
 from butterfly.api.running import run as butterfly_run
+from butterfly.core.metric_registry import METRICS as REGISTRY
 from butterfly.core.results import RunScore
+from butterfly.engine.conversation import SAMPLE_SEED_STRIDE
 from butterfly.errors import UserError
 from butterfly.runs.calls import iter_records
 
 if TYPE_CHECKING:  # inspect is imported by the tests that run, not when the file is collected
     from inspect_ai.log import EvalLog
     from inspect_ai.model import ChatMessage, ModelOutput
-
-FIGURES = ("final_match", "turn_match", "change_radius", "undo_recovery", "abstention",
-           "coverage", "collateral_per_turn", "wobble", "effective_final_match")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -109,13 +110,15 @@ def butterfly_verdicts(score: RunScore) -> dict[tuple[str, str, int], tuple[Any,
 
 
 def same_figures(log: EvalLog, score: RunScore) -> None:
+    """Every inspect metric is the figure of the same name in ``score --json``; they are the
+    registry's metrics but its histogram, and effective final match."""
     assert log.results is not None
     metrics = {k: v.value for k, v in log.results.scores[0].metrics.items()}
-    for name in FIGURES:
-        want = getattr(score, name)
-        got = metrics[name]
-        assert (want is None and math.isnan(got)) or got == pytest.approx(want), name
-    assert metrics["conversations"] == score.n_conversations
+    want = score.to_json()
+    for name, got in metrics.items():
+        assert (want[name] is None and math.isnan(got)) or got == pytest.approx(want[name]), name
+    assert set(REGISTRY) - set(metrics) == {"first_divergent_turn"}
+    assert set(metrics) - set(REGISTRY) == {"effective_final_match"}
 
 
 def sha256_of(messages: list[ChatMessage]) -> str:
@@ -124,19 +127,26 @@ def sha256_of(messages: list[ChatMessage]) -> str:
 
 
 def same_calls(log: EvalLog, run_dir: Path) -> None:
-    """Every call sent the same messages and got the same raw answer in both harnesses."""
-    want = {(r.scenario, r.turn, r.layout, r.repeat): (r.messages_sha256, r.raw)
+    """Every call sent the same messages and got the same raw answer in both harnesses, each
+    sample of a turn with its own seed (``seed + repeat + sample x stride``, as butterfly's
+    engine seeds it)."""
+    want = {(r.scenario, r.turn, r.layout, r.repeat, r.sample): (r.messages_sha256, r.raw)
             for _, _, r in iter_records(run_dir / "calls.jsonl")}
+    seed = log.eval.metadata["butterfly"]["seed"]
     got = {}
     for s in log.samples or []:
         m = s.metadata
-        inputs = [e.input for e in s.events if e.event == "model"]
-        turns = s.store["butterfly_turns"]
-        assert len(inputs) == len(turns)
-        for rec, sent in zip(turns, inputs, strict=True):
-            assert rec["messages_sent"] == len(sent)
-            got[m["scenario"], rec["turn"], m["layout"], s.epoch - 1] = (sha256_of(sent),
-                                                                          rec["raw"])
+        stored = {(e["turn"], e["sample"]): e for e in s.store["butterfly_turns"]}
+        events = [e for e in s.events if e.event == "model"]
+        assert len(events) == len(stored)
+        for event in events:
+            tag = event.input[-1].metadata["butterfly"]
+            k, repeat = tag.get("sample", 0), s.epoch - 1
+            rec = stored[tag["turn"], k]
+            assert rec["messages_sent"] == len(event.input)
+            assert tag["seed"] == event.config.seed == seed + repeat + k * SAMPLE_SEED_STRIDE
+            got[m["scenario"], tag["turn"], m["layout"], repeat, k] = (sha256_of(event.input),
+                                                                       rec["raw"])
     assert got == want
 
 
@@ -156,17 +166,153 @@ def test_a_scripted_agent_scores_alike_in_both_harnesses(tmp_path: Path, agent: 
     same_after_import(log, tmp_path, score)
 
 
-def same_after_import(log: EvalLog, tmp: Path, score: RunScore) -> None:
+def same_after_import(log: EvalLog, tmp: Path, score: RunScore,
+                      but: tuple[str, ...] = ()) -> None:
     """Logs both ways: the eval's log, imported by ``butterfly import-inspect``, is a run that
     scores exactly as the run ``butterfly run`` made (every figure of ``score --json`` but the
-    run's path)."""
+    run's path, and ``but``: mockllm's name and usage are not the fake server's)."""
     from butterfly import load_run
     from butterfly.api.running import import_inspect
 
     imported = import_inspect(log.location, tmp / "imported")
-    again = score_run(load_run(imported.out)).to_json()
-    assert again.pop("run") != (want := score.to_json()).pop("run")
+    again, want = score_run(load_run(imported.out)).to_json(), score.to_json()
+    assert again.pop("run") != want.pop("run")
+    for key in but:
+        again.pop(key), want.pop(key)
     assert again == want
+
+
+def test_self_consistency_votes_alike_and_sends_the_vote_in_the_history(tmp_path: Path) -> None:
+    """Three samples a turn, each with its own seed; the engine votes; the next turn's history
+    holds the vote's text, so every later turn's message hash checks it (same_calls)."""
+    opts = {"per_category": 1, "strategy": "self-consistency", "samples": 3,
+            "temperature": 0.7}
+    score = play(tmp_path, "script/noisy:p=0.3", "run", **opts)
+    log = evaluate(task("butterfly_40", **opts), "butterfly/script/noisy:p=0.3", tmp_path)
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+    same_after_import(log, tmp_path, score)
+    assert voted_otherwise(tmp_path / "run") > 0  # a test that can fail: the vote is sent
+
+
+def voted_otherwise(run_dir: Path) -> int:
+    """Turns, but a conversation's last, whose vote's text is not their sample 0's answer."""
+    from butterfly.core.turns import make_turn
+
+    turns: dict[tuple[str, str, int], dict[int, list[Any]]] = {}
+    for _, _, r in iter_records(run_dir / "calls.jsonl"):
+        turns.setdefault((r.scenario, r.layout, r.repeat), {}).setdefault(r.turn, []).append(r)
+    return sum(1 for conv in turns.values() for t, recs in conv.items()
+               if t < max(conv) and make_turn(sorted(recs, key=lambda r: r.sample)).shown
+               != recs[0].raw)
+
+
+CAP = 2000
+"""The response-size cap of the cap's test (a spec as JSON is about 600 characters)."""
+
+
+def text_of(content: Any) -> str:
+    return content if isinstance(content, str) else "".join(p["text"] for p in content)
+
+
+def padded(body: dict[str, Any]) -> str:
+    """A fake model that answers the initial spec, every third answer (by its messages) padded
+    with spaces past the cap: whole, it would parse as the spec; cut, it is too large."""
+    msgs = [text_of(m["content"]) for m in body["messages"]]
+    spec = msgs[1].split("Here is the current spec:\n")[1].split("\n\n")[0]
+    text = json.dumps(json.loads(spec))
+    return text + " " * CAP if hashlib.sha256("".join(msgs).encode()).digest()[0] % 3 == 0 \
+        else text
+
+
+def answering(responder: Any) -> Any:
+    """mockllm's outputs: what ``responder`` (a fake server's) answers the same messages."""
+    def output(input: list[ChatMessage], *_: Any) -> ModelOutput:
+        return answer(responder({"messages": [{"role": m.role, "content": m.text}
+                                              for m in input]}))
+
+    return output
+
+
+def test_the_answer_size_cap_cuts_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    """An answer over --max-answer-chars is kept as its first N characters, an abstention
+    (too_large), and sent back cut in the history, in both harnesses."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeServer(padded) as srv:
+        score = play(tmp_path, "openai/fake", "run", per_category=1, api_base=srv.api_base,
+                     timeout=5, max_answer_chars=CAP)
+    log = evaluate(task("butterfly_40", per_category=1, max_answer_chars=CAP), "mockllm/model",
+                   tmp_path, model_args={"custom_outputs": answering(padded)})
+    assert score.abstention_by_reason["too_large"] > 0  # a test that can fail
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+    cut = [e for s in log.samples or [] for e in s.store["butterfly_turns"] if e["raw_chars"]]
+    assert cut and all(len(e["raw"]) == CAP and e["abstention"] == "too_large" for e in cut)
+    same_after_import(log, tmp_path, score, but=("model", "usage"))
+
+
+def over_the_window() -> set[str]:
+    """The restate messages of the 10-turn chains' turn 10 among butterfly-long's first 24."""
+    from butterfly.core.prompts import restate_message
+    from butterfly.suite.load import load_suite, resolve_suite
+
+    first = load_suite(resolve_suite("butterfly-long"))[:24]
+    return {restate_message(s, 10) for s in first if len(s.turns) == 10}
+
+
+def restate_oracle(body: dict[str, Any]) -> str:
+    """A perfect model of butterfly-long in restate mode, from the one user message."""
+    from butterfly.core.prompts import restate_message
+    from butterfly.suite.load import load_suite, resolve_suite
+    from oracle import replay as oracle_replay
+
+    last = text_of(body["messages"][-1]["content"])
+    for s in load_suite(resolve_suite("butterfly-long"))[:24]:
+        for t in range(1, len(s.turns) + 1):
+            if restate_message(s, t) == last:
+                return json.dumps(oracle_replay(s)[t])
+    raise AssertionError("not a restate message of butterfly-long's first 24")
+
+
+@pytest.mark.parametrize("how", ["exception", "stop_reason"])
+def test_an_ask_over_the_context_window_abstains_alike(tmp_path: Path, how: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Restate mode at chosen ask points: an ask over the context window is an abstention
+    (reason context), the conversation going on. inspect says it by a provider's exception
+    (llama.cpp's words) or by the stop reason model_length."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    over = over_the_window()
+    opts = {"mode": "restate", "ask_at": [5, 10], "limit": 24}
+
+    def fault(_i: int, body: dict[str, Any]) -> str | None:
+        return "context" if text_of(body["messages"][-1]["content"]) in over else None
+
+    with FakeServer(restate_oracle, faults=fault) as srv:
+        score = play(tmp_path, "openai/fake", "run", suite="butterfly-long",
+                     api_base=srv.api_base, timeout=5, retries=0, **opts)
+
+    def output(input: list[ChatMessage], *_: Any) -> ModelOutput:
+        if input[-1].text not in over:
+            return answer(restate_oracle({"messages": [{"role": m.role, "content": m.text}
+                                                       for m in input]}))
+        if how == "exception":
+            raise RuntimeError("the request exceeds the available context size, try "
+                               "increasing it")
+        over_it = answer("")
+        over_it.choices[0].stop_reason = "model_length"
+        return over_it
+
+    log = evaluate(task("butterfly_long", **opts), "mockllm/model", tmp_path,
+                   model_args={"custom_outputs": output})
+    assert score.abstention_by_reason == {"context": 12} and score.incomplete == 0
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    same_figures(log, score)
+    reasons = [t["abstention"] for s in log.samples or []
+               for t in s.scores["butterfly_scorer"].metadata["turns"]]
+    assert reasons.count("context") == 12
 
 
 def test_restate_asked_at_chosen_turns_scores_alike(tmp_path: Path) -> None:
@@ -198,7 +344,7 @@ def test_the_oracle_scores_every_conversation(tmp_path: Path) -> None:
     assert log.results is not None
     metrics = {k: v.value for k, v in log.results.scores[0].metrics.items()}
     assert metrics["final_match"] == metrics["turn_match"] == 1.0
-    assert metrics["change_radius"] == 0 and metrics["conversations"] == 10
+    assert metrics["change_radius"] == 0 and metrics["n_conversations"] == 10
     for s in log.samples or []:
         assert s.scores["butterfly_scorer"].value == 1.0
         assert all(t["match"] for t in s.scores["butterfly_scorer"].metadata["turns"])
@@ -268,7 +414,7 @@ def test_a_failed_call_leaves_its_conversation_incomplete(tmp_path: Path) -> Non
     log = evaluate(task("butterfly_40", limit=3), "mockllm/model", tmp_path,
                    model_args={"custom_outputs": output})
     assert log.results is not None and log.results.scores[0].unscored_samples == 1
-    assert log.results.scores[0].metrics["conversations"].value == 2
+    assert log.results.scores[0].metrics["n_conversations"].value == 2
     broken = next(s for s in log.samples or [] if s.id == "gen-undo-ref-01/E")
     score = broken.scores["butterfly_scorer"]
     assert math.isnan(float(score.value)) and score.metadata is not None
@@ -279,16 +425,21 @@ def test_a_failed_call_leaves_its_conversation_incomplete(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("name", "args", "says"), [
-    ("butterfly_40", {"strategy": "self-consistency"}, "self-consistency"),
+    ("butterfly_40", {"strategy": "self-consistency"}, "samples at a temperature above 0"),
+    ("butterfly_40", {"samples": 3}, "--samples is only for --strategy self-consistency"),
+    ("butterfly_40", {"max_answer_chars": 0}, "--max-answer-chars takes 1 to"),
     ("butterfly_code", {"limit": 0}, "--limit must be at least 1"),
     ("butterfly_suite", {"suite": "butterfly-code", "mode": "restate"}, "code track plays"),
     ("butterfly_40", {"ask_at": [3]}, "--ask-at is for --mode restate"),
     ("butterfly_40", {"layouts": "E,X"}, "--layouts takes"),
 ])
-def test_what_inspect_cannot_play_is_refused_in_one_line(name: str, args: dict[str, Any],
-                                                         says: str) -> None:
-    with pytest.raises(UserError, match=says):
+def test_what_butterfly_run_refuses_a_task_refuses_in_one_line(name: str, args: dict[str, Any],
+                                                                says: str) -> None:
+    """Nothing is refused for inspect's sake (self-consistency and the cap are played): a task
+    refuses what ``butterfly run`` refuses, by butterfly's own checks."""
+    with pytest.raises(UserError, match=says) as caught:
         task(name, **args)
+    assert "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize(("name", "args", "says"), [
@@ -332,8 +483,8 @@ def test_a_task_refuses_what_butterfly_run_refuses_as_inspect_prints_it() -> Non
     """The refusals of butterfly's own checks are inspect's PrerequisiteError as well."""
     from inspect_ai._util.error import PrerequisiteError
 
-    with pytest.raises(PrerequisiteError, match="self-consistency"):
-        task("butterfly_40", strategy="self-consistency")
+    with pytest.raises(PrerequisiteError, match="temperature above 0"):
+        task("butterfly_40", strategy="self-consistency", samples=3)
 
 
 def test_a_calls_usage_counts_the_prompt_whole_with_cache_reads_and_writes() -> None:

@@ -217,3 +217,27 @@ def test_an_ask_over_the_context_window_is_an_abstention_not_a_provider_fault(
     read = butterfly.load_run(tmp_path / "r")
     assert butterfly.score_run(read).model_dump() == score.model_dump()
     assert butterfly.score_run(read, "lenient").abstention_by_reason == {"context": 12}
+
+
+def test_each_sample_of_a_self_consistency_ask_over_the_window_is_its_own_abstention(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every sample of an ask over the window is recorded as itself (sample k, not sample 0
+    three times: a resume would call the others again and the integrity check refuse the run)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    ten = {restate_message(s, 10) for s in FIRST_24 if len(s.turns) == 10}
+
+    def fault(_i: int, body: dict[str, Any]) -> str | None:
+        return "context" if body["messages"][-1]["content"] in ten else None
+
+    with FakeServer(_restate_oracle, faults=fault) as srv:
+        run = butterfly.run(**{**RUN, "model": "openai/fake", "limit": 12},
+                            strategy="self-consistency", samples=3, temperature=0.7,
+                            api_base=srv.api_base,
+                            retries=0, out=tmp_path / "r")
+    assert run.manifest.status == "complete"
+    over = sorted((rec.scenario, rec.sample) for rec in run.records.values()
+                  if rec.abstention == "context")
+    assert over == sorted((s.id, k) for s in FIRST_24[:12] if len(s.turns) == 10
+                          for k in range(3))
+    read = butterfly.load_run(tmp_path / "r")
+    assert butterfly.score_run(read).model_dump() == butterfly.score_run(run).model_dump()
