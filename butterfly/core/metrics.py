@@ -133,6 +133,15 @@ def aggregate(scores: Sequence[ScenarioScore]) -> Aggregate:
     return Aggregate.model_validate(pooled(scores))
 
 
+def effective_final_match(agg: Aggregate) -> float | None:
+    """Final match x coverage (contract v2; PromptAudit's effective score), rounded to 6
+    places: the one computation of it, read by ``butterfly score`` (``RunScore``), inspect's
+    metrics and the Kaggle notebook's headline. None where either share has no denominator."""
+    if agg.final_match is None or agg.coverage is None:
+        return None
+    return round(agg.final_match * agg.coverage, 6)
+
+
 def by_category(scores: Sequence[ScenarioScore]) -> dict[str, Aggregate]:
     return {
         c: aggregate([s for s in scores if s.category == c])
