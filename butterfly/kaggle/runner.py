@@ -437,13 +437,13 @@ def headline(agg: Aggregate) -> Headline:
     clustered by scenario), and the effective final match (``core.metrics``). Kaggle stores
     one number beside the value (value ± ci), so ``ci`` is the larger distance from the share
     to an end of the interval: the symmetric band then contains the whole (asymmetric)
-    interval."""
+    interval. ``n_scenarios``: the conversations (one per scenario played)."""
     if agg.final_match is None or agg.final_match_ci is None:
         raise ValueError("no scenario was scored")
     share = agg.final_match
     lo, hi = agg.final_match_ci
     return Headline(final_match=share, final_matches=agg.final_matches,
-                    n_scenarios=agg.n_scenarios, interval=[lo, hi],
+                    n_scenarios=agg.n_conversations, interval=[lo, hi],
                     ci=max(share - lo, hi - share),
                     effective_final_match=effective_final_match(agg))
 
