@@ -84,7 +84,6 @@ def numbers() -> list[str]:
 
 METRICS: Final = (
     *(figure(name, _reader(name)) for name in numbers()),
-    figure("effective_final_match",
-           lambda a: effective_final_match(a.final_match, a.coverage)),
+    figure("effective_final_match", effective_final_match),
 )
 """The scorer's metrics: the registry's numbers, then effective final match."""

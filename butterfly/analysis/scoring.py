@@ -73,14 +73,13 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             if turn.spec is None and turn.abstention is not None:
                 reasons[turn.abstention] += 1
     shard, sweep = shard_of(run)
-    effective = effective_final_match(overall.final_match, overall.coverage)
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted, 0, params.ask_at)
                               for lay in params.layouts])
     return RunScore(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
                        flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
                        parse=parse_mode or params.parse, suite=suite_label(run),
                        prompt=prompt_label(run.manifest),
-                       horizon=horizon, effective_final_match=effective,
+                       horizon=horizon, effective_final_match=effective_final_match(overall),
                        abstention_by_reason=dict(sorted(reasons.items())),
                        usage=total_usage(run.records.values(), params.price, run.manifest.model),
                        shard=shard,

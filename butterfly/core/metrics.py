@@ -133,12 +133,13 @@ def aggregate(scores: Sequence[ScenarioScore]) -> Aggregate:
     return Aggregate.model_validate(pooled(scores))
 
 
-def effective_final_match(final_match: float | None, coverage: float | None) -> float | None:
-    """Final match x coverage (contract v2: an abstention counts as a miss), rounded to 6
-    places; None where either is (``score``'s, the notebook's and inspect's figure)."""
-    if final_match is None or coverage is None:
+def effective_final_match(agg: Aggregate) -> float | None:
+    """Final match x coverage (contract v2; PromptAudit's effective score), rounded to 6
+    places: the one computation of it, read by ``butterfly score`` (``RunScore``), inspect's
+    metrics and the Kaggle notebook's headline. None where either share has no denominator."""
+    if agg.final_match is None or agg.coverage is None:
         return None
-    return round(final_match * coverage, 6)
+    return round(agg.final_match * agg.coverage, 6)
 
 
 def by_category(scores: Sequence[ScenarioScore]) -> dict[str, Aggregate]:

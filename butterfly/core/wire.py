@@ -220,6 +220,32 @@ def exception_kind(exc: BaseException) -> ErrorClass | None:
     return told_kind(exc, kind) if kind == "server" or kind == "connection" else kind
 
 
+CONTEXT_TEXT: Final = ("context length", "context_length", "maximum context", "context window",
+                       "exceeds the available context", "exceed_context_size",
+                       "prompt is too long", "too many tokens",
+                       "maximum number of tokens allowed")
+"""How providers say a request is over the context window (OpenAI, vLLM, llama.cpp's server,
+Anthropic, litellm's ContextWindowExceededError; Gemini: "The input token count (N) exceeds the
+maximum number of tokens allowed (M)")."""
+
+
+def says_over_context(text: str) -> bool:
+    """Whether a provider's refusal (its message) says the request is over the model's context
+    window: the CLI's transports (``butterfly.models.provider.refusal``) and the Kaggle runner
+    (:func:`over_context`) read it alike."""
+    low = text.lower()
+    return any(t in low for t in CONTEXT_TEXT)
+
+
+def over_context(exc: BaseException) -> bool:
+    """Whether an SDK's exception is a refusal of a request over the model's context window: an
+    HTTP error it carries (:func:`status_of`) that is not worth retrying (:func:`exception_kind`
+    is None) and whose message says so (:func:`says_over_context`). The CLI reads the same
+    refusals as :class:`butterfly.models.provider.ContextOverflow`."""
+    return (exception_kind(exc) is None and status_of(exc) is not None
+            and says_over_context(str(exc)))
+
+
 def server_message(raw: bytes) -> str:
     """The first line of a server's error: ``error.message`` of an OpenAI-style error body,
     else the body's text."""

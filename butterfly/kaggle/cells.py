@@ -24,12 +24,14 @@ from IPython.core.magic import register_cell_magic
 
 try:
     import json_repair  # noqa: F401
-except ImportError:  # only the lenient parser calls it; this notebook parses "structured"
+    JSON_REPAIR = True
+except ImportError:  # only the lenient parser calls it (PARSE = "lenient" is refused without it)
     def _no_repair(*args: object, **kwargs: object) -> None:
         raise ImportError("json_repair is not installed")
 
     sys.modules["json_repair"] = types.ModuleType("json_repair")
     sys.modules["json_repair"].__dict__["loads"] = _no_repair
+    JSON_REPAIR = False
 
 for _name in ("oracle", "butterfly"):
     _package = types.ModuleType(_name)
@@ -68,6 +70,7 @@ def butterfly_data(line: str, cell: str) -> None:
 # %% config
 # Configuration. On Kaggle nothing here needs changing; the BUTTERFLY_* variables exist for
 # the offline end-to-end test (a local OpenAI-compatible server, a few scenarios).
+import contextlib
 import hashlib
 import json
 
@@ -75,6 +78,7 @@ from butterfly.core.asking import asked_line, asked_only
 from butterfly.kaggle import code_track as ct
 from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
+from butterfly.kaggle import settings as st
 
 # "butterfly-40" (the default), "butterfly-long" (a slice) or "butterfly-code" (the code track:
 # the suite's manifest says which track it plays; TRACK below follows from it).
@@ -86,6 +90,17 @@ LONG_PER_LENGTH = int(os.environ.get("BUTTERFLY_LONG_PER_LENGTH", "2"))
 # default ask points (butterfly-long: 5,10,20,40,80), or every turn if it names none.
 MODE = os.environ.get("BUTTERFLY_MODE", "chat")
 ASK_AT_TEXT = os.environ.get("BUTTERFLY_ASK_AT", "")
+# The prompt and the parser, as `butterfly run` takes them (the defaults are the leaderboard's):
+# STRATEGY "zero-shot", "few-shot", "cot" or "adaptive-cot"; LAYOUT "E", "Q" or "H"; PROTOCOL
+# "json", "json-first" or "json-last" (cot and adaptive-cot need json-last); PARSE
+# "structured", "strict" or "lenient"; MAX_ANSWER_CHARS the response-size cap
+# (`--max-answer-chars`; "" the CLI's default). What the notebook cannot play (protocol schema,
+# self-consistency, several layouts) is refused in one line (docs/kaggle.md).
+STRATEGY = os.environ.get("BUTTERFLY_STRATEGY", "zero-shot")
+LAYOUT = os.environ.get("BUTTERFLY_LAYOUT", "E")
+PROTOCOL = os.environ.get("BUTTERFLY_PROTOCOL", "json")
+PARSE = os.environ.get("BUTTERFLY_PARSE", "structured")
+MAX_ANSWER_CHARS = os.environ.get("BUTTERFLY_MAX_ANSWER_CHARS", "")
 # The frozen suites in this notebook: the sha256, the track and the default ask points of each.
 SUITES: dict[str, rs.SuiteEntry] = json.loads('@SUITES@')
 if os.environ.get("BUTTERFLY_SUITE_FILE"):  # offline tests only: a suite file from disk
@@ -99,24 +114,25 @@ else:
     if hashlib.sha256(SUITE.encode("utf-8")).hexdigest() != SUITES[SUITE_NAME]["sha256"]:
         raise RuntimeError("the suite cell differs from the frozen suite: rebuild the notebook")
     TRACK = SUITES[SUITE_NAME]["track"]
-if TRACK not in ct.TRACKS:
-    raise RuntimeError(f"track {TRACK!r}: the notebook plays {' or '.join(ct.TRACKS)}")
-MODE = rs.mode_of(MODE)
-if MODE != "chat" and TRACK == "code":
-    raise RuntimeError("the code track plays chat mode only: set MODE = \"chat\"")
-ASK_AT = rs.ask_at_of(ASK_AT_TEXT, MODE, None if os.environ.get("BUTTERFLY_SUITE_FILE")
-                      else SUITES[SUITE_NAME]["ask_at"])
+# Everything above, checked once as `butterfly run` checks its options (st.Refused: one line).
+SETTINGS = st.settings_of(
+    TRACK, mode=MODE, ask_at=ASK_AT_TEXT, strategy=STRATEGY, layout=LAYOUT, protocol=PROTOCOL,
+    parse=PARSE, max_answer_chars=MAX_ANSWER_CHARS, json_repair=JSON_REPAIR,
+    default_ask_at=None if os.environ.get("BUTTERFLY_SUITE_FILE")
+    else SUITES[SUITE_NAME]["ask_at"])
+ASK_AT = SETTINGS.ask_at
+CODE_TRACK = SETTINGS.track == "code"  # its programs are observed: the sandbox, the verdicts
 SCENARIOS = bb.load_scenarios(SUITE)
 BY_ID = {s.id: s for s in SCENARIOS}
 RUN_IDS = [i.strip() for i in os.environ.get("BUTTERFLY_SCENARIOS", "").split(",") if i.strip()]
 if not RUN_IDS and SUITE_NAME == "butterfly-long":
     RUN_IDS = [s.id for s in bb.long_slice(SCENARIOS, LONG_PER_LENGTH)]
 RUN_IDS = RUN_IDS or [s.id for s in SCENARIOS]
-print(f"{SUITE_NAME} ({TRACK} track, {MODE} mode): {len(RUN_IDS)} conversations, "
+print(f"{SUITE_NAME} ({TRACK} track, {SETTINGS.mode} mode): {len(RUN_IDS)} conversations, "
       f"{sum(len(bb.asked_of(BY_ID[i], ASK_AT)) for i in RUN_IDS)} calls")
 if ASK_AT is not None:  # as `butterfly score` says it
     print(asked_line(ASK_AT))
-if TRACK == "code":  # model-written programs run in a child process, never in this kernel
+if CODE_TRACK:  # model-written programs run in a child process, never in this kernel
     print(ct.use_fallback_sandbox())
     OBSERVE = ct.observe_cached()
 MAX_TOKENS = int(os.environ.get("BUTTERFLY_MAX_TOKENS", bb.MAX_TOKENS))
@@ -125,7 +141,8 @@ SEED_ARGS = bb.seed_args(os.environ)  # none with BUTTERFLY_NO_SEED=1 (`butterfl
 # What llm.prompt(..., extra_api_params=...) passes: the output bound (else a quota 403), -M args
 EXTRA_API_PARAMS = bb.api_params(MAX_TOKENS, os.environ)
 print(f"{len(RUN_IDS)} of {len(SCENARIOS)} scenarios, {EXTRA_API_PARAMS}, "
-      f"temperature {bb.TEMPERATURE}, {SEED_ARGS or 'no seed'}, protocol {bb.PROTOCOL}")
+      f"temperature {bb.TEMPERATURE}, {SEED_ARGS or 'no seed'}"
+      + ("" if CODE_TRACK else f", {st.described(SETTINGS)}"))
 
 
 # %% estimate
@@ -133,7 +150,7 @@ print(f"{len(RUN_IDS)} of {len(SCENARIOS)} scenarios, {EXTRA_API_PARAMS}, "
 # (docs/cost.md), made per scenario when the notebook was built (tools/kaggle_quota.py), summed
 # over the scenarios chosen above, for a few models (docs/kaggle.md, "Sized to the daily quota").
 ESTIMATE = json.loads('@ESTIMATE@')
-_what, _rows = rs.estimate_rows(ESTIMATE, SUITE_NAME, MODE, ASK_AT)
+_what, _rows = rs.estimate_for(ESTIMATE, SUITE_NAME, SETTINGS)
 if RUN_IDS and all(i in _rows for i in RUN_IDS) and not os.environ.get("BUTTERFLY_SUITE_FILE"):
     _calls = sum(_rows[i]["calls"] for i in RUN_IDS)
     print(f"estimate ({_what}): {_calls} calls; at most {_calls * MAX_TOKENS:,} completion "
@@ -149,7 +166,8 @@ if RUN_IDS and all(i in _rows for i in RUN_IDS) and not os.environ.get("BUTTERFL
               f"{_completion:,} completion tokens expected; {_usd}")
 else:
     print(f"estimate: none for these scenarios in {_what} (the notebook carries one per frozen "
-          "suite in chat mode, restate mode, and restate mode asked at its default ask points)")
+          "suite, for the default prompt, in chat mode, restate mode, and restate mode asked "
+          "at its default ask points)")
 
 
 # %% model
@@ -178,40 +196,54 @@ print(f"model: {MODEL_NAME}; temperature sent: {llm.support_temperature}")
 VERDICTS: dict[str, bb.Verdict] = {}
 
 
-def ask_in_a_new_chat(messages: list[dict[str, str]], respond: Any) -> bb.Answer:
-    """One stateless call (restate mode): a chat of its own holding only these messages."""
-    with kbench.chats.new("ask"):
-        for m in messages:
-            (kbench.system if m["role"] == "system" else kbench.user).send(m["content"])
-        return respond()  # type: ignore[no-any-return]
+class KaggleChat:
+    """The engine's door (`bb.Chat`) on kaggle-benchmarks: the task's chat (chat mode), or a
+    chat of its own per ask (restate mode: `kbench.chats.new`, left at the next ask or at the
+    end). kaggle-benchmarks keeps each answer in the chat, with its tokens and cost."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm, self.stack = llm, contextlib.ExitStack()
+        self.last: Any = None  # the chat's last answer (a kbench message)
+        # As llm.prompt() does: temperature only for a model that takes it.
+        self.request = {**SEED_ARGS, "reasoning": None,
+                        "temperature": bb.TEMPERATURE if llm.support_temperature else None}
+
+    def __enter__(self) -> "KaggleChat":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    def send(self, messages: Any, fresh: bool) -> None:
+        if fresh:  # restate mode: this ask's messages in a chat of their own
+            self.stack.close()
+            self.stack.enter_context(kbench.chats.new("ask"))
+        for m in messages:  # an assistant message (a few-shot example, an answer the chat
+            # lacks: an ask over the context window got none) is the model's
+            sender = {"system": kbench.system, "user": kbench.user}.get(m["role"], self.llm)
+            sender.send(m["content"])
+
+    def respond(self) -> bb.Answer:
+        # llm.prompt(text, ...) is kbench.user.send(text) then this call; split, a retry asks
+        # again with the same history instead of repeating the user's message.
+        self.last = self.llm.respond(schema=str, **self.request, **EXTRA_API_PARAMS)
+        return bb.Answer(self.last.content, self.last.usage.output_tokens)
+
+    def amend(self, text: str) -> None:  # the answer cut at the response-size cap
+        self.last.content = text
+        self.last._meta["raw_content"] = text
 
 
 @kbench.task(name="@TASK@ scenario", store_task=False)
 def butterflybench_scenario(llm: Any, scenario_id: str) -> bool:
     """One ButterflyBench conversation: passes when the final spec equals the oracle's."""
     scenario = BY_ID[scenario_id]
-    code = TRACK == "code"
-    if MODE == "chat":  # restate mode: each ask in a chat of its own, below
-        kbench.system.send(ct.system_text() if code else bb.system_text(scenario))
-    # As llm.prompt() does: temperature only for a model that takes it.
-    request = {**SEED_ARGS, "reasoning": None,
-               "temperature": bb.TEMPERATURE if llm.support_temperature else None}
-
-    def respond() -> bb.Answer:
-        # llm.prompt(text, ...) is kbench.user.send(text) then this call; split, a retry asks
-        # again with the same history instead of repeating the user's message.
-        message = llm.respond(schema=str, **request, **EXTRA_API_PARAMS)
-        return bb.Answer(message.content, message.usage.output_tokens)
-
-    if MODE == "restate":  # each asked turn one stateless call; unasked turns: no call
-        answers = rs.play_asked(scenario, ASK_AT, lambda m: ask_in_a_new_chat(m, respond))
-        VERDICTS[scenario_id] = bb.verdict(scenario, answers, MAX_TOKENS, ASK_AT)
-    elif code:  # the program's behaviour is observed in the sandbox, then scored
-        answers = ct.play_code(scenario, kbench.user.send, respond)
-        VERDICTS[scenario_id] = ct.code_verdict(scenario, answers, MAX_TOKENS, OBSERVE)
-    else:
-        answers = bb.play(scenario, kbench.user.send, respond)  # retries transient errors
-        VERDICTS[scenario_id] = bb.verdict(scenario, answers, MAX_TOKENS)
+    with KaggleChat(llm) as chat:  # the engine's turns; transient errors retried inside
+        if CODE_TRACK:  # each program's behaviour observed in the sandbox, then judged
+            VERDICTS[scenario_id] = ct.play_code_verdict(scenario, SETTINGS, chat, MAX_TOKENS,
+                                                         OBSERVE)
+        else:
+            VERDICTS[scenario_id] = bb.play_verdict(scenario, SETTINGS, chat, MAX_TOKENS)
     return VERDICTS[scenario_id]["final_match"]
 
 
@@ -230,15 +262,17 @@ def butterflybench(llm: Any) -> tuple[float, float]:
         raise RuntimeError(f"{len(failed)} scenario(s) got no answer (provider errors, not "
                            f"model failures), so no score is reported: {errors}")
     rows = [VERDICTS[i] for i in RUN_IDS]
-    head = bb.headline([r["final_match"] for r in rows])
+    head = bb.headline(bb.figures(rows, BY_ID))  # `butterfly score`'s aggregate
     with open("butterflybench_verdicts.json", "w", encoding="utf-8") as f:
         f.write(bb.dumps({"model": MODEL_NAME, "max_tokens": MAX_TOKENS,
                           "api_params": EXTRA_API_PARAMS,
                           "temperature": bb.TEMPERATURE, "seed": SEED_ARGS.get("seed"),
-                          "suite": SUITE_NAME, "track": TRACK, "mode": MODE,
+                          "suite": SUITE_NAME, "track": TRACK, "mode": SETTINGS.mode,
                           "ask_at": None if ASK_AT is None else list(ASK_AT),
-                          "protocol": None if TRACK == "code" else bb.PROTOCOL,
-                          "parse": None if TRACK == "code" else bb.PARSE, **head,
+                          "strategy": SETTINGS.strategy, "layout": SETTINGS.layout,
+                          "protocol": None if CODE_TRACK else SETTINGS.protocol,
+                          "parse": None if CODE_TRACK else SETTINGS.parse,
+                          "max_answer_chars": SETTINGS.max_answer_chars, **head,
                           "scenarios": rows}))
     return head["final_match"], head["ci"]
 
@@ -251,7 +285,7 @@ if run.status != "success":
 print(bb.headline_text(MODEL_NAME, [VERDICTS[i] for i in RUN_IDS], scenarios=BY_ID,
                        ask_at=ASK_AT, window_k=None if os.environ.get("BUTTERFLY_SUITE_FILE")
                        else SUITES[SUITE_NAME]["window_k"]))
-if TRACK == "code":  # settings broken per turn, the sandbox: as `butterfly score` prints them
+if CODE_TRACK:  # settings broken per turn, the sandbox: as `butterfly score` prints them
     print(ct.code_text([VERDICTS[i] for i in RUN_IDS]))  # type: ignore[misc]  # CodeVerdicts
 pd.DataFrame([{asked_only(k, ASK_AT) if k in ("first_divergent_turn", "wobble") else k: v[k]
                for k in ("id", "category", "final_match", "first_divergent_turn", "wobble",

@@ -4,10 +4,12 @@ sandbox, and scored as ``butterfly run --track code`` + ``butterfly score`` scor
 
 Inlined into the notebook beside :mod:`butterfly.kaggle.runner`, so it may import only
 ``core``, the code modules the notebook inlines (``code.catalogue``, ``program``,
-``conversation``, ``probes``, ``sandbox``, ``runner``, ``extract``, ``judge``) and ``oracle``.
-Nothing is rewritten here: the messages are ``code.conversation``'s, the program is taken by
-``program_of``, observed by ``code.extract`` and judged by ``code.judge`` (the CLI's own
-functions), and the verdict is ``core.metrics.score_scenario``'s, as in ``butterfly score``.
+``conversation``, ``probes``, ``sandbox``, ``runner``, ``extract``, ``judge``), ``engine``, the
+notebook's modules before it and ``oracle``. Nothing is rewritten here: the turns are the
+engine's on the code track (its messages ``code.conversation``'s, an answer read by
+``program_of``), each program is observed by ``code.extract`` (the notebook's I/O, in the
+sandbox) and judged by the track (``code.judge``: the CLI's own functions), and the verdict is
+``core.metrics.score_scenario``'s, as in ``butterfly score``.
 
 Model-written code never runs in the notebook's process: ``code.extract`` runs each program in
 a child process (``code.sandbox``). Kaggle has no bubblewrap, so :func:`use_fallback_sandbox`
@@ -16,6 +18,7 @@ forces the documented fallback (resource limits, a clean environment, an audit h
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -24,22 +27,26 @@ from typing import Final
 from butterfly.code import sandbox
 from butterfly.code.conversation import SYSTEM, added_messages, code_spec, program_of
 from butterfly.code.extract import extract
-from butterfly.code.judge import broken, figures, figures_line, judged
-from butterfly.core.metrics import score_scenario
+from butterfly.code.judge import broken, figures, figures_line
 from butterfly.core.prompts import Message
 from butterfly.core.results import CodeScore
+from butterfly.engine.conversation import Answered
+from butterfly.engine.tracks import track
 from butterfly.kaggle.runner import (
     Answer,
-    AnswerRow,
+    Chat,
+    Judge,
+    Retries,
     Verdict,
-    call_with_retries,
     play,
-    truncated,
-    verdict_of,
+    play_verdict,
+    verdict,
 )
+from butterfly.kaggle.settings import Settings
 from oracle import Scenario, replay
 
-TRACKS: Final = ("spec", "code")
+CODE: Final = Settings(track="code")
+"""The code track's settings: chat mode, zero-shot, layout E, one answer per turn."""
 Observe = Callable[[str, Mapping[str, str]], dict[str, str]]
 """(program, expected code spec) -> observed code spec: ``code.extract.extract``."""
 
@@ -89,11 +96,11 @@ def play_code(
     say: Callable[[str], object],
     respond: Callable[[], Answer],
     *,
-    retries: Callable[[Callable[[], Answer]], Answer] = call_with_retries,
+    retries: Retries | None = None,
 ) -> list[Answer]:
-    """One code conversation (the system message already in the chat): the runner's loop,
-    with the code track's user messages."""
-    return play(scenario, say, respond, retries=retries, text_of=user_text)
+    """One code conversation (the system message already in the chat): the engine's turns on
+    the code track (:func:`butterfly.kaggle.runner.play`)."""
+    return play(scenario, say, respond, retries=retries, settings=CODE)
 
 
 def observe_cached(observe: Observe = extract) -> Observe:
@@ -111,25 +118,48 @@ def observe_cached(observe: Observe = extract) -> Observe:
     return cached
 
 
-def _row(turn: int, answer: Answer, max_tokens: int, want: dict[str, str],
-         observe: Observe) -> tuple[AnswerRow, int | None]:
-    got = program_of(answer.text, truncated(answer, max_tokens))
-    spec = None
-    if got.program is not None:
-        spec = judged(observe(got.program, code_spec(want)), want)
-    row = AnswerRow(turn=turn, raw=answer.text, output_tokens=answer.output_tokens, spec=spec,
-                    abstention=got.reason)
-    return row, None if spec is None else broken(spec)
+def judge_with(scenario: Scenario, observe: Observe = extract) -> Judge:
+    """The code track's judge of ``scenario``'s answers: each answer's program (an answer the
+    engine read as no abstention holds one: ``program_of``) observed against the oracle's code
+    spec of its turn, then judged by the track (``Track.judge``: the oracle's spec with the
+    observed code settings put in), as ``butterfly observe`` + ``score`` judge it."""
+    oracle = replay(scenario)
+    code = track("code")
+
+    def judge(turn: int, sample: Answered) -> Answered:
+        if sample.abstention is not None or sample.raw is None:
+            return sample
+        program = program_of(sample.raw, sample.finish_reason == "length").program
+        if program is None:  # pragma: no cover - the engine read it as a program
+            return sample
+        want = oracle[turn]
+        return dataclasses.replace(sample, spec=code.judge(want, observe(program,
+                                                                        code_spec(want))))
+
+    return judge
+
+
+def with_broken(v: Verdict) -> CodeVerdict:
+    """A code verdict: the settings broken per turn (None where no program was observed) and
+    the sandbox beside the verdict's fields."""
+    return CodeVerdict(**v, broken=[None if a["spec"] is None else broken(a["spec"])
+                                    for a in v["answers"]], sandbox=sandbox.sandbox_kind())
+
+
+def play_code_verdict(scenario: Scenario, settings: Settings, chat: Chat, max_tokens: int,
+                      observe: Observe = extract) -> CodeVerdict:
+    """One code scenario played through ``chat``, each program observed then judged, scored:
+    its verdict (``butterfly run --track code`` + ``butterfly score``)."""
+    return with_broken(play_verdict(scenario, settings, chat, max_tokens,
+                                    judge=judge_with(scenario, observe)))
 
 
 def code_verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
                  observe: Observe = extract) -> CodeVerdict:
-    """Observe, judge and score one complete code conversation with the CLI's functions."""
-    oracle = replay(scenario)
-    rows = [_row(t, a, max_tokens, oracle[t], observe) for t, a in enumerate(answers, 1)]
-    score = score_scenario(scenario, [r["spec"] for r, _ in rows], oracle)
-    return CodeVerdict(**verdict_of(score, [r for r, _ in rows]), broken=[b for _, b in rows],
-                       sandbox=sandbox.sandbox_kind())
+    """These answers to a code conversation observed, judged and scored with the CLI's
+    functions, as :func:`play_code_verdict` does."""
+    return with_broken(verdict(scenario, answers, max_tokens, settings=CODE,
+                               judge=judge_with(scenario, observe)))
 
 
 def code_figures(verdicts: Sequence[CodeVerdict]) -> CodeScore:

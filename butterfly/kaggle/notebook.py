@@ -92,6 +92,7 @@ MODULES: Final = (
     "butterfly/engine/tracks.py",
     "butterfly/engine/conversation.py",
     "butterfly/kaggle/__init__.py",
+    "butterfly/kaggle/settings.py",
     "butterfly/kaggle/runner.py",
     "butterfly/kaggle/restate.py",
     "butterfly/kaggle/code_track.py",
@@ -216,9 +217,11 @@ Each cell below is one module of ButterflyBench, verbatim: the oracle (catalogue
 replay), the pure core of the harness (`butterfly/core/`: vocabulary, statistics, parser,
 turns, scripted baselines, the horizon, results, scorer, prompts), the code track
 (`butterfly/code/`: its catalogue, the reference program, the conversation, the probes, the
-sandbox, the extractor and the judge), `butterfly/kaggle/runner.py` (the conversation loop, the
-retries and the verdicts), `butterfly/kaggle/restate.py` (restate mode, asked at chosen turns)
-and `butterfly/kaggle/code_track.py` (the code track's verdicts).
+sandbox, the extractor and the judge), the conversation engine (`butterfly/engine/`: the
+tracks and the turns of a conversation), `butterfly/kaggle/settings.py` (what the notebook plays,
+checked once), `butterfly/kaggle/runner.py` (the engine driven through kaggle-benchmarks' chat,
+the retries and the verdicts), `butterfly/kaggle/restate.py` (restate mode, asked at chosen
+turns) and `butterfly/kaggle/code_track.py` (the code track's observations and verdicts).
 """
 
 DATA_NOTE: Final = """\

@@ -6,57 +6,25 @@ turn is one stateless call (a fresh chat holding the system message and one user
 initial spec and every edit up to that turn), and ``BUTTERFLY_ASK_AT`` chooses the turns as
 ``--ask-at`` does (the suite's default ask points when unset). A turn not asked is no call and
 is not scored; the verdicts are :func:`butterfly.kaggle.runner.verdict`'s with the ask points.
-Inlined into the notebook after the runner, so it imports only ``core``, the runner and
-``oracle``.
+The asks are the engine's (:func:`butterfly.kaggle.runner.converse`); the settings are read by
+:mod:`butterfly.kaggle.settings` (``mode_of`` and ``ask_at_of``, re-exported here). Inlined
+into the notebook after the runner, so it imports only ``core``, ``engine``, the notebook's
+modules before it and ``oracle``.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Final, TypedDict
 
-from butterfly.core.asking import EVERY, LAST
 from butterfly.core.prompts import Message
-from butterfly.kaggle.runner import MODE, Answer, asked_of, call_with_retries, messages_for
+from butterfly.core.vocab import MODES as MODES  # the modes the notebook plays
+from butterfly.engine.conversation import Conversation
+from butterfly.kaggle.runner import MAX_TOKENS, Answer, Retries, converse, messages_for
+from butterfly.kaggle.settings import PROTOCOL, STRATEGY, Settings
+from butterfly.kaggle.settings import ask_at_of as ask_at_of
+from butterfly.kaggle.settings import mode_of as mode_of
 from oracle import Scenario
-
-MODES: Final = ("chat", "restate")
-"""The modes the notebook plays (``BUTTERFLY_MODE``; chat by default)."""
-
-
-def mode_of(text: str) -> str:
-    """The notebook's ``MODE`` (``BUTTERFLY_MODE``, ``butterfly run --mode``): chat (the
-    default, also when empty) or restate (each asked turn one stateless call)."""
-    mode = text.strip() or MODE
-    if mode not in MODES:
-        raise ValueError(f"BUTTERFLY_MODE={mode!r}: the notebook plays {' or '.join(MODES)}")
-    return mode
-
-
-def ask_at_of(text: str, mode: str, default: Sequence[int] | None) -> tuple[int, ...] | None:
-    """The ask points from the notebook's ``ASK_AT`` (``BUTTERFLY_ASK_AT``), read as ``butterfly
-    run --ask-at`` reads its value ("5,10,20" -> those turns; "last" -> (), the last turn only;
-    "all" -> None, every turn). Empty in restate mode: the suite's ``default`` (its manifest's
-    ``ask_at``), as in the CLI; chat mode asks every turn and takes none."""
-    text = text.strip()
-    if mode != "restate":
-        if text:
-            raise ValueError(f"BUTTERFLY_ASK_AT is for BUTTERFLY_MODE=restate (each ask a "
-                             f"stateless call); mode {mode} asks every turn")
-        return None
-    if not text:
-        return None if default is None else tuple(sorted(set(default)))
-    if text in (EVERY, LAST):
-        return None if text == EVERY else ()
-    try:
-        turns = [int(x.strip()) for x in text.split(",")]
-    except ValueError:
-        turns = []
-    if not turns or min(turns) < 1:
-        raise ValueError(f"BUTTERFLY_ASK_AT takes turns from 1, comma-separated (e.g. "
-                         f"5,10,20,40,80), '{LAST}' or '{EVERY}'; got {text!r}")
-    return tuple(sorted(set(turns)))
 
 
 def ask_messages(scenario: Scenario, turn: int) -> list[Message]:
@@ -65,18 +33,39 @@ def ask_messages(scenario: Scenario, turn: int) -> list[Message]:
     return messages_for(scenario, turn, [], "restate")
 
 
+class Asked:
+    """A :class:`butterfly.kaggle.runner.Chat` of stateless calls: each ask's messages handed
+    to ``respond_to`` (one call in a fresh chat). It records the answers."""
+
+    def __init__(self, respond_to: Callable[[list[Message]], Answer]) -> None:
+        self.respond_to, self.sent, self.answers = respond_to, list[Message](), list[Answer]()
+
+    def send(self, messages: Sequence[Message], fresh: bool) -> None:
+        self.sent = list(messages) if fresh else [*self.sent, *messages]
+
+    def respond(self) -> Answer:
+        answer = self.respond_to(list(self.sent))
+        self.answers.append(answer)
+        return answer
+
+    def amend(self, text: str) -> None:
+        pass  # each ask is a chat of its own: no answer is in a later one's history
+
+
 def play_asked(
     scenario: Scenario,
     ask_at: Sequence[int] | None,
     respond_to: Callable[[list[Message]], Answer],
     *,
-    retries: Callable[[Callable[[], Answer]], Answer] = call_with_retries,
+    retries: Retries | None = None,
 ) -> list[Answer]:
-    """Restate mode: for each asked turn (:func:`asked_of`), one stateless call,
-    ``respond_to(ask_messages(scenario, t))`` in a fresh chat (retried on transient errors).
-    A turn not asked is no call."""
-    return [retries(functools.partial(respond_to, ask_messages(scenario, t)))
-            for t in asked_of(scenario, ask_at)]
+    """Restate mode: the engine's asks (:func:`butterfly.kaggle.runner.converse`), each one
+    stateless call, ``respond_to(messages)`` in a fresh chat (retried on transient errors). A
+    turn not asked is no call."""
+    settings = Settings(mode="restate", ask_at=None if ask_at is None else tuple(ask_at))
+    chat = Asked(respond_to)
+    converse(Conversation(scenario, settings), chat, MAX_TOKENS, retries=retries)
+    return chat.answers
 
 
 class SuiteEntry(TypedDict):
@@ -130,3 +119,17 @@ def estimate_rows(estimate: Estimate, suite: str, mode: str,
         return f"restate mode asked at {list(ask_at)}", {}
     return (f"restate mode asked at turns {', '.join(map(str, ask_at))} and the last",
             asked["scenarios"])
+
+
+ESTIMATED: Final = (STRATEGY, PROTOCOL, ("E",))
+"""The prompt the carried estimate counts (strategy, protocol, layouts): the notebook's
+defaults."""
+
+
+def estimate_for(estimate: Estimate, suite: str, settings: Settings) -> tuple[str, Rows]:
+    """:func:`estimate_rows` for the notebook's settings; no rows for a prompt other than the
+    one the estimate counts (another strategy, protocol or layout: the cell says so)."""
+    if (settings.strategy, settings.protocol, settings.layouts) != ESTIMATED:
+        return (f"{settings.mode} mode, strategy {settings.strategy}, protocol "
+                f"{settings.protocol}, layout {settings.layout}", {})
+    return estimate_rows(estimate, suite, settings.mode, settings.ask_at)

@@ -1,32 +1,38 @@
-"""What the Kaggle notebook runs around kaggle-benchmarks: the conversation, retries, verdicts.
+"""The Kaggle notebook's door to the conversation engine: kaggle-benchmarks' chat, retries,
+verdicts.
 
 ``butterfly notebook build`` inlines this module into ``notebooks/butterflybench.ipynb``
-together with the oracle, the prompts, the parser, the scorer and the statistics, so the
-notebook plays exactly the CLI's conversation (``butterfly run --protocol json``) and scores it
-with the same code. Nothing here imports kaggle_benchmarks: the notebook hands in two
-callables (``say`` puts the user's message in the chat, ``respond`` asks the model once), so
-this module is tested without it.
+together with the oracle, the core, the engine and the scorer, so the notebook plays the CLI's
+conversation and scores it with the same code. The turns are the engine's
+(``butterfly.engine.conversation.Conversation``: what to ask, how an answer is read, the
+answer-size cap, when an ask over the context window is an abstention, the turn's answer in
+the next turn's history); :func:`converse` only does the notebook's I/O through a :class:`Chat`
+that the notebook's cells build on kaggle-benchmarks. Nothing here imports kaggle_benchmarks,
+so this module is tested without it.
 
 This is the harness's second seam to models, beside ``butterfly.models``: kaggle-benchmarks owns
 the client (its SDK gives no way to share ours), so the notebook has its own retry loop here.
 It shares the CLI's error classes (:func:`butterfly.core.wire.exception_kind`, the HTTP
-statuses as the fast path classifies them) and :class:`RetryPolicy` (``butterfly.core.vocab``);
-it may import only ``butterfly.core`` and
-``oracle``, since the notebook inlines it.
+statuses as the fast path classifies them; :func:`butterfly.core.wire.over_context`, the
+refusals of a request over the context window) and :class:`RetryPolicy`
+(``butterfly.core.vocab``); it may import only ``core``, ``engine``, the notebook's settings
+(:mod:`butterfly.kaggle.settings`) and ``oracle``, since the notebook inlines it.
 
 Why protocol ``json`` and not ``schema``: kaggle-benchmarks sends a schema as
 ``response_format`` only for the models its model proxy declares able to take one, and for the
-others it adds a different system message instead; the prompt would then depend on the model.
-The notebook sends no schema, and every model sees the same messages.
+others it adds a different system message instead; the prompt would then depend on the model
+(:data:`butterfly.kaggle.settings.REFUSALS`). The notebook sends no schema, and every model sees
+the same messages.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypedDict, TypeVar
+from typing import Any, Final, Protocol, TypedDict, TypeVar
 
 from butterfly.core.agents import baseline_label
 from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
@@ -35,31 +41,31 @@ from butterfly.core.metrics import (
     ScenarioScore,
     aggregate,
     baselines_of,
+    effective_final_match,
     horizon_over,
     recency_ks,
     score_scenario,
 )
-from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import Message, messages
 from butterfly.core.results import Aggregate, HorizonResult
-from butterfly.core.stats import proportion_interval
 from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy
-from butterfly.core.wire import exception_kind
-from oracle import Scenario, replay
+from butterfly.core.wire import exception_kind, over_context, redact
+from butterfly.engine.conversation import Answered, Conversation, answered
+from butterfly.kaggle.settings import LAYOUT as LAYOUT  # the notebook's defaults, re-exported
+from butterfly.kaggle.settings import MODE as MODE
+from butterfly.kaggle.settings import PARSE as PARSE
+from butterfly.kaggle.settings import PROTOCOL as PROTOCOL
+from butterfly.kaggle.settings import STRATEGY as STRATEGY
+from butterfly.kaggle.settings import Settings
+from oracle import Scenario
 
 T = TypeVar("T")
 
-LAYOUT: Final = "E"
-MODE: Final = "chat"
-"""The default mode (``BUTTERFLY_MODE``, ``butterfly.kaggle.restate``): a conversation, the
-model's answers in its history."""
-STRATEGY: Final = "zero-shot"
-PROTOCOL: Final = "json"
-PARSE: Final = "structured"
 TEMPERATURE: Final = 0
 SEED: Final = 0
-"""The CLI's prompt and defaults (``butterfly run --protocol json``), one conversation per
-scenario."""
+"""The CLI's defaults (``butterfly run --protocol json``); the prompt's are the notebook's
+settings' (``LAYOUT``, ``MODE``, ``STRATEGY``, ``PROTOCOL``, ``PARSE``:
+:mod:`butterfly.kaggle.settings`)."""
 MAX_TOKENS: Final = 8000
 """The output bound sent with every call. A spec needs a few hundred tokens, but a reasoning
 model spends its thinking from the same budget on some providers, and the proxy estimates a
@@ -205,25 +211,27 @@ class Answer:
     output_tokens: int | None = None
 
 
-def play(
-    scenario: Scenario,
-    say: Callable[[str], object],
-    respond: Callable[[], Answer],
-    *,
-    retries: Callable[[Callable[[], Answer]], Answer] = call_with_retries,
-    text_of: Callable[[Scenario, int], str] | None = None,
-) -> list[Answer]:
-    """One conversation (the system message is already in the chat): for each turn, ``say``
-    the user's message once (``text_of(scenario, turn)``, :func:`user_text` by default; the
-    code track passes its own), then ``respond``
-    (retried on transient errors: a retry re-sends the same history, never the user's
-    message twice). The model's answers stay in the chat, whatever they are."""
-    text_of = text_of or user_text
-    answers: list[Answer] = []
-    for t in range(1, len(scenario.turns) + 1):
-        say(text_of(scenario, t))
-        answers.append(retries(respond))
-    return answers
+class Chat(Protocol):
+    """A chat of kaggle-benchmarks as the door drives it (the notebook's cells build it on
+    ``kbench``; tests on scripted answers and fake servers)."""
+
+    def send(self, messages: Sequence[Message], fresh: bool) -> None:
+        """Put these messages in the chat, in order (a system, user or assistant message
+        each); ``fresh``: in a chat of their own, started now (restate mode)."""
+
+    def respond(self) -> Answer:
+        """Ask the model once, for an answer to the chat so far; kaggle-benchmarks keeps the
+        answer in the chat."""
+
+    def amend(self, text: str) -> None:
+        """Make the chat's last answer ``text``: the answer cut at the response-size cap, as
+        the CLI's history holds it."""
+
+
+Retries = Callable[[Callable[[], Answer]], Answer]
+Judge = Callable[[int, Answered], Answered]
+"""(turn, an answer as the engine read it) -> the answer as its track judges it (the code
+track: its program observed, then judged; ``butterfly.kaggle.code_track``)."""
 
 
 def truncated(answer: Answer, max_tokens: int) -> bool:
@@ -235,9 +243,72 @@ def truncated(answer: Answer, max_tokens: int) -> bool:
 class AnswerRow(TypedDict):
     turn: int
     raw: str
+    """The answer as the CLI records it: cut at the response-size cap; "" for an ask over the
+    context window."""
     output_tokens: int | None
     spec: dict[str, str] | None
     abstention: str | None
+    abstention_detail: str
+
+
+def _unsent(added: Sequence[Message], held: str | None, chat: Chat) -> list[Message]:
+    """What of a turn's added messages the chat does not hold yet. kaggle-benchmarks keeps each
+    answer in the chat, so the previous answer (the first message a later turn adds) is sent
+    only when the chat has none (an ask over the context window got no answer), and the one it
+    holds is amended when the engine's history holds it cut (the response-size cap)."""
+    if not added or added[0]["role"] != "assistant" or held is None:
+        return list(added)
+    if added[0]["content"] != held:
+        chat.amend(added[0]["content"])
+    return list(added[1:])
+
+
+def refused_why(exc: BaseException) -> str:
+    """Why a refused call over the context window is an abstention (its record's detail)."""
+    return redact(f"the provider refused the request: {describe(exc)}")
+
+
+def _answer(conv: Conversation, chat: Chat, max_tokens: int, retries: Retries
+            ) -> tuple[Answered, Answer | None]:
+    """The asked turn's one answer as the engine reads it, and the model's answer (None for an
+    ask over the context window, an abstention where the engine says so). Any other failure
+    ends the conversation (``Conversation.fail``) and is raised: a provider error."""
+    try:
+        answer = retries(chat.respond)
+    except Exception as exc:
+        parsed = conv.over_context(refused_why(exc)) if over_context(exc) else None
+        if parsed is None:
+            conv.fail()
+            raise
+        return Answered(0, "", None, parsed.reason, parsed.detail), None
+    cap = conv.settings.max_answer_chars
+    cut = len(answer.text) if len(answer.text) > cap else None
+    finish = "length" if truncated(answer, max_tokens) else None
+    return answered(conv, 0, answer.text[:cap], finish, cut), answer
+
+
+def converse(conv: Conversation, chat: Chat, max_tokens: int, *,
+             retries: Retries | None = None, judge: Judge | None = None) -> list[AnswerRow]:
+    """Play ``conv`` to its end through ``chat``: each ask's messages sent (restate mode: a
+    fresh chat each; chat mode: what the turn adds that the chat does not hold yet), one answer
+    (retried on transient errors; a retry re-sends the same history, never a message twice),
+    read and closed by the engine (``judge``: then judged by the track). The asked turns'
+    answer rows, in order; a provider error is raised, the conversation incomplete."""
+    rows: list[AnswerRow] = []
+    held: str | None = None
+    fresh = conv.settings.mode == "restate"
+    while (ask := conv.next_ask()) is not None:
+        chat.send(list(ask.messages) if fresh else _unsent(ask.added, held, chat), fresh)
+        sample, answer = _answer(conv, chat, max_tokens, retries or call_with_retries)
+        held = None if answer is None else answer.text
+        if judge is not None:
+            sample = judge(ask.turn, sample)
+        conv.close([sample])
+        rows.append(AnswerRow(turn=ask.turn, raw=sample.raw or "",
+                              output_tokens=None if answer is None else answer.output_tokens,
+                              spec=sample.spec, abstention=sample.abstention,
+                              abstention_detail=sample.abstention_detail))
+    return rows
 
 
 class Verdict(TypedDict):
@@ -257,26 +328,86 @@ class Verdict(TypedDict):
     answers: list[AnswerRow]
 
 
-class Headline(TypedDict):
-    final_match: float
-    final_matches: int
-    n_scenarios: int
-    interval: list[float]
-    ci: float
+def score_of(conv: Conversation) -> ScenarioScore:
+    """A played conversation scored by ``butterfly score``'s scorer (its asked turns' specs)."""
+    asked = None if conv.settings.ask_at is None else conv.asked
+    return score_scenario(conv.scenario, conv.specs(), asked=asked)
+
+
+def play_verdict(scenario: Scenario, settings: Settings, chat: Chat, max_tokens: int, *,
+                 retries: Retries | None = None, judge: Judge | None = None) -> Verdict:
+    """One scenario played through ``chat`` (:func:`converse`) and scored: its verdict."""
+    conv = Conversation(scenario, settings, settings.layout)
+    rows = converse(conv, chat, max_tokens, retries=retries, judge=judge)
+    return verdict_of(score_of(conv), rows)
+
+
+class Scripted:
+    """A :class:`Chat` answering from a list, in order (the answers a test or a file gives);
+    it keeps no messages."""
+
+    def __init__(self, answers: Sequence[Answer]) -> None:
+        self._answers: Iterator[Answer] = iter(answers)
+
+    def send(self, messages: Sequence[Message], fresh: bool) -> None:
+        pass
+
+    def respond(self) -> Answer:
+        return next(self._answers)
+
+    def amend(self, text: str) -> None:
+        pass
+
+
+def _once(call: Callable[[], Answer]) -> Answer:
+    return call()
 
 
 def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
-            ask_at: Sequence[int] | None = None) -> Verdict:
-    """Parse and score one complete conversation with the CLI's parser and scorer;
-    ``answers`` are to the asked turns when the run asks at chosen turns (``ask_at``)."""
-    parsed = [parse_answer(a.text, PARSE, truncated=truncated(a, max_tokens)) for a in answers]
-    asked = None if ask_at is None else asked_of(scenario, ask_at)
-    score = score_scenario(scenario, [p.spec for p in parsed], replay(scenario), asked)
-    return verdict_of(score, [
-        AnswerRow(turn=t, raw=a.text, output_tokens=a.output_tokens, spec=p.spec,
-                  abstention=p.reason)
-        for t, a, p in zip(score.turn_numbers(), answers, parsed, strict=True)
-    ])
+            ask_at: Sequence[int] | None = None, *, settings: Settings | None = None,
+            judge: Judge | None = None) -> Verdict:
+    """The verdict of these answers to the asked turns (``ask_at``: restate mode asked at
+    chosen turns; ``settings``: other than the notebook's defaults), read and scored as
+    :func:`play_verdict` reads and scores them."""
+    chosen = settings or Settings(mode="chat" if ask_at is None else "restate",
+                                  ask_at=None if ask_at is None else tuple(ask_at))
+    return play_verdict(scenario, chosen, Scripted(answers), max_tokens, retries=_once,
+                        judge=judge)
+
+
+class Said:
+    """A :class:`Chat` over two callables: ``say`` puts the user's message in a chat that
+    already holds the system message, ``respond`` asks the model (and keeps the answer in the
+    chat). It records the answers."""
+
+    def __init__(self, say: Callable[[str], object], respond: Callable[[], Answer]) -> None:
+        self.say, self.respond_once, self.answers = say, respond, list[Answer]()
+
+    def send(self, messages: Sequence[Message], fresh: bool) -> None:
+        for m in messages:
+            if m["role"] == "user":
+                self.say(m["content"])
+            elif m["role"] != "system":
+                raise RuntimeError(f"this chat takes only the user's messages, not {m['role']}")
+
+    def respond(self) -> Answer:
+        answer = self.respond_once()
+        self.answers.append(answer)
+        return answer
+
+    def amend(self, text: str) -> None:
+        raise RuntimeError("this chat cannot amend an answer")
+
+
+def play(scenario: Scenario, say: Callable[[str], object], respond: Callable[[], Answer], *,
+         retries: Retries | None = None, settings: Settings | None = None,
+         max_tokens: int = MAX_TOKENS) -> list[Answer]:
+    """One conversation in chat mode (the system message already in the chat): the engine's
+    turns through :class:`Said` (``say`` each user message once, then ``respond``, retried on
+    transient errors). The answers, in order; they stay in the chat, whatever they are."""
+    chat = Said(say, respond)
+    converse(Conversation(scenario, settings or Settings()), chat, max_tokens, retries=retries)
+    return chat.answers
 
 
 def verdict_of(score: ScenarioScore, answers: list[AnswerRow]) -> Verdict:
@@ -295,21 +426,30 @@ def verdict_of(score: ScenarioScore, answers: list[AnswerRow]) -> Verdict:
     )
 
 
-def headline(final_matches: Sequence[bool]) -> Headline:
-    """The leaderboard number: the share of scenarios whose final spec matches, with its 95%
-    interval (Wilson, as ``butterfly score``). Kaggle stores one number beside the value
-    (value ± ci), so ``ci`` is the larger distance from the share to an end of the interval:
-    the symmetric band then contains the whole (asymmetric) interval."""
-    n = len(final_matches)
-    if n == 0:
+class Headline(TypedDict):
+    final_match: float
+    final_matches: int
+    n_scenarios: int
+    interval: list[float]
+    ci: float
+    effective_final_match: float | None
+
+
+def headline(agg: Aggregate) -> Headline:
+    """The leaderboard number, from ``butterfly score``'s aggregate (the metric registry): the
+    share of scenarios whose final spec matches, its count and its 95% interval (Wilson,
+    clustered by scenario), and the effective final match (``core.metrics``). Kaggle stores
+    one number beside the value (value ± ci), so ``ci`` is the larger distance from the share
+    to an end of the interval: the symmetric band then contains the whole (asymmetric)
+    interval. ``n_scenarios``: the conversations (one per scenario played)."""
+    if agg.final_match is None or agg.final_match_ci is None:
         raise ValueError("no scenario was scored")
-    k = sum(bool(m) for m in final_matches)
-    share = k / n
-    interval = proportion_interval([[bool(m)] for m in final_matches])
-    assert interval is not None
-    lo, hi = interval
-    return Headline(final_match=share, final_matches=k, n_scenarios=n, interval=[lo, hi],
-                    ci=max(share - lo, hi - share))
+    share = agg.final_match
+    lo, hi = agg.final_match_ci
+    return Headline(final_match=share, final_matches=agg.final_matches,
+                    n_scenarios=agg.n_conversations, interval=[lo, hi],
+                    ci=max(share - lo, hi - share),
+                    effective_final_match=effective_final_match(agg))
 
 
 def horizon_of(verdicts: Sequence[Verdict]) -> HorizonResult:
@@ -332,7 +472,8 @@ def scores_of(verdicts: Sequence[Verdict], scenarios: Mapping[str, Scenario]
 
 def figures(verdicts: Sequence[Verdict], scenarios: Mapping[str, Scenario]) -> Aggregate:
     """The figures ``butterfly score`` reports for the same answers (``core.metrics.
-    aggregate``): final and turn match, wobble, first divergent turn, abstention, ..."""
+    aggregate``, every metric of the registry): final and turn match, wobble, first divergent
+    turn, abstention, ..."""
     return aggregate(scores_of(verdicts, scenarios))
 
 
@@ -346,6 +487,19 @@ def figures_line(agg: Aggregate, ask_at: Sequence[int] | None) -> str:
     return (f"turn match {turn} of {agg.n_answers} answers; wobble {agg.wobbles} of "
             f"{agg.n_conversations} conversations{note}; conversations by first divergent "
             f"turn{note}: {first}")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def abstentions_line(verdicts: Sequence[Verdict]) -> str | None:
+    """The abstentions by reason, as ``butterfly score`` prints them (None when none)."""
+    reasons = Counter(a["abstention"] for v in verdicts for a in v["answers"]
+                      if a["spec"] is None and a["abstention"] is not None)
+    if not reasons:
+        return None
+    return "abstentions by reason: " + ", ".join(f"{k} {n}" for k, n in sorted(reasons.items()))
 
 
 def baselines_line(played: Sequence[Scenario], ask_at: Sequence[int] | None,
@@ -364,26 +518,31 @@ def _share(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1%}"
 
 
-def headline_text(model: str, verdicts: Sequence[Verdict], *,
-                  scenarios: Mapping[str, Scenario] | None = None,
+def headline_text(model: str, verdicts: Sequence[Verdict], *, scenarios: Mapping[str, Scenario],
                   ask_at: Sequence[int] | None = None, window_k: int | None = None) -> str:
-    """What the notebook prints under its run: how it asked (a run asked at chosen turns, in
-    the words of ``butterfly score``), the leaderboard number (the task's value and ci), with
-    ``scenarios`` the line of :func:`figures_line` and the baselines' (:func:`baselines_line`;
-    ``window_k``: the suite manifest's second K), and the horizon in the words ``butterfly
-    score`` prints."""
-    head = headline([v["final_match"] for v in verdicts])
+    """What the notebook prints under its run, every figure from ``butterfly score``'s
+    aggregate of the same answers: how it asked (a run asked at chosen turns, in the words of
+    ``butterfly score``), the leaderboard number (the task's value and ci), the line of
+    :func:`figures_line`, the effective final match and the abstentions by reason as ``score``
+    prints them, the baselines' (:func:`baselines_line`; ``window_k``: the suite manifest's
+    second K), and the horizon in the words ``butterfly score`` prints."""
+    agg = figures(verdicts, scenarios)
+    head = headline(agg)
     lo, hi = head["interval"]
     asked = asked_line(ask_at)
     lines = [] if asked is None else [asked]
     lines.append(f"{model}: final match {head['final_match']:.1%} ({head['final_matches']}/"
                  f"{head['n_scenarios']}), 95% interval [{lo:.1%}, {hi:.1%}] "
                  f"(± {head['ci']:.1%})")
-    if scenarios is not None:
-        lines.append(figures_line(figures(verdicts, scenarios), ask_at))
-        lines.append(baselines_line([scenarios[v["id"]] for v in verdicts], ask_at, window_k))
+    lines.append(figures_line(agg, ask_at))
+    lines.append(f"effective final match (final match x coverage): "
+                 f"{_pct(head['effective_final_match'])}")
+    reasons = abstentions_line(verdicts)
+    lines += [] if reasons is None else [reasons]
+    lines.append(baselines_line([scenarios[v["id"]] for v in verdicts], ask_at, window_k))
     return "\n".join([*lines, horizon_line(horizon_of(verdicts))])
 
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=1, ensure_ascii=False)
+

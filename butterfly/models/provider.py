@@ -15,9 +15,10 @@ import re
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Final, Literal, Protocol
+from typing import Literal, Protocol
 
 from butterfly.core.wire import (
+    CONTEXT_TEXT,
     REDACTED,
     TEXT_PARTS,
     ProviderError,
@@ -25,13 +26,14 @@ from butterfly.core.wire import (
     Response,
     answer_text,
     redact,
+    says_over_context,
     token_count,
 )
 from butterfly.errors import UserError
 
-__all__ = ["REDACTED", "TEXT_PARTS", "ContextOverflow", "FatalProviderError", "Provider",
-           "ProviderError", "Request", "Response", "answer_text", "redact", "refusal",
-           "retry_after_of", "seconds_of", "token_count"]
+__all__ = ["CONTEXT_TEXT", "REDACTED", "TEXT_PARTS", "ContextOverflow", "FatalProviderError",
+           "Provider", "ProviderError", "Request", "Response", "answer_text", "redact",
+           "refusal", "retry_after_of", "says_over_context", "seconds_of", "token_count"]
 
 Role = Literal["system", "user", "assistant"]
 
@@ -55,19 +57,12 @@ class ContextOverflow(FatalProviderError):
     abstention (reason ``context``, contract section 7); elsewhere it fails the run."""
 
 
-CONTEXT_TEXT: Final = ("context length", "context_length", "maximum context", "context window",
-                       "exceeds the available context", "exceed_context_size",
-                       "prompt is too long", "too many tokens")
-"""How providers say a request is over the context window (OpenAI, vLLM, llama.cpp's server,
-Anthropic, litellm's ContextWindowExceededError)."""
-
-
 def refusal(msg: str, detail: str = "") -> FatalProviderError:
     """The provider's refusal ``msg`` as a fatal error, with the ``--no-schema`` hint when the
     refusal (or its full ``detail``) is about structured output; a :class:`ContextOverflow`
     when it says the request is over the context window."""
     low = (msg + detail).lower()
-    if any(t in low for t in CONTEXT_TEXT):
+    if says_over_context(low):
         return ContextOverflow(f"the provider refused the request: {msg}")
     hint = ""
     if "response_format" in low or "json_schema" in low or "schema" in low:

@@ -51,9 +51,10 @@ vocabularies (and nothing else of ``core``); the package's root hands out the AP
 on first use (``butterfly.run``: a deferred import in ``__getattr__``, never at import)."""
 
 NOTEBOOK_INLINED = {
-    "butterfly.kaggle.runner": {"core", "kaggle"},
-    "butterfly.kaggle.restate": {"core", "kaggle"},
-    "butterfly.kaggle.code_track": {"core", "code", "kaggle"},
+    "butterfly.kaggle.settings": {"core", "engine"},
+    "butterfly.kaggle.runner": {"core", "engine", "kaggle"},
+    "butterfly.kaggle.restate": {"core", "engine", "kaggle"},
+    "butterfly.kaggle.code_track": {"core", "code", "engine", "kaggle"},
     **{f"butterfly.code.{m}": {"core", "code"}
        for m in ("catalogue", "program", "conversation", "probes", "child", "guard", "runner",
                  "extract", "judge")},
@@ -61,8 +62,9 @@ NOTEBOOK_INLINED = {
     **{f"butterfly.engine.{m}": {"core", "code", "engine"} for m in ("tracks", "conversation")},
 }
 """Modules the notebook inlines (``butterfly.kaggle.notebook.MODULES``), whatever their layer
-allows: the Kaggle-side runner and its restate mode, ``core`` and ``oracle`` only; the code
-track's Kaggle side, the code modules it needs too (the notebook observes and judges programs
+allows: the notebook's settings, ``core``, ``engine`` and ``oracle`` only; the Kaggle-side
+runner (the engine's door) and its restate mode, those and the settings; the code track's
+Kaggle side, the code modules it needs too (the notebook observes and judges programs
 with the CLI's own code, so both give the same figures); those code modules, ``core``, ``code``
 and ``oracle`` only (no ``code.agents`` or ``code.rewrite``, which the notebook does not carry);
 the sandbox, also ``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the

@@ -44,8 +44,10 @@ def test_the_headline_says_what_score_says(agent: str, words: str, tmp_path: Pat
     run = butterfly.run(model=f"script/{agent}", out=tmp_path / agent, cache=None)
     cli = butterfly.score_run(run).horizon
     assert cli is not None and bb.horizon_of(verdicts) == cli
-    first, second = bb.headline_text(f"script/{agent}", verdicts).splitlines()
-    head = bb.headline([v["final_match"] for v in verdicts])
+    by_id = {s.id: s for s in SCENARIOS}
+    lines = bb.headline_text(f"script/{agent}", verdicts, scenarios=by_id).splitlines()
+    first, second = lines[0], lines[-1]
+    head = bb.headline(bb.figures(verdicts, by_id))  # butterfly score's aggregate
     assert first.startswith(f"script/{agent}: final match {head['final_match']:.1%} "
                             f"({head['final_matches']}/40), 95% interval [")
     assert second == horizon_line(cli) and second.startswith(f"horizon: {words}; ")

@@ -9,6 +9,7 @@ embedded SmolLM2, where the raw answers and the verdicts must equal the CLI's.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ from conftest import ROOT, run_cli
 from fakeserver import FakeServer
 
 from butterfly.core.asking import ASKED_NOTE
+from butterfly.core.metrics import aggregate, score_scenario
 from butterfly.core.prompts import restate_message
 from butterfly.kaggle import notebook
 from butterfly.kaggle import runner as bb
@@ -200,7 +202,10 @@ def test_verdict_and_headline() -> None:
     cut = [*right[:-1], bb.Answer(right[-1].text, 1024)]  # used the whole budget: cut off
     v = bb.verdict(s, cut, 1024)
     assert not v["final_match"] and v["answers"][-1]["abstention"] == "truncated"
-    head = bb.headline([True] * 14 + [False] * 26)
+    scores = [score_scenario(s, [x if i < 14 else specs[0] for x in specs[1:]])
+              for i in range(40)]  # 14 final matches of 40, each its own scenario
+    head = bb.headline(aggregate([dataclasses.replace(x, id=f"s{i}")
+                                  for i, x in enumerate(scores)]))
     assert head["final_match"] == 14 / 40 and head["final_matches"] == 14
     lo, hi = head["interval"]
     assert 0.2 < lo < 0.35 < hi < 0.52

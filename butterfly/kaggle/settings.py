@@ -1,0 +1,208 @@
+"""What the Kaggle notebook plays, read once from its configuration cell and checked: a
+:class:`Settings` record with the fields of ``RunParams`` that the conversation engine reads
+(``butterfly.engine.conversation.Settings``), so the notebook plays exactly what ``butterfly
+run`` plays with the same options (docs/kaggle.md, "What the notebook plays").
+
+A feature the notebook cannot offer is refused here in one line that names the reason
+(:data:`REFUSALS`; the parity table of docs/design.md lists them): the spec's schema as
+``response_format``, self-consistency, several layouts in one run, and the lenient parser in a
+kernel without ``json_repair``. What the CLI refuses, the notebook refuses in the same words
+(chat mode with ask points, a reasoning strategy without ``json-last``, what a track cannot
+play). Inlined into the notebook, so it imports only ``core``, ``engine`` and ``oracle``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+from butterfly.core.asking import EVERY, LAST
+from butterfly.core.prompts import compatible
+from butterfly.core.vocab import (
+    DEFAULTS,
+    LAYOUTS,
+    MODES,
+    PARSE_MODES,
+    PROTOCOLS,
+    STRATEGIES,
+    TRACKS,
+    Mode,
+    ParseMode,
+    Protocol,
+    SCBase,
+    Strategy,
+    Track,
+)
+from butterfly.engine.tracks import track as track_named
+
+T = TypeVar("T", bound=str)
+
+LAYOUT: Final = "E"
+MODE: Final = "chat"
+"""The default mode (``BUTTERFLY_MODE``): a conversation, the model's answers in its
+history."""
+STRATEGY: Final = "zero-shot"
+PROTOCOL: Final = "json"
+PARSE: Final = "structured"
+"""The notebook's defaults: the CLI's prompt and parser (``butterfly run --protocol json``),
+one conversation per scenario, layout E."""
+
+REFUSALS: Final = {
+    "schema": "protocol schema is not played in the notebook: kaggle-benchmarks sends the "
+              "spec's schema as response_format only to the models its proxy marks as able, and "
+              "a system message of its own to the others, so the prompt would depend on the "
+              "model; protocol json asks every model for the same JSON object in the same words",
+    "self-consistency": "self-consistency is not played in the notebook: it samples at a "
+                        "temperature above 0 (butterfly run refuses it at 0), and "
+                        "kaggle-benchmarks sends no temperature to Kaggle's models (the model "
+                        "proxy's actors are built with support_temperature=False)",
+    "layouts": "one layout per notebook run: the notebook plays one conversation per scenario "
+               "(its per-scenario task returns one verdict); run it once per layout",
+    "lenient": "parse mode lenient repairs answers with json_repair, which this kernel does not "
+               "have (pip install json-repair, restart the kernel, run again)",
+}
+"""What the notebook cannot offer, each refused in one line that names the reason."""
+
+
+class Refused(ValueError):
+    """A setting the notebook does not play (one line, the reason in it)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One notebook run's settings: what ``butterfly.engine.conversation.Conversation`` reads
+    of a run's ``RunParams``, with the notebook's values."""
+
+    track: Track = "spec"
+    mode: Mode = MODE
+    strategy: Strategy = STRATEGY
+    protocol: Protocol = PROTOCOL
+    parse: ParseMode = PARSE
+    layouts: tuple[str, ...] = (LAYOUT,)
+    ask_at: tuple[int, ...] | None = None
+    max_answer_chars: int = DEFAULTS.max_answer_chars
+    samples: int = 1
+    sc_base: SCBase = DEFAULTS.sc_base
+    seed: int = 0
+    schema_output: bool = False
+    cache_markers: bool = False
+
+    @property
+    def layout(self) -> str:
+        return self.layouts[0]
+
+
+def mode_of(text: str) -> Mode:
+    """The notebook's ``MODE`` (``BUTTERFLY_MODE``, ``butterfly run --mode``): chat (the
+    default, also when empty) or restate (each asked turn one stateless call)."""
+    mode = text.strip() or MODE
+    if mode not in MODES:
+        raise Refused(f"BUTTERFLY_MODE={mode!r}: the notebook plays {' or '.join(MODES)}")
+    return _choice("BUTTERFLY_MODE", mode, MODES)
+
+
+def ask_at_of(text: str, mode: str, default: Sequence[int] | None) -> tuple[int, ...] | None:
+    """The ask points from the notebook's ``ASK_AT`` (``BUTTERFLY_ASK_AT``), read as ``butterfly
+    run --ask-at`` reads its value ("5,10,20" -> those turns; "last" -> (), the last turn only;
+    "all" -> None, every turn). Empty in restate mode: the suite's ``default`` (its manifest's
+    ``ask_at``), as in the CLI; chat mode asks every turn and takes none."""
+    text = text.strip()
+    if mode != "restate":
+        if text:
+            raise Refused(f"BUTTERFLY_ASK_AT is for BUTTERFLY_MODE=restate (each ask a "
+                          f"stateless call); mode {mode} asks every turn")
+        return None
+    if not text:
+        return None if default is None else tuple(sorted(set(default)))
+    if text in (EVERY, LAST):
+        return None if text == EVERY else ()
+    try:
+        turns = [int(x.strip()) for x in text.split(",")]
+    except ValueError:
+        turns = []
+    if not turns or min(turns) < 1:
+        raise Refused(f"BUTTERFLY_ASK_AT takes turns from 1, comma-separated (e.g. "
+                      f"5,10,20,40,80), '{LAST}' or '{EVERY}'; got {text!r}")
+    return tuple(sorted(set(turns)))
+
+
+def _choice(name: str, text: str, allowed: tuple[T, ...]) -> T:
+    """``text`` as the name of ``allowed`` it is (``text`` stripped), or :class:`Refused`."""
+    found = [a for a in allowed if a == text.strip()]
+    if not found:
+        raise Refused(f"{name}={text.strip()!r}: one of {', '.join(allowed)}")
+    return found[0]
+
+
+def _strategy(text: str) -> Strategy:
+    value = _choice("BUTTERFLY_STRATEGY", text.strip() or STRATEGY, STRATEGIES)
+    if value == "self-consistency":
+        raise Refused(REFUSALS["self-consistency"])
+    return value
+
+
+def _protocol(text: str, strategy: str) -> Protocol:
+    value = _choice("BUTTERFLY_PROTOCOL", text.strip() or PROTOCOL, PROTOCOLS)
+    if value == "schema":
+        raise Refused(REFUSALS["schema"])
+    if not compatible(strategy, value):  # butterfly run's words (runs/options.py)
+        raise Refused(f"strategy {strategy} reasons before the spec: use protocol json-last "
+                      "(json-first asks for the spec first, json for the spec alone)")
+    return value
+
+
+def _layouts(text: str) -> tuple[str, ...]:
+    names = [x.strip() for x in (text.strip() or LAYOUT).split(",") if x.strip()]
+    if len(names) != 1:
+        raise Refused(REFUSALS["layouts"])
+    return (_choice("BUTTERFLY_LAYOUT", names[0], LAYOUTS),)
+
+
+def _parse(text: str, json_repair: bool) -> ParseMode:
+    value = _choice("BUTTERFLY_PARSE", text.strip() or PARSE, PARSE_MODES)
+    if value == "lenient" and not json_repair:
+        raise Refused(REFUSALS["lenient"])
+    return value
+
+
+def _cap(text: str) -> int:
+    if not text.strip():
+        return DEFAULTS.max_answer_chars
+    try:
+        cap = int(text.strip())
+    except ValueError:
+        cap = 0
+    if not 1 <= cap <= DEFAULTS.max_answer_chars:
+        raise Refused(f"BUTTERFLY_MAX_ANSWER_CHARS takes 1 to {DEFAULTS.max_answer_chars:,} "
+                      f"characters (as --max-answer-chars); got {text.strip()!r}")
+    return cap
+
+
+def settings_of(track: str, *, mode: str = "", ask_at: str = "",
+                default_ask_at: Sequence[int] | None = None, strategy: str = "",
+                layout: str = "", protocol: str = "", parse: str = "",
+                max_answer_chars: str = "", json_repair: bool = True) -> Settings:
+    """The settings of the configuration cell's values (each as its ``BUTTERFLY_*`` variable
+    gives it; empty: the default), checked as ``butterfly run`` checks its options, or
+    :class:`Refused` in one line. ``default_ask_at``: the suite's default ask points;
+    ``json_repair``: whether the kernel has it (the lenient parser needs it)."""
+    played, chosen = mode_of(mode), _strategy(strategy)
+    settings = Settings(
+        track=_choice("track", track, TRACKS), mode=played, strategy=chosen,
+        protocol=_protocol(protocol, chosen), parse=_parse(parse, json_repair),
+        layouts=_layouts(layout), ask_at=ask_at_of(ask_at, played, default_ask_at),
+        max_answer_chars=_cap(max_answer_chars))
+    why = track_named(settings.track).refusal(settings)
+    if why is not None:
+        raise Refused(why)
+    return settings
+
+
+def described(s: Settings) -> str:
+    """The settings in the CLI's words, as the notebook prints them before its run."""
+    parts = [f"strategy {s.strategy}", f"protocol {s.protocol}", f"parse {s.parse}",
+             f"layout {s.layout}"]
+    if s.max_answer_chars != DEFAULTS.max_answer_chars:
+        parts.append(f"max answer chars {s.max_answer_chars:,}")
+    return ", ".join(parts)
