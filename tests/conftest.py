@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,6 +67,20 @@ def cli_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int,
     out, err = capsys.readouterr()
     assert "Traceback" not in err, err
     return code, out, err
+
+
+TIMING: tuple[str, ...] = ("latency_calls", "latency_median_s", "latency_p95_s")
+"""The score's figures that time the calls sent (``efficiency``): two plays of the same answers
+(a resume, shards merged, another harness, the answer cache serving some) take other times."""
+
+
+def same_answers(score: dict[str, Any]) -> dict[str, Any]:
+    """A ``score --json`` object without what two plays of the same answers may differ in:
+    the run's path and the calls' timing."""
+    out = {k: v for k, v in score.items() if k != "run"}
+    if out.get("efficiency") is not None:
+        out["efficiency"] = {k: v for k, v in out["efficiency"].items() if k not in TIMING}
+    return out
 
 
 def rewrite_manifest(out: Path, **changes: object) -> None:

@@ -10,13 +10,14 @@ from pathlib import Path
 
 from butterfly.analysis.code_score import code_score
 from butterfly.analysis.flips import Column, flip_grid
+from butterfly.core.efficiency import scored
 from butterfly.core.metrics import effective_final_match, recency_ks, score_conversations
 from butterfly.core.results import FlipCounts, RunScore, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.scope import asked, conversation_keys, select
-from butterfly.runs.usage import total_usage
+from butterfly.runs.usage import spent_of, total_usage
 from butterfly.runs.versions import prompt_label
 from butterfly.suite.load import frozen_version, suite_manifest_of
 from oracle import Spec
@@ -72,6 +73,9 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             turn = done[TurnKey(key.scenario, t, key.layout, key.repeat)]
             if turn.spec is None and turn.abstention is not None:
                 reasons[turn.abstention] += 1
+    calls = [x for x in map(spent_of, run.records.values()) if x is not None]
+    efficiency, verdicts = scored(calls, totals.scenarios, incomplete)
+    totals = totals.model_copy(update={"scenarios": verdicts})
     shard, sweep = shard_of(run)
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted, 0, params.ask_at)
                               for lay in params.layouts])
@@ -82,6 +86,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
                        horizon=horizon, effective_final_match=effective_final_match(overall),
                        abstention_by_reason=dict(sorted(reasons.items())),
                        usage=total_usage(run.records.values(), params.price, run.manifest.model),
+                       efficiency=efficiency if run.records else None,
                        shard=shard,
                        sweep_conversations=sweep, ask_at=params.ask_at,
                        asked_turns_only=params.ask_at is not None,

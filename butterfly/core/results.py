@@ -91,6 +91,15 @@ class ConversationScore(Result):
     change_radius: int | None
     wobble: bool
     abstentions: int
+    cost_usd: float | None = Field(
+        None, description="What its answered calls cost (cache hits included: what the answers "
+        "cost to make); null when one of them has no price.")
+    tokens: int | None = Field(
+        None, description="Prompt and completion tokens of its answered calls that report "
+        "them; null when none does.")
+    reasoning_tokens: int | None = Field(
+        None, description="Reasoning tokens of its answered calls that report them; null when "
+        "none does.")
 
 
 class FlipCounts(Result):
@@ -247,6 +256,55 @@ class Usage(Result):
                                      "by theirs.")
 
 
+class EfficiencySlice(Result):
+    """What a set of complete conversations cost, against how many matched (contract v4,
+    section 9; docs/metrics.md, "Efficiency"). A figure is null where its denominator is 0 or
+    its numerator unknown (a call with no price: no cost; no call reporting tokens: no
+    tokens), never 0."""
+
+    conversations: int = Field(description="Complete conversations (the denominator of the "
+                               "per-conversation figures).")
+    correct: int = Field(description="Of those, the ones matched at their last asked turn "
+                         "(final match).")
+    cost_usd: float | None = Field(description="What their answered calls cost; null when "
+                                   "one has no price.")
+    cost_per_conversation_usd: float | None
+    cost_per_correct_usd: float | None = Field(description="cost_usd / correct; null when no "
+                                               "conversation matched or a call has no price.")
+    tokens: int | None = Field(description="Prompt and completion tokens of their answered "
+                               "calls that report them; null when none does.")
+    tokens_per_conversation: float | None
+    tokens_per_correct: float | None
+
+
+class Efficiency(EfficiencySlice):
+    """A run's efficiency figures (``score --json``'s ``efficiency``): its complete
+    conversations' cost against their final match, reasoning tokens per edit at each asked
+    turn, the latency of the calls it sent; incomplete conversations counted apart."""
+
+    reasoning_tokens: int | None = Field(description="Reasoning tokens of the complete "
+                                         "conversations' calls; null when no call reports "
+                                         "them.")
+    reasoning_per_edit: float | None = Field(
+        description="Reasoning tokens of every ask / the edits each ask restates (an ask at "
+        "turn t restates t edits), pooled over the asks of complete conversations; null when "
+        "no call reports reasoning tokens.")
+    reasoning_per_edit_by_turn: dict[str, float | None] = Field(
+        description="The same at each asked turn t (its asks' reasoning tokens / (asks x t)): "
+        "the ask points of a run asked at chosen turns, every turn of a chat run.")
+    latency_calls: int = Field(description="Answered calls this run sent (not served by the "
+                               "answer cache): the latency's denominator.")
+    latency_median_s: float | None
+    latency_p95_s: float | None = Field(description="The 95th percentile (nearest rank) of "
+                                        "those calls' latency; null without any.")
+    incomplete: int = Field(description="Conversations a failed call left incomplete: apart, "
+                            "in no figure above.")
+    incomplete_cost_usd: float | None = Field(description="What their answered calls cost "
+                                              "(null when one has no price).")
+    by_category: dict[str, EfficiencySlice] = Field(
+        default_factory=dict, description="The same figures per scenario category.")
+
+
 class _Named(Result):
     model: str
 
@@ -269,6 +327,9 @@ class RunScore(Totals, Aggregate, _Named):
         default_factory=dict, description="Abstained answers of the complete conversations, "
         "by reason (docs/parser.md).")
     usage: Usage | None = None
+    efficiency: Efficiency | None = Field(
+        None, description="Cost, tokens and latency against the answers (docs/metrics.md, "
+        "'Efficiency'); null when the run has no call record.")
     shard: str | None = Field(None, description="'I/N' when the run is shard I of N of a "
                               "sweep (run --shard): every figure covers that shard's "
                               "conversations only; null for a whole run.")

@@ -58,6 +58,8 @@ class CallView:
     saved_usd: float | None = None
     invalid_usage: InvalidUsage | None = None
     """Set when the provider's token counts could not be right (no tokens, no price)."""
+    latency_s: float | None = None
+    """The call's latency; None for an answer the cache served (no call was sent)."""
 
     @property
     def key(self) -> CallKey:
@@ -96,7 +98,7 @@ class Compactor:
             None if rec.abstention is None else sys.intern(rec.abstention),
             sys.intern(rec.abstention_detail), self.tokens(rec.tokens), rec.cost_usd,
             rec.cached, rec.error, rec.raw_chars, rec.reasoning_content, rec.saved_usd,
-            rec.invalid_usage)
+            rec.invalid_usage, None if rec.cached else rec.latency_s)
 
 
 @dataclass

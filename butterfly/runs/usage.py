@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from butterfly.core.efficiency import Spent
 from butterfly.core.price import UserPrice
 from butterfly.core.results import Usage
+from butterfly.core.turns import ConversationKey
 from butterfly.core.usage import count_problem
 from butterfly.models.registry import prefix_of
 from butterfly.runs.records import InvalidUsage, Tokens
@@ -35,6 +37,8 @@ class Priced(Protocol):
     @property
     def raw(self) -> str | None: ...
     @property
+    def abstention(self) -> str | None: ...
+    @property
     def tokens(self) -> Tokens: ...
     @property
     def cost_usd(self) -> float | None: ...
@@ -44,6 +48,28 @@ class Priced(Protocol):
     def saved_usd(self) -> float | None: ...
     @property
     def invalid_usage(self) -> InvalidUsage | None: ...
+
+
+class Call(Priced, Protocol):
+    """What efficiency reads of a call besides its usage."""
+
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def turn(self) -> int: ...
+    @property
+    def layout(self) -> str: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def latency_s(self) -> float | None: ...
+
+
+def answered_nothing(rec: Priced) -> bool:
+    """Whether the record stands for no answer at all: a failed call, or an ask over the model's
+    context window recorded as an abstention (reason ``context``, answered with nothing: the
+    provider refused it, nothing was made or paid)."""
+    return rec.raw is None or (rec.raw == "" and rec.abstention == "context")
 
 
 def usage_invalid(rec: Priced) -> bool:
@@ -75,7 +101,7 @@ class UsageTally:
     invalid: int = 0
 
     def add(self, rec: Priced) -> None:
-        if rec.raw is None:
+        if answered_nothing(rec):
             return
         self.calls += 1
         if usage_invalid(rec):  # counted apart: its tokens and cost are unknown
@@ -123,3 +149,20 @@ def total_usage(records: Iterable[Priced], price: UserPrice | None = None,
     for rec in records:
         tally.add(rec)
     return tally.usage(price, model)
+
+
+def spent_of(rec: Call) -> Spent | None:
+    """What an answered call spent, as efficiency reads it (``core.efficiency``); None for a
+    record of no answer (:func:`answered_nothing`). A call whose token counts cannot be right
+    counts as usage counts it: apart (``invalid_usage_calls``), its tokens and cost in no
+    total."""
+    if answered_nothing(rec):
+        return None
+    key = ConversationKey(rec.scenario, rec.layout, rec.repeat)
+    latency = None if rec.cached else rec.latency_s
+    if usage_invalid(rec):
+        return Spent(key, rec.turn, 0.0, None, None, latency)
+    t = rec.tokens
+    tokens = None if t.prompt is None and t.completion is None else (
+        (t.prompt or 0) + (t.completion or 0))
+    return Spent(key, rec.turn, rec.cost_usd, tokens, t.reasoning, latency)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, rewrite_manifest
+from conftest import ROOT, rewrite_manifest, same_answers
 from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 from fakeserver import FakeServer
 from hypothesis import given, settings
@@ -101,7 +101,7 @@ def _run(out: Path, *extra: str) -> Any:
     assert r.returncode == 0, r.stderr
     s = run_cli("score", str(out), "--json")
     assert s.returncode == 0, s.stderr
-    return json.loads(s.stdout)
+    return same_answers(json.loads(s.stdout))
 
 
 def test_self_consistency_run_samples_votes_and_feeds_back_the_vote(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import cli_in_process
+from conftest import cli_in_process, same_answers
 
 from butterfly.cli import main
 from butterfly.runs.reader import load_run
@@ -30,9 +30,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def _score(out: Path) -> dict[str, object]:
     from butterfly.analysis.scoring import score_run
 
-    data = score_run(out).to_json()
-    data.pop("run")
-    return data
+    return same_answers(score_run(out).to_json())
 
 
 def _copy(made: tuple[Path, str], tmp_path: Path) -> Path:

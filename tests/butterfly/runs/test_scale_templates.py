@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, same_answers
 from fakeserver import FakeServer
 
 from butterfly.models.router import load_router
@@ -57,7 +57,7 @@ def _sh(script: str, *argv: str, env: dict[str, str]) -> subprocess.CompletedPro
 def _score(run: Path) -> dict[str, Any]:
     r = run_cli("score", str(run), "--json")
     assert r.returncode == 0, r.stderr
-    return {k: v for k, v in json.loads(r.stdout).items() if k not in ("run", "usage")}
+    return {k: v for k, v in same_answers(json.loads(r.stdout)).items() if k != "usage"}
 
 
 @pytest.fixture(scope="module")

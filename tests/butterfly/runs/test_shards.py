@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, rewrite_calls, rewrite_manifest
+from conftest import ROOT, rewrite_calls, rewrite_manifest, same_answers
 
 import butterfly
 from butterfly.analysis.scoring import score_run
@@ -31,9 +31,7 @@ SWEEP: dict[str, Any] = {"model": AGENT, "suite": "butterfly-40", "layouts": "E,
 
 
 def _score(out: Path) -> dict[str, Any]:
-    report = score_run(out).to_json()
-    report.pop("run")
-    return report
+    return same_answers(score_run(out).to_json())
 
 
 def _shards(tmp: Path, n: int = 2, **over: Any) -> list[Path]:

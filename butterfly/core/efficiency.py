@@ -1,0 +1,199 @@
+"""Efficiency (contract v4, section 9): what a run's answers cost against how many matched.
+
+Where models tie on the answers, what separates them is what the answers cost. From each
+answered call (:class:`Spent`: its conversation, turn, price, tokens and latency) and each
+conversation's verdict, :func:`efficiency` computes the run's figures (``core.results.
+Efficiency``; docs/metrics.md, "Efficiency"):
+
+- **cost per correct conversation**: what the complete conversations' calls cost / the ones
+  matched at their last asked turn (none when none matched, or when a call has no price), and
+  the same in tokens (prompt + completion) for models nobody prices;
+- **reasoning tokens per edit** at each asked turn: the reasoning tokens of the asks at turn t /
+  (asks x t), an ask at turn t restating t edits; pooled over every ask too;
+- **latency** of the calls the run sent for them (a cache hit sent none): median and 95th
+  percentile (nearest rank).
+
+Honest denominators: the figures are over complete conversations; incomplete ones are counted
+apart with what they cost. A call served by the answer cache counts in the cost (what the answer
+cost to make, as ``usage.cost_usd``) but not in the latency. Pure: the Kaggle notebook and
+inspect's metrics compute the same figures from their own calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import median
+
+from butterfly.core.results import ConversationScore, Efficiency, EfficiencySlice
+from butterfly.core.turns import ConversationKey
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What efficiency reads of one answered call."""
+
+    key: ConversationKey
+    turn: int
+    cost_usd: float | None
+    """None: the call has no price."""
+    tokens: int | None
+    """Prompt + completion tokens; None when the provider reported neither."""
+    reasoning: int | None
+    """None when the provider reported none."""
+    latency_s: float | None
+    """None for an answer the cache served (no call was sent)."""
+
+
+@dataclass(slots=True)
+class Sum:
+    """Running totals of some calls' cost and tokens; a total is unknown (None) once one call
+    has no price, and tokens count the calls that report them."""
+
+    cost: float = 0.0
+    unpriced: bool = False
+    tokens: int | None = None
+    reasoning: int | None = None
+
+    def add(self, c: Spent) -> None:
+        self.unpriced = self.unpriced or c.cost_usd is None
+        self.cost += c.cost_usd or 0.0
+        if c.tokens is not None:
+            self.tokens = (self.tokens or 0) + c.tokens
+        if c.reasoning is not None:
+            self.reasoning = (self.reasoning or 0) + c.reasoning
+
+    def merge(self, other: Sum) -> None:
+        self.unpriced = self.unpriced or other.unpriced
+        self.cost += other.cost
+        if other.tokens is not None:
+            self.tokens = (self.tokens or 0) + other.tokens
+        if other.reasoning is not None:
+            self.reasoning = (self.reasoning or 0) + other.reasoning
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.unpriced else round(self.cost, 8)
+
+
+@dataclass(slots=True)
+class _Asks:
+    """The reasoning tokens of the asks at one turn, and how many asks report them."""
+
+    tokens: int = 0
+    asks: set[ConversationKey] = field(default_factory=set)
+
+
+def per_conversation(calls: Iterable[Spent]) -> tuple[dict[ConversationKey, Sum],
+                                                      dict[tuple[ConversationKey, int], int]]:
+    """Each conversation's totals, and the reasoning tokens of each (conversation, turn) whose
+    calls report them."""
+    sums: dict[ConversationKey, Sum] = {}
+    reasoning: dict[tuple[ConversationKey, int], int] = {}
+    for c in calls:
+        sums.setdefault(c.key, Sum()).add(c)
+        if c.reasoning is not None:
+            reasoning[c.key, c.turn] = reasoning.get((c.key, c.turn), 0) + c.reasoning
+    return sums, reasoning
+
+
+def _per(total: float | None, n: int, places: int) -> float | None:
+    return None if total is None or n == 0 else round(total / n, places)
+
+
+def efficiency_slice(sums: Iterable[Sum], conversations: int, correct: int) -> EfficiencySlice:
+    """The cost and token figures of ``conversations`` complete conversations (their ``sums``)
+    of which ``correct`` matched."""
+    whole = Sum()
+    for s in sums:
+        whole.merge(s)
+    cost = whole.cost_usd if conversations else None
+    tokens = whole.tokens
+    return EfficiencySlice(
+        conversations=conversations, correct=correct, cost_usd=cost,
+        cost_per_conversation_usd=_per(cost, conversations, 8),
+        cost_per_correct_usd=_per(cost, correct, 8), tokens=tokens,
+        tokens_per_conversation=_per(tokens, conversations, 3),
+        tokens_per_correct=_per(tokens, correct, 3))
+
+
+def nearest_rank(values: list[float], q: float) -> float | None:
+    """The ``q`` quantile by nearest rank (a value that occurred); None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def reasoning_by_turn(reasoning: Mapping[tuple[ConversationKey, int], int],
+                      complete: Collection[ConversationKey]) -> tuple[dict[str, float | None],
+                                                                       float | None]:
+    """Reasoning tokens per edit at each asked turn of the complete conversations, and pooled
+    over every ask (None where no call reports reasoning tokens)."""
+    by_turn: dict[int, _Asks] = {}
+    for (key, turn), n in reasoning.items():
+        if key in complete:
+            at = by_turn.setdefault(turn, _Asks())
+            at.tokens += n
+            at.asks.add(key)
+    out = {str(t): round(a.tokens / (len(a.asks) * t), 3) for t, a in sorted(by_turn.items())}
+    edits = sum(len(a.asks) * t for t, a in by_turn.items())
+    pooled = round(sum(a.tokens for a in by_turn.values()) / edits, 3) if edits else None
+    return dict(out), pooled
+
+
+def efficiency(calls: Iterable[Spent], verdicts: Mapping[ConversationKey, tuple[str, bool]],
+               incomplete: Collection[ConversationKey]) -> Efficiency:
+    """A run's efficiency figures. ``verdicts``: each complete conversation's category and
+    final match; ``incomplete``: the conversations a failed call left incomplete (apart)."""
+    calls = list(calls)
+    sums, reasoning = per_conversation(calls)
+    latencies = [c.latency_s for c in calls if c.latency_s is not None and c.key in verdicts]
+    empty = Sum()
+    overall = efficiency_slice([sums.get(k, empty) for k in verdicts], len(verdicts),
+                               sum(ok for _, ok in verdicts.values()))
+    categories = sorted({cat for cat, _ in verdicts.values()})
+    by_category = {cat: efficiency_slice(
+        [sums.get(k, empty) for k, (c, _) in verdicts.items() if c == cat],
+        sum(c == cat for c, _ in verdicts.values()),
+        sum(ok for c, ok in verdicts.values() if c == cat)) for cat in categories}
+    by_turn, pooled = reasoning_by_turn(reasoning, verdicts.keys())
+    late = Sum()
+    for k in incomplete:
+        late.merge(sums.get(k, empty))
+    p50 = round(median(latencies), 6) if latencies else None
+    p95 = nearest_rank(latencies, 0.95)
+    return Efficiency(
+        **dict(overall),
+        reasoning_tokens=_reasoning_total(sums, verdicts.keys()),
+        reasoning_per_edit=pooled, reasoning_per_edit_by_turn=by_turn,
+        latency_calls=len(latencies), latency_median_s=p50,
+        latency_p95_s=None if p95 is None else round(p95, 6),
+        incomplete=len(incomplete), incomplete_cost_usd=late.cost_usd if incomplete else None,
+        by_category=by_category)
+
+
+def _reasoning_total(sums: Mapping[ConversationKey, Sum],
+                               complete: Iterable[ConversationKey]) -> int | None:
+    """The reasoning tokens of the complete conversations' calls (None when none reports)."""
+    got = [sums[k].reasoning for k in complete if k in sums]
+    known = [n for n in got if n is not None]
+    return sum(known) if known else None
+
+
+def scored(calls: Sequence[Spent], scores: Sequence[ConversationScore],
+           incomplete: Collection[ConversationKey]
+           ) -> tuple[Efficiency, list[ConversationScore]]:
+    """The run's figures from its calls and its complete conversations' verdicts, and each
+    verdict with what its conversation cost (``score --json``'s ``scenarios``: what ``compare``
+    pairs)."""
+    verdicts = {ConversationKey(c.id, c.layout, c.repeat): (c.category, c.final_match)
+                for c in scores}
+    sums = per_conversation(calls)[0]
+    out = []
+    for c, key in zip(scores, verdicts, strict=True):
+        got = sums.get(key)
+        out.append(c if got is None else c.model_copy(update={
+            "cost_usd": got.cost_usd, "tokens": got.tokens, "reasoning_tokens": got.reasoning}))
+    return efficiency(calls, verdicts, incomplete), out
