@@ -222,6 +222,34 @@ class Repair(BaseModel):
     found: str = Field(description="What the digest found before the repair.")
 
 
+class BudgetSweep(BaseModel):
+    """``butterfly sweep``: the budget sweep a run is one budget of (contract v4, section 9):
+    one model over one suite at several values of one model argument (reasoning effort, a
+    thinking budget, max tokens), each an ordinary run directory linked to the others by this
+    record; they compare like repeats."""
+
+    model_config = _STRICT
+    name: str = Field(min_length=1, description="The sweep's name: the same in each of its "
+                      "runs (by default the folder that holds them).")
+    key: str = Field(min_length=1, description="The model argument swept (a -M key, e.g. "
+                     "reasoning_effort, thinking_budget, max_tokens).")
+    values: tuple[str, ...] = Field(min_length=1, description="Every budget of the sweep, in "
+                                    "the order given (as given on the command line).")
+    index: int = Field(ge=0, description="This run's budget: values[index].")
+
+    @model_validator(mode="after")
+    def _index_in_values(self) -> BudgetSweep:
+        if self.index >= len(self.values):
+            raise ValueError(f"budget index {self.index} is beyond the sweep's "
+                             f"{len(self.values)} values")
+        return self
+
+    @property
+    def value(self) -> str:
+        """This run's budget, as given."""
+        return self.values[self.index]
+
+
 class InspectSource(BaseModel):
     """``butterfly import-inspect``: the inspect eval log a run was made from (docs/inspect.md,
     "Importing an inspect log")."""
@@ -283,6 +311,9 @@ class RunManifest(BaseModel):
     imported_from: InspectSource | None = Field(
         None, description="butterfly import-inspect: the inspect eval log whose samples are "
         "this run's records (version 3); null for a run butterfly played.")
+    budget_sweep: BudgetSweep | None = Field(
+        None, description="butterfly sweep: the budget sweep this run is one budget of (the "
+        "others name the same sweep); null for a run made alone.")
     seal: Seal | None = Field(None, description="The digest of calls.jsonl and of this "
                               "manifest (version 2 on); null in a version 1 manifest.")
 
