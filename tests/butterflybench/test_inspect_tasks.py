@@ -167,6 +167,26 @@ def test_a_scripted_agent_scores_alike_in_both_harnesses(tmp_path: Path, agent: 
     same_after_import(log, tmp_path, score)
 
 
+@pytest.mark.parametrize("given", [
+    {"strategy": "few-shot", "layouts": "Q", "protocol": "json-first", "parse": "strict"},
+    {"strategy": "cot", "layouts": "H", "protocol": "json-last"},
+    {"strategy": "adaptive-cot", "protocol": "json-last", "parse": "lenient", "mode": "restate"},
+    {"protocol": "schema"},
+], ids=["few-shot-Q-json-first-strict", "cot-H-json-last", "restate-adaptive-cot-lenient",
+        "schema"])
+def test_the_prompts_a_task_offers_are_the_clis(tmp_path: Path, given: dict[str, str]) -> None:
+    """Strategies, protocols (the schema's response format too), parse modes and layouts: the
+    same messages, answers, verdicts and figures as ``butterfly run``'s (the parity table of
+    docs/design.md names this test for them)."""
+    score = play(tmp_path, "script/noisy:p=0.3", "run", limit=4, **given)
+    log = evaluate(task("butterfly_40", limit=4, **given), "butterfly/script/noisy:p=0.3",
+                   tmp_path)
+    assert inspect_verdicts(log) == butterfly_verdicts(score)
+    same_figures(log, score)
+    same_calls(log, tmp_path / "run")
+    assert score.final_matches < score.n_conversations  # a test that can fail
+
+
 SPENT = ("cost_usd", "tokens", "reasoning_tokens")
 """What a conversation's verdict says it cost (``score --json``'s ``scenarios``)."""
 

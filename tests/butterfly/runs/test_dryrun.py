@@ -28,6 +28,8 @@ SHAPES: list[dict[str, Any]] = [
     {"limit": 6, "mode": "restate"},
     {"limit": 3, "layouts": "E,Q,H", "repeats": 2},
     {"limit": 3, "strategy": "self-consistency", "samples": 3, "temperature": 0.7},
+    {"limit": 3, "strategy": "cot", "protocol": "json-last", "layouts": "H"},
+    {"limit": 3, "strategy": "few-shot", "protocol": "schema"},
     {"per_category": 1, "limit": 5},
     {"limit": 6, "shard": "2/3"},
     {"suite": "butterfly-long", "limit": 2, "mode": "restate"},
