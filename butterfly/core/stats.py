@@ -106,3 +106,31 @@ def sign_test(diffs: Sequence[float]) -> float:
     k = max(pos, m - pos)
     tail: float = sum(math.comb(m, i) for i in range(k, m + 1)) / 2**m
     return min(1.0, 2 * tail)
+
+
+def ratio_bootstrap(pairs: Sequence[tuple[float, float]], *, reps: int = 2000, seed: int = 0,
+                    level: float = 0.95) -> tuple[float, float, float] | None:
+    """The paired ratio of totals, B's over A's, with a seeded percentile interval: ``pairs``
+    holds, per scenario both runs played, what it cost A and what it cost B; the ratio is
+    sum(B) / sum(A) (a ratio of totals, not a mean of per-scenario ratios, so a scenario A
+    played for nearly nothing cannot dominate it), and the interval resamples whole scenarios
+    with replacement ``reps`` times (numpy's PCG64 seeded by ``seed``, so the same inputs give
+    the same interval). A resample whose A total is 0 is dropped. None without a pair, or when
+    A's total is 0 (no ratio exists)."""
+    import numpy as np
+
+    if not pairs:
+        return None
+    a = np.array([float(p[0]) for p in pairs])
+    b = np.array([float(p[1]) for p in pairs])
+    if a.sum() <= 0:
+        return None
+    point = float(b.sum() / a.sum())
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(pairs), size=(reps, len(pairs)))
+    den = a[idx].sum(axis=1)
+    ok = den > 0
+    ratios = b[idx].sum(axis=1)[ok] / den[ok]
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(ratios, [tail, 1 - tail])
+    return (point, float(lo), float(hi))

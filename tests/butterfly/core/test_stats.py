@@ -12,6 +12,7 @@ from butterfly.core.stats import (
     clustered_variance,
     mean_interval,
     proportion_interval,
+    ratio_bootstrap,
     sign_test,
     wilson,
 )
@@ -97,3 +98,20 @@ def test_a_mean_over_one_scenario_has_no_interval() -> None:
     assert mean_interval([[0.0, 2.0, 4.0]]) is None and mean_interval([[1.0], []]) is None
     lo, hi = mean_interval([[0.0, 2.0], [4.0]])  # type: ignore[misc]
     assert lo < 2.0 < hi
+
+
+def test_ratio_bootstrap_is_the_ratio_of_totals_with_an_interval_around_it() -> None:
+    pairs = [(1.0, 0.2), (2.0, 0.5), (1.5, 0.3), (3.0, 0.6), (0.5, 0.1)]
+    point, lo, hi = ratio_bootstrap(pairs, reps=500, seed=3)
+    assert point == pytest.approx(1.7 / 8.0)
+    assert lo <= point <= hi and lo > 0 and hi < 1
+    assert ratio_bootstrap(pairs, reps=500, seed=3) == (point, lo, hi)
+
+
+def test_ratio_bootstrap_has_no_ratio_without_what_a_spent() -> None:
+    assert ratio_bootstrap([]) is None
+    assert ratio_bootstrap([(0.0, 1.0), (0.0, 2.0)]) is None
+
+
+def test_ratio_bootstrap_of_equal_costs_is_one_exactly() -> None:
+    assert ratio_bootstrap([(2.0, 2.0), (1.0, 1.0), (4.0, 4.0)], reps=200) == (1.0, 1.0, 1.0)
