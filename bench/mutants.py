@@ -67,6 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=36)
     p.add_argument("--out", type=Path, default=None, help="JSON of per-mutant verdicts")
     p.add_argument("--list", action="store_true", help="print the sample and run nothing")
+    p.add_argument("--python", default=sys.executable,
+                   help="the interpreter that runs mutmut and the tests: a venv of --commit's "
+                   "own lock with mutmut added, when its dependencies differ from this one's")
     args = p.parse_args(argv)
     if args.sample < 1:
         p.error("--sample must be at least 1")
@@ -155,20 +158,21 @@ m.create_mutants(1)
 """
 
 
-def generate(tree: Path) -> dict[str, str]:
+def generate(tree: Path, python: str) -> dict[str, str]:
     """mutmut's mutants of the targets in this tree (no test run): name to fingerprint."""
     configure(tree)
-    subprocess.run([sys.executable, "-c", GENERATE], cwd=tree, check=True,
+    subprocess.run([python, "-c", GENERATE], cwd=tree, check=True,
                    stdout=subprocess.DEVNULL)
     return fingerprints(tree / "mutants")
 
 
-def verdicts(tree: Path, names: list[str]) -> dict[str, str]:
-    """Run mutmut on the named mutants, one worker; each mutant's status as mutmut words it."""
+def verdicts(tree: Path, names: list[str], python: str) -> dict[str, str]:
+    """Run mutmut on the named mutants, one worker; each mutant's status as mutmut words it.
+    A failed clean run (mutmut exits non-zero) stops here: no share of mutants never tried."""
     from mutmut.stats import status_by_exit_code
 
-    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "1", *names],
-                   cwd=tree, check=False)
+    subprocess.run([python, "-m", "mutmut", "run", "--max-children", "1", *names],
+                   cwd=tree, check=True)
     codes: dict[str, int | None] = {}
     for meta in (tree / "mutants").rglob("*.py.meta"):
         codes.update(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
@@ -196,11 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     commit = resolve(args.commit)
     with worktree(commit) as tree:
-        prints = generate(tree)
+        prints = generate(tree, args.python)
         matched = prints
         if args.against:
             with worktree(resolve(args.against)) as other:
-                theirs = generate(other)
+                theirs = generate(other, args.python)
             matched = {n: f for n, f in prints.items() if theirs.get(n) == f}
         sample = draw(list(matched), args.sample, args.seed)
         print(f"{len(prints)} mutants generated, {len(matched)} matched, {len(sample)} drawn",
@@ -208,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.list:
             print("\n".join(sample))
             return 0
-        results = verdicts(tree, sample)
+        results = verdicts(tree, sample, args.python)
     table = shares(results)
     for target, row in table.items():
         share = "none" if row["share"] is None else f"{row['share']:.1%}"
