@@ -13,8 +13,8 @@ with :func:`metric`, and its typed lines in ``results.Aggregate``::
         return s.turn_match
 
 A function returns a complete conversation's items; its pool says how they make its fields.
-A metric registered without its lines in ``Aggregate`` is refused when a run is scored. The figures are
-contract section 4's (``core/metrics.py``, docs/metrics.md).
+A metric registered without its lines in ``Aggregate`` is refused when a run is scored. The
+figures are contract section 4's (``core/metrics.py``, docs/metrics.md).
 """
 
 from __future__ import annotations
