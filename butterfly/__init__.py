@@ -3,9 +3,8 @@
 The Python API (docs/api.md) is importable from here: ``butterfly.run``, ``butterfly.load_run``,
 ``butterfly.score_run``, ``butterfly.report``, ``butterfly.load_runs`` (a pandas DataFrame of
 tidy rows) and ``butterfly.tidy_rows``, and the types ``Run``, ``RunOptions`` and
-``RunScore`` (``ScoreReport``, its former name, still works; every command's function is in
-:mod:`butterfly.api`). They load on first use, so ``import butterfly`` stays cheap (the command
-line imports only what a command needs).
+``RunScore`` (every command's function is in :mod:`butterfly.api`). They load on first use,
+so ``import butterfly`` stays cheap (the command line imports only what a command needs).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
         Run,
         RunOptions,
         RunScore,
-        ScoreReport,
         load_run,
         load_runs,
         report,
@@ -28,9 +26,9 @@ if TYPE_CHECKING:
         tidy_rows,
     )
 
-API = ("Run", "RunOptions", "RunScore", "ScoreReport", "load_run", "load_runs", "report",
+API = ("Run", "RunOptions", "RunScore", "load_run", "load_runs", "report",
        "run", "score_run", "tidy_rows")
-__all__ = ["Run", "RunOptions", "RunScore", "ScoreReport", "__version__", "load_run",
+__all__ = ["Run", "RunOptions", "RunScore", "__version__", "load_run",
            "load_runs", "report", "run", "score_run", "tidy_rows"]
 
 

@@ -32,8 +32,16 @@ def _write(path: str | None, text: str) -> None:
     write_text_atomic(Path(path), text, path)
 
 
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, indent=2)
+def _json(result: Any, *, line: bool = False) -> str:
+    """The one JSON writer of every ``--json`` (and of ``oracle``'s lines): an API result as
+    plain data (pydantic models dumped by alias, dataclasses field by field, tuples and paths
+    as lists and strings), indented; ``line``: on one line, its text as written (JSONL)."""
+    from pydantic import TypeAdapter
+
+    data = TypeAdapter(type(result)).dump_python(result, mode="json", by_alias=True)
+    if line:
+        return json.dumps(data, ensure_ascii=False)
+    return json.dumps(data, indent=2)
 
 
 def _say(lines: list[str]) -> None:
@@ -93,8 +101,7 @@ def cmd_oracle(a: argparse.Namespace) -> int:
 
     out = sys.stdout
     for row in api.oracle(a.file):
-        out.write(json.dumps({"id": row.id, "turn": row.turn, "spec": row.spec},
-                             ensure_ascii=False))
+        out.write(_json(row, line=True))
         out.write("\n")
     return 0
 
@@ -123,7 +130,7 @@ def cmd_dry_run(a: argparse.Namespace) -> int:
     from butterfly.present.bill import bill_text
 
     result = api.dry_run(run_options(a))
-    print(result.model_dump_json(indent=2) if a.json else bill_text(result))
+    print(_json(result) if a.json else bill_text(result))
     return 0
 
 
@@ -184,7 +191,7 @@ def cmd_score(a: argparse.Namespace) -> int:
     run = api.load_run(Path(a.run))
     result = api.score(run, a.parse, a.protocol)
     if a.json:
-        print(_dump(result.to_json()))
+        print(_json(result))
     else:
         print_score(result)
         print(_printable(content_line(run)))
@@ -215,7 +222,7 @@ def cmd_runs(a: argparse.Namespace) -> int:
     from butterfly.present.text import runs_text
 
     lines = api.runs(a.dir)
-    print(_dump([x.to_json() for x in lines]) if a.json else runs_text(lines))
+    print(_json(lines) if a.json else runs_text(lines))
     _say(unobserved_runs(lines))
     return 0
 
@@ -226,7 +233,7 @@ def cmd_flips(a: argparse.Namespace) -> int:
 
     runs = _loaded(a.runs)
     grid = api.flips(list(runs))
-    print(_dump(grid) if a.json else _printable(flips_text(grid)))
+    print(_json(grid) if a.json else _printable(flips_text(grid)))
     _unobserved(runs)
     return 0
 
@@ -237,7 +244,7 @@ def cmd_audit(a: argparse.Namespace) -> int:
 
     runs = _loaded(a.runs)
     items = api.audit(list(runs))
-    print(_dump(items) if a.json else _printable(audit_text(items)))
+    print(_json(items) if a.json else _printable(audit_text(items)))
     _unobserved(runs)
     return 0
 
@@ -261,8 +268,8 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     check_report(a.runs, a.html, a.q)  # before any run is read
     runs = _loaded(a.runs)
-    size = api.report(list(runs), a.html, a.title, compare_method=a.compare_method, q=a.q)
-    _say([f"wrote {a.html} ({size / 1e6:.2f} MB)"])
+    written = api.report(list(runs), a.html, a.title, compare_method=a.compare_method, q=a.q)
+    _say([f"wrote {a.html} ({written.size / 1e6:.2f} MB)"])
     _unobserved(runs)
     return 0
 
@@ -274,7 +281,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     run_a, run_b = _loaded([a.run_a, a.run_b])
     result = api.compare(run_a, run_b, a.method, a.q, k=a.k, cap=a.cap,
                          stop_fine=a.stop_fine, layout=a.layout, seed=a.seed)
-    print(_dump(result.model_dump()) if a.json else _printable(compare_text(result)))
+    print(_json(result) if a.json else _printable(compare_text(result)))
     _unobserved([run_a, run_b])
     return 0
 
@@ -283,10 +290,10 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import calibration_text
 
-    result, title = api.calibrate(a.run, simulate=a.simulate, q=a.q, reshuffles=a.reshuffles,
-                                  m=a.m, reps=a.reps, seed=a.seed)
-    print(_dump(result.model_dump(by_alias=True)) if a.json
-          else _printable(calibration_text(result, title)))
+    study = api.calibrate(a.run, simulate=a.simulate, q=a.q, reshuffles=a.reshuffles, m=a.m,
+                          reps=a.reps, seed=a.seed)
+    print(_json(study.result) if a.json
+          else _printable(calibration_text(study.result, study.title)))
     return 0
 
 
@@ -308,16 +315,16 @@ def cmd_sequential(a: argparse.Namespace) -> int:
                             price_a=a.price_a, price_b=a.price_b,
                             price_per_mtok_a=a.price_per_mtok_a,
                             price_per_mtok_b=a.price_per_mtok_b, quiet=a.json)
-    print(_dump(result.model_dump()) if a.json else _printable(sequential_text(result)))
+    print(_json(result) if a.json else _printable(sequential_text(result)))
     return 0
 
 
 def cmd_parse(a: argparse.Namespace) -> int:
     from butterfly import api
 
-    code, text = api.parse(sys.stdin.read(), a.parse, a.protocol)
-    print(text, file=sys.stdout if code == 0 else sys.stderr)
-    return code
+    outcome = api.parse(sys.stdin.read(), a.parse, a.protocol)
+    print(outcome.text, file=sys.stdout if outcome.code == 0 else sys.stderr)
+    return outcome.code
 
 
 def cmd_observe(a: argparse.Namespace) -> int:

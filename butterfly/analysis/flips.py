@@ -26,9 +26,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypedDict
+from typing import Final
+
+from pydantic import Field
 
 from butterfly.core.asking import asked_turns
+from butterfly.core.pooling import Result
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, check_same_scenarios, load_run
@@ -111,12 +114,17 @@ def classify(cells: dict[str, str], runs: dict[str, int] | None = None) -> str:
     return "stable-pass" if joined[0] == "P" else "stable-fail"
 
 
-FlipRow = TypedDict("FlipRow", {"id": str, "category": str, "cells": dict[str, str],
-                                 "class": str})
-"""One scenario: a verdict string per column (one character per repeat), and its class."""
+class FlipRow(Result):
+    """One scenario: a verdict string per column (one character per repeat), and its class
+    (``class`` in the JSON)."""
+
+    id: str
+    category: str
+    cells: dict[str, str]
+    class_: str = Field(alias="class")
 
 
-class FlipGrid(TypedDict):
+class FlipGrid(Result):
     """``butterfly flips --json``."""
 
     columns: list[str]
@@ -126,12 +134,12 @@ class FlipGrid(TypedDict):
     pass_rate_by_column: dict[str, float | None]
 
 
-class AuditAnswer(TypedDict):
+class AuditAnswer(Result):
     answer: str
     repeats: int
 
 
-class AuditItem(TypedDict):
+class AuditItem(Result):
     """A scenario whose verdict flips across repeats of one column, and where answers split."""
 
     id: str
@@ -145,7 +153,7 @@ class AuditItem(TypedDict):
 
 
 def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> FlipGrid:
-    """The flip table as a JSON-able dict: per scenario its cells and class, counts, pass rates."""
+    """The flip table: per scenario its cells and class, counts, pass rates."""
     rows: list[FlipRow] = []
     runs = {col.name: col.run for col in columns}
     for s in scenarios:
@@ -155,12 +163,12 @@ def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> FlipG
                               for r in col.repeats_of(s.id))
             for col in columns
         }
-        rows.append(FlipRow({"id": s.id, "category": s.category, "cells": cells,
-                             "class": classify(cells, runs)}))
-    counts = Counter(r["class"] for r in rows)
+        rows.append(FlipRow.model_validate({"id": s.id, "category": s.category, "cells": cells,
+                                            "class": classify(cells, runs)}))
+    counts = Counter(r.class_ for r in rows)
     pass_rate: dict[str, float | None] = {}
     for col in columns:
-        got = "".join(r["cells"][col.name] for r in rows).replace("-", "")
+        got = "".join(r.cells[col.name] for r in rows).replace("-", "")
         pass_rate[col.name] = None if not got else got.count("P") / len(got)
     return FlipGrid(
         columns=[c.name for c in columns],

@@ -9,20 +9,21 @@ failed) has no cost (``-``), never $0."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from butterfly.analysis.scoring import score_run
+from butterfly.core.pooling import Result
 from butterfly.errors import UserError
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import InspectSource
 from butterfly.runs.store import MANIFEST
 
 
-@dataclass(frozen=True)
-class RunLine:
+class RunLine(Result):
+    """One run directory as ``butterfly runs`` lists it (``error``: why it does not read)."""
+
     path: str
     model: str | None = None
     suite: str | None = None
@@ -65,11 +66,7 @@ class RunLine:
     observe RUN`` observes them)."""
 
     def to_json(self) -> dict[str, JsonValue]:
-        out: dict[str, JsonValue] = asdict(self)
-        out["ask_at"] = None if self.ask_at is None else list(self.ask_at)
-        source = self.imported_from
-        out["imported_from"] = None if source is None else source.model_dump(mode="json")
-        return out
+        return self.model_dump(mode="json")
 
 
 def find_runs(root: Path) -> list[Path]:
@@ -84,7 +81,7 @@ def describe(path: Path) -> RunLine:
         run = load_run(path)
         score = score_run(run)
     except UserError as e:
-        return RunLine(str(path), error=str(e))
+        return RunLine(path=str(path), error=str(e))
     m, p = run.manifest, run.params
     u = score.usage
     return RunLine(

@@ -80,7 +80,7 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
     grid = flip_grid(in_run, [Column("", lay, params.repeats, done, attempted, 0, params.ask_at)
                               for lay in params.layouts])
     return RunScore(model=run.model, **dict(overall), **dict(totals), not_played=not_played,
-                       flips=FlipCounts.model_validate(grid["counts"]), run=str(run.path),
+                       flips=FlipCounts.model_validate(grid.counts), run=str(run.path),
                        parse=parse_mode or params.parse, suite=suite_label(run),
                        prompt=prompt_label(run.manifest),
                        horizon=horizon, effective_final_match=effective_final_match(overall),

@@ -69,7 +69,7 @@ from butterfly.api.suites import (
     validate,
 )
 from butterfly.core.options import FIELDS, RunOptions
-from butterfly.core.results import RunScore, ScoreReport
+from butterfly.core.results import RunScore
 from butterfly.runs.dryrun import Bill, DryRun
 from butterfly.runs.inspect_import import Imported
 from butterfly.runs.reader import Run, load_run
@@ -79,7 +79,7 @@ RUN_FIELDS = tuple(FIELDS)
 
 __all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "Imported",
            "NotebookBuild", "OracleSpec", "ParseOutcome", "ReadingsAudit", "Run", "RunOptions",
-           "RunScore", "ScoreReport", "Shown", "SuiteCheck", "audit", "audit_depth",
+           "RunScore", "Shown", "SuiteCheck", "audit", "audit_depth",
            "audit_readings", "calibrate", "compare", "default_out", "dry_run", "export",
            "flips", "generate",
            "import_inspect", "load_run", "load_runs", "merge", "model_args", "notebook",

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from butterfly.analysis.flips import AuditItem, FlipGrid, flip_grid, load_columns
 from butterfly.analysis.flips import audit as audit_columns
@@ -17,7 +16,8 @@ from butterfly.analysis.results import Calibration, CompareResult
 from butterfly.analysis.scoring import score_run
 from butterfly.analysis.tidy import Level, Row, tidy_rows
 from butterfly.analysis.transcripts import ShowInfo, load
-from butterfly.core.results import ScoreReport
+from butterfly.core.pooling import Result
+from butterfly.core.results import RunScore
 from butterfly.core.transcript import Transcript
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
@@ -37,7 +37,7 @@ def _ref(run: RunRef) -> Path | Run:
 
 
 def score(run: RunRef, parse: ParseMode | None = None,
-          protocol: Protocol | None = None) -> ScoreReport:
+          protocol: Protocol | None = None) -> RunScore:
     """``butterfly score``: the run's scores (its answers re-parsed in ``parse`` mode or as
     ``protocol`` defines them, when given)."""
     return score_run(_run(run), parse, protocol)
@@ -46,7 +46,9 @@ def score(run: RunRef, parse: ParseMode | None = None,
 @dataclass(frozen=True)
 class Shown:
     """What ``butterfly show`` prints: the run's heading and the transcripts asked for (one
-    scenario's, or every scenario's for the listing of verdicts)."""
+    scenario's, or every scenario's for the listing of verdicts). A frozen dataclass, not a
+    pydantic model: its transcripts (dicts read from the run, thousands of turns for a long
+    chain) are handed on as read, not validated a second time."""
 
     info: ShowInfo
     conversations: list[Transcript]
@@ -58,7 +60,7 @@ def show(run: RunRef, scenario: str | None = None, layout: str | None = None,
     """``butterfly show``: ``scenario``'s transcript in ``layout`` and ``repeat`` against the
     oracle, or (``scenario`` None) every scenario's verdict."""
     info, convs = load(_ref(run), scenario, layout, repeat)
-    return Shown(info, convs, scenario is not None)
+    return Shown(info=info, conversations=convs, one=scenario is not None)
 
 
 def export(runs: list[RunRef], level: Level = "conversation") -> list[Row]:
@@ -103,7 +105,7 @@ def compare(run_a: RunRef, run_b: RunRef, method: str = "bh", q: float = 0.1, *,
                         method, q, k=k, cap=cap, stop_fine=stop_fine, seed=seed)
 
 
-class Calibrated(NamedTuple):
+class Calibrated(Result):
     """``butterfly calibrate``'s study and its title."""
 
     result: Calibration
@@ -118,7 +120,7 @@ def calibrate(run: RunRef | None = None, *, simulate: bool = False, q: float = 0
 
     result, title = calibrate_runs(None if run is None else _ref(run), simulate=simulate, q=q,
                                    reshuffles=reshuffles, m=m, reps=reps, seed=seed)
-    return Calibrated(result, title)
+    return Calibrated(result=result, title=title)
 
 
 def check_report(runs: Sequence[object], html: str | Path, q: float) -> None:
@@ -130,11 +132,19 @@ def check_report(runs: Sequence[object], html: str | Path, q: float) -> None:
     _check_q(q)
 
 
+class Written(Result):
+    """A file a command wrote: where, and its size in bytes."""
+
+    path: Path
+    size: int
+
+
 def report(runs: list[RunRef], html: str | Path, title: str | None = None, *,
-           compare_method: str = "bh", q: float = 0.1) -> int:
-    """Write the self-contained HTML report of ``runs`` to ``html``; its size in bytes. Runs
-    of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
+           compare_method: str = "bh", q: float = 0.1) -> Written:
+    """Write the self-contained HTML report of ``runs`` to ``html`` (the file and its size).
+    Runs of one suite are compared as ``butterfly compare`` does (``compare_method``, ``q``)."""
     check_report(runs, html, q)
     from butterfly.present.report import write_report  # jinja2 (scipy for a pair): when asked
 
-    return write_report([_ref(r) for r in runs], Path(html), title, compare_method, q)
+    size = write_report([_ref(r) for r in runs], Path(html), title, compare_method, q)
+    return Written(path=Path(html), size=size)

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from butterfly.core.parse import main_parse
+from butterfly.core.pooling import Result
 from butterfly.core.vocab import TRACKS, Track
 from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
@@ -37,8 +36,7 @@ from oracle.readings import Tally, audit
 from oracle.records import DepthRow
 
 
-@dataclass(frozen=True)
-class Generated:
+class Generated(Result):
     """A generated suite: its scenarios, and the manifest of a frozen suite rebuilt."""
 
     scenarios: list[Scenario]
@@ -62,14 +60,14 @@ def generate(*, suite: str | None = None, count: int | None = None, seed: int | 
             raise UserError("generate: --suite rebuilds a frozen suite; it takes no "
                             "--count/--seed/--lengths/--per-length/--ops/--ask-at")
         scenarios, manifest = build_builtin(suite)
-        return Generated(scenarios, manifest)
+        return Generated(scenarios=scenarios, manifest=manifest)
     s = 0 if seed is None else seed
     if ask_at is not None:
         return _asked(lengths, per_length, ops, count, s, track, ask_at, paraphrase_variants)
     try:
         drawn = (_chains(lengths, per_length, ops, count, s, track) if lengths is not None
                  else _mixed(count, ops, per_length, s, track))
-        return Generated(_variants(drawn, paraphrase_variants))
+        return Generated(scenarios=_variants(drawn, paraphrase_variants))
     except GenerationError as e:
         raise UserError(f"generate: {e}") from None
 
@@ -142,7 +140,7 @@ def _asked(lengths: str | list[int] | None, per_length: int | None, ops: str | N
         lengths={str(n): per for n in chain_lengths}, ask_at=sorted(set(points)),
         depth=depth_rows(scenarios, points), sha256=sha256_text(dumps_suite(scenarios)),
     )
-    return Generated(scenarios, manifest)
+    return Generated(scenarios=scenarios, manifest=manifest)
 
 
 def _lengths(text: str | list[int], most: int = MAX_TURNS) -> list[int]:
@@ -164,7 +162,7 @@ def _whole_numbers(text: str | list[int], flag: str, most: int, example: str,
     return numbers
 
 
-class SuiteCheck(NamedTuple):
+class SuiteCheck(Result):
     """A suite file found valid: its path and size."""
 
     path: Path
@@ -190,11 +188,12 @@ def validate(files: list[str], track: Track | None = None) -> list[SuiteCheck]:
         if report.violation is not None:
             raise UserError(f"{path}: {report.violation} (the depth guard, contract v4 "
                             f"section 8; butterfly validate --depth {path} prints the table)")
-        checks.append(SuiteCheck(path, len(scenarios), sum(len(s.turns) for s in scenarios)))
+        checks.append(SuiteCheck(path=path, scenarios=len(scenarios),
+                                  turns=sum(len(s.turns) for s in scenarios)))
     return checks
 
 
-class DepthReport(NamedTuple):
+class DepthReport(Result):
     """``butterfly validate --depth`` of one suite: its depth per ask point and the guard's
     verdict (contract v4, section 8; docs/ladder.md, "Depth")."""
 
@@ -220,10 +219,11 @@ def _depth_of(path: Path, scenarios: list[Scenario]) -> DepthReport:
     manifest = load_manifest(path)
     ask_at = None if manifest is None else manifest.ask_at
     if not depth_guarded(scenarios):
-        return DepthReport(path, False, ask_at, [], None)
+        return DepthReport(path=path, guarded=False, ask_at=ask_at, rows=[], violation=None)
     rows = [r for s in scenarios
             for r in chain_depth(s, replay(s), asked_of(len(s.turns), ask_at))]
-    return DepthReport(path, True, ask_at, summarise(rows), depth_violation(rows))
+    return DepthReport(path=path, guarded=True, ask_at=ask_at, rows=summarise(rows),
+                       violation=depth_violation(rows))
 
 
 def _few_shot_free(path: Path, s: Scenario, seen: dict[str, str | None]) -> None:
@@ -239,7 +239,7 @@ def _few_shot_free(path: Path, s: Scenario, seen: dict[str, str | None]) -> None
                             "model this turn's answer): reword it")
 
 
-class ReadingsAudit(NamedTuple):
+class ReadingsAudit(Result):
     """``butterfly validate --readings`` of one suite: what each second reading changes."""
 
     path: Path
@@ -253,11 +253,12 @@ def audit_readings(files: list[str]) -> list[ReadingsAudit]:
     out = []
     for path in (resolve_suite(f) for f in files):
         scenarios = load_suite(path, readings=False)
-        out.append(ReadingsAudit(path, scenarios, audit((s, replay(s)) for s in scenarios)))
+        out.append(ReadingsAudit(path=path, scenarios=scenarios,
+                                 tallies=audit((s, replay(s)) for s in scenarios)))
     return out
 
 
-class OracleSpec(NamedTuple):
+class OracleSpec(Result):
     """The oracle's spec of scenario ``id`` after turn ``turn`` (0: the initial spec)."""
 
     id: str
@@ -269,10 +270,10 @@ def oracle(file: str) -> Iterator[OracleSpec]:
     """``butterfly oracle``: the oracle's spec after every turn of every scenario."""
     for s in load_suite(file):
         for t, spec in enumerate(replay(s)):
-            yield OracleSpec(s.id, t, spec)
+            yield OracleSpec(id=s.id, turn=t, spec=spec)
 
 
-class ParseOutcome(NamedTuple):
+class ParseOutcome(Result):
     """``butterfly parse``: exit status (0 a spec, 3 an abstention, 2 a bad mode) and text."""
 
     code: int
@@ -282,7 +283,7 @@ class ParseOutcome(NamedTuple):
 def parse(answer: str, parse: str = "structured", protocol: str | None = None) -> ParseOutcome:
     """Parse one raw answer as a run would (docs/parser.md)."""
     code, text = main_parse(parse, answer, protocol)
-    return ParseOutcome(code, text)
+    return ParseOutcome(code=code, text=text)
 
 
 def schema(out_dir: str | Path) -> list[Path]:
@@ -294,7 +295,7 @@ def schema(out_dir: str | Path) -> list[Path]:
     return write_schemas(Path(out_dir))
 
 
-class NotebookBuild(NamedTuple):
+class NotebookBuild(Result):
     """The Kaggle notebook built: where, its size, and whether it was only checked."""
 
     path: Path
@@ -308,4 +309,4 @@ def notebook(out: str | None = None, check: bool = False) -> NotebookBuild:
     from butterfly.kaggle.notebook import build_notebook
 
     path, size = build_notebook(out, check)
-    return NotebookBuild(path, size, check)
+    return NotebookBuild(path=path, size=size, checked=check)

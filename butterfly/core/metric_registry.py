@@ -1,10 +1,11 @@
 """The metric registry: every metric one registered function, with its name, a one-line
 description and its aggregation (``core/pooling.py``).
 
-``Aggregate`` (``core/results.py``) is built from it, and so ``score --json`` and its published
+``Aggregate`` (``core/results.py``) has a line for each of its fields (a test holds them to
+the registry: names, types, descriptions, order), and so ``score --json`` and its published
 schema; the terminal's score table (``present/display.py``) and the report's leaderboard and
-data (``present/report.py``) read it. A new metric is one function here, registered with
-:func:`metric`, and its typed line in ``results.Aggregate`` (a test checks they agree)::
+data (``present/report.py``) read the registry. A new metric is one function here, registered
+with :func:`metric`, and its typed lines in ``results.Aggregate``::
 
     @metric("turn_match", "share of answers matching the oracle at their turn",
             Proportion(interval=True), Shown(terminal=4))
@@ -12,9 +13,8 @@ data (``present/report.py``) read it. A new metric is one function here, registe
         return s.turn_match
 
 A function returns a complete conversation's items; its pool says how they make its fields.
-A metric is registered when its module is imported, before ``core/results.py`` builds
-``Aggregate`` (the built-in ones below; a test's toy imports its module first). The figures are
-contract section 4's (``core/metrics.py``, docs/metrics.md).
+A metric registered without its lines in ``Aggregate`` is refused when a run is scored. The
+figures are contract section 4's (``core/metrics.py``, docs/metrics.md).
 """
 
 from __future__ import annotations

@@ -67,7 +67,10 @@ _VIA_HELP: Final = ("auto (default): chat completions straight over one pooled H
 @dataclass(frozen=True, kw_only=True)
 class RunOptions:
     """Every option of ``butterfly run`` (and of :func:`butterfly.api.run`), unchecked: a run
-    checks them once (``runs.options.make_params``) and records what they mean."""
+    checks them once (``runs.options.make_params``) and records what they mean. A frozen
+    dataclass, not a pydantic model: its fields carry the flags' help lines and defaults that
+    ``cli_args`` generates ``run``'s flags from, and it takes values as given (checking is
+    ``make_params``'s, with one-line refusals, not a validation error)."""
 
     model: str = _opt(DEFAULTS.model, "local/smollm2, local/PATH.gguf, script/NAME, or any "
                       "litellm model (openai/..., anthropic/..., gemini/..., ollama_chat/...)")

@@ -7,11 +7,10 @@ Schemas are published under docs/schemas/ beside the records' (``butterfly schem
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, WithJsonSchema, create_model
+from pydantic import ConfigDict, Field, WithJsonSchema
 
-from butterfly.core.metric_registry import aggregate_fields
 from butterfly.core.pooling import Interval as Interval
 from butterfly.core.pooling import Result
 from butterfly.core.pooling import Share as Share
@@ -23,38 +22,32 @@ TrackName = Annotated[str, WithJsonSchema({"enum": list(TRACKS), "type": "string
 which the run records check). The JSON Schemas list the tracks butterfly ships
 (``core.vocab.TRACKS``); a track registered beside them (a test's toy track) is held too."""
 
-if TYPE_CHECKING:
-    class Aggregate(Result):
-        """The typed view of the metrics (for mypy): the same fields as the class built from the
-        registry (``tests/butterfly/core/test_metric_registry.py`` checks they agree)."""
+class Aggregate(Result):
+    """The metrics of a set of complete conversations (contract section 4)."""
 
-        n_scenarios: int
-        n_conversations: int
-        final_match: float | None
-        final_matches: int
-        final_match_ci: Interval | None
-        turn_match: float | None
-        turn_match_ci: Interval | None
-        abstention: float | None
-        coverage: float | None
-        n_answers: int
-        change_radius: float | None
-        change_radius_n: int
-        change_radius_ci: Interval | None
-        collateral_per_turn: float | None
-        undo_recovery: float | None
-        undo_recovery_n: int
-        undo_recovery_by_op: dict[str, Share]
-        wobble: float | None
-        wobbles: int
-        first_divergent_turn: dict[str, int]
-else:
-    Aggregate = create_model(
-        "Aggregate", __base__=Result, __module__=__name__,
-        __doc__="The metrics of a set of complete conversations (contract section 4).",
-        **{name: (kind, field) for name, kind, field in aggregate_fields()})
-    """The metrics of a set of complete conversations, a field for each of every registered
-    metric's (``core/metric_registry.py``), in their order."""
+    # A field for each of every registered metric's (core/metric_registry.py), in their order:
+    # tests/butterfly/core/test_metric_registry.py holds them to the registry.
+    n_scenarios: int
+    n_conversations: int
+    final_match: float | None
+    final_matches: int
+    final_match_ci: Interval | None
+    turn_match: float | None
+    turn_match_ci: Interval | None
+    abstention: float | None
+    coverage: float | None
+    n_answers: int
+    change_radius: float | None
+    change_radius_n: int
+    change_radius_ci: Interval | None
+    collateral_per_turn: float | None
+    undo_recovery: float | None
+    undo_recovery_n: int
+    undo_recovery_by_op: dict[str, Share]
+    wobble: float | None
+    wobbles: int
+    first_divergent_turn: dict[str, int] = Field(
+        description='Conversations by first divergent turn ("none": every turn matched).')
 
 
 class BaselineScore(Aggregate):
@@ -357,7 +350,3 @@ class RunScore(Totals, Aggregate, _Named):
     def to_json(self) -> dict[str, Any]:
         """The ``score --json`` object."""
         return self.model_dump(by_alias=True)
-
-
-ScoreReport = RunScore
-""":class:`RunScore`'s former name, kept for existing users (``butterfly.ScoreReport``)."""

@@ -85,18 +85,18 @@ def runs_text(lines: list[RunLine]) -> str:
 
 
 def flips_text(grid: FlipGrid) -> str:
-    cols = grid["columns"]
-    width = max([len("scenario"), *(len(r["id"]) for r in grid["scenarios"])])
-    cw = {c: max(len(c), grid["repeats"][c]) for c in cols}
+    cols = grid.columns
+    width = max([len("scenario"), *(len(r.id) for r in grid.scenarios)])
+    cw = {c: max(len(c), grid.repeats[c]) for c in cols}
     head = f"{'scenario':{width}}  " + "  ".join(f"{c:{cw[c]}}" for c in cols) + "  class"
     lines = [head]
-    for r in grid["scenarios"]:
-        cells = "  ".join(f"{r['cells'][c]:{cw[c]}}" for c in cols)
-        lines.append(f"{r['id']:{width}}  {cells}  {r['class']}")
-    counts = grid["counts"]
+    for r in grid.scenarios:
+        cells = "  ".join(f"{r.cells[c]:{cw[c]}}" for c in cols)
+        lines.append(f"{r.id:{width}}  {cells}  {r.class_}")
+    counts = grid.counts
     lines.append("")
     lines.append("  ".join(f"{k} {v}" for k, v in counts.items()))
-    rates = grid["pass_rate_by_column"]
+    rates = grid.pass_rate_by_column
     lines.append("pass rate: " + "  ".join(
         f"{c} {'-' if v is None else f'{100 * v:.1f}%'}" for c, v in rates.items()))
     lines.append("P pass, F fail, A abstained, - incomplete; one character per repeat")
@@ -108,11 +108,11 @@ def audit_text(items: list[AuditItem]) -> str:
         return "no scenario flips between pass and fail across repeats of the same layout"
     lines = []
     for it in items:
-        lines.append(f"{it['id']} ({it['category']}) under {it['column']}: {it['verdicts']}; "
-                     f"answers split at turn {it['split_turn']} ({it['op']})")
-        lines.append(f'  user: "{it["text"]}"')
-        for a in it["answers"]:
-            lines.append(f"  {a['repeats']} x {a['answer']}")
+        lines.append(f"{it.id} ({it.category}) under {it.column}: {it.verdicts}; "
+                     f"answers split at turn {it.split_turn} ({it.op})")
+        lines.append(f'  user: "{it.text}"')
+        for a in it.answers:
+            lines.append(f"  {a.repeats} x {a.answer}")
     return "\n".join(lines)
 
 

@@ -29,6 +29,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
+from butterfly.core.pooling import Result
 from butterfly.core.price import UserPrice
 from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import DEFAULTS, ErrorClass, RunStatus
@@ -67,8 +68,7 @@ from oracle import Scenario
 T = TypeVar("T", int, float)
 
 
-@dataclass(frozen=True)
-class Imported:
+class Imported(Result):
     """What ``import-inspect`` wrote: the run's manifest and how its conversations stand."""
 
     out: Path
@@ -293,7 +293,8 @@ def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: R
     state.manifest = state.manifest.model_copy(update={
         "imported_from": _source(logged), "started_at": logged.created})
     manifest = close_run(tmp, state, status, tuple(incomplete), failure=failure)
-    return Imported(out, manifest, len(logged.samples), every, unfinished, every - begun)
+    return Imported(out=out, manifest=manifest, samples=len(logged.samples), conversations=every,
+                    incomplete=unfinished, not_played=every - begun)
 
 
 def _check_out(out: Path) -> None:

@@ -42,6 +42,7 @@ from butterfly.code.catalogue import KEYS
 from butterfly.code.extract import EXTRACTOR_VERSION, budget, observe
 from butterfly.code.runner import sweep_stale
 from butterfly.code.sandbox import ENV, bubblewrap_problem, sandbox_kind
+from butterfly.core.pooling import Result
 from butterfly.errors import UserError
 from butterfly.runs.digest import START, Chain
 
@@ -296,8 +297,7 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-@dataclass(frozen=True)
-class Observed:
+class Observed(Result):
     """What observing a run did (``butterfly observe``): the (program, expected spec) pairs it
     observed now, those already on file, the sandbox it used (None: nothing to observe) and
     the seconds it took."""
@@ -333,7 +333,7 @@ def observe_programs(run_dir: Path, todo: Iterable[tuple[str, Mapping[str, str]]
         path = run_dir / OBSERVATIONS
         if path.is_file() and path.stat().st_size != found.end:
             ObservationLog(run_dir, found).close()  # a torn or unsealed tail: cut off
-        return Observed(str(run_dir), 0, known, None, 0.0)
+        return Observed(run=str(run_dir), observed=0, known=known, sandbox=None, seconds=0.0)
     start, kind = time.perf_counter(), sandbox_kind()
     sweep_stale()
     log = ObservationLog(run_dir, found)
@@ -341,8 +341,8 @@ def observe_programs(run_dir: Path, todo: Iterable[tuple[str, Mapping[str, str]]
         _observe_all(log, list(fresh.values()), on_done)
     finally:
         log.close()
-    return Observed(str(run_dir), len(fresh), known, kind,
-                    round(time.perf_counter() - start, 3))
+    return Observed(run=str(run_dir), observed=len(fresh), known=known, sandbox=kind,
+                    seconds=round(time.perf_counter() - start, 3))
 
 
 def _observe_all(log: ObservationLog, items: list[tuple[str, dict[str, str]]],

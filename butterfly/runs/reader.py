@@ -100,7 +100,10 @@ def _turn(recs: Sequence[Record], again: Again | None) -> Turn:
 
 @dataclass(frozen=True)
 class Run:
-    """A run directory, read once: what was run, on which suite, and every answer."""
+    """A run directory, read once: what was run, on which suite, and every answer. A frozen
+    dataclass, not a pydantic model: it holds the records as read (slim views, compacted,
+    each validated once as it streamed) and caches what it computes from them (turns per
+    parse mode), which a validated model would copy or refuse."""
 
     path: Path
     manifest: RunManifest

@@ -27,6 +27,7 @@ from typing import IO, Final
 
 from pydantic import ValidationError
 
+from butterfly.core.pooling import Result
 from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
@@ -67,8 +68,10 @@ class Identity:
     params: RunParams
 
 
-@dataclass(frozen=True)
-class RepairResult:
+class RepairResult(Result):
+    """What ``butterfly repair`` did: the run, what its checks found, the manifest written, the
+    records kept and the lines dropped."""
+
     out: Path
     found: str | None
     """What the checks found before the repair; None: the run read intact (nothing done)."""
@@ -319,7 +322,7 @@ def repair(out: Path, who: Identity | None = None) -> RepairResult:
     with writer_lock(out):
         found = _found(out)
         if found is None:
-            return RepairResult(out, None)
+            return RepairResult(out=out, found=None)
         _check_room(out)
         manifest, rebuilt = _manifest(out, who)
         if who is None:
@@ -329,5 +332,5 @@ def repair(out: Path, who: Identity | None = None) -> RepairResult:
         if who is not None:  # the records fit the flags: the suite they give is the run's
             (out / SUITE_COPY).write_bytes(who.suite_path.read_bytes())
         written = _write(out, manifest, kept, found, rebuilt)
-    return RepairResult(out, found, written, kept.tally.answered + kept.tally.errors,
-                        tuple(kept.dropped))
+    return RepairResult(out=out, found=found, manifest=written,
+                        kept=kept.tally.answered + kept.tally.errors, dropped=tuple(kept.dropped))

@@ -70,14 +70,14 @@ def test_classes_on_known_answers() -> None:
         plan.update({(e, lay, r): v for r, v in enumerate(seq)})  # incomplete
     recs = _records(plan)
     grid = flip_grid(SCENARIOS, [Column("", "E", 2, recs), Column("", "Q", 2, recs)])
-    classes = {r["id"]: r["class"] for r in grid["scenarios"]}
+    classes = {r.id: r.class_ for r in grid.scenarios}
     assert classes == {a: "stable-pass", b: "stable-fail", c: "layout-sensitive", d: "noisy",
                        e: "incomplete"}
-    assert grid["counts"] == {"stable-pass": 1, "stable-fail": 1, "layout-sensitive": 1,
+    assert grid.counts == {"stable-pass": 1, "stable-fail": 1, "layout-sensitive": 1,
                               "noisy": 1, "incomplete": 1}
-    cells = {r["id"]: r["cells"] for r in grid["scenarios"]}
+    cells = {r.id: r.cells for r in grid.scenarios}
     assert cells[b] == {"E": "FF", "Q": "AA"} and cells[e] == {"E": "P-", "Q": "PP"}
-    assert grid["pass_rate_by_column"]["E"] == 6 / 9  # PP FF PP PF P: 6 passes in 9 cells
+    assert grid.pass_rate_by_column["E"] == 6 / 9  # PP FF PP PF P: 6 passes in 9 cells
     text = render_flips(grid)
     assert f"{c}" in text and "layout-sensitive" in text.splitlines()[3]
     assert "stable-pass 1  stable-fail 1  layout-sensitive 1  noisy 1  incomplete 1" in text
@@ -108,16 +108,16 @@ def test_runs_that_differ_are_not_layout_sensitive() -> None:
     recs = _records({(d.id, "E", 0): "P"})
     wrong = _records({(d.id, "E", 0): "F"})
     grid = flip_grid([d], [Column("a", "E", 1, recs, run=0), Column("b", "E", 1, wrong, run=1)])
-    assert grid["scenarios"][0]["class"] == "runs-differ" and grid["counts"]["runs-differ"] == 1
+    assert grid.scenarios[0].class_ == "runs-differ" and grid.counts["runs-differ"] == 1
     one = flip_grid([d], [Column("", "E", 1, recs)])
-    assert "runs-differ" not in one["counts"]  # one run: no such class (score's flips)
+    assert "runs-differ" not in one.counts  # one run: no such class (score's flips)
 
 
 def test_audit_uses_the_complete_repeats_when_one_is_incomplete() -> None:
     d = SCENARIOS[3]
     recs = _records({(d.id, "E", 0): "P", (d.id, "E", 1): "F", (d.id, "E", 2): "-"})
     items = audit(SCENARIOS, [Column("", "E", 3, recs)])
-    assert [it["verdicts"] for it in items] == ["PF"]
+    assert [it.verdicts for it in items] == ["PF"]
 
 
 def test_audit_finds_the_split_turn_and_the_answers() -> None:
@@ -126,11 +126,11 @@ def test_audit_finds_the_split_turn_and_the_answers() -> None:
     items = audit(SCENARIOS, [Column("", "E", 3, recs)])
     assert len(items) == 1
     it = items[0]
-    assert it["id"] == d.id and it["verdicts"] == "PFP"
-    assert it["split_turn"] == 1  # the wobbling repeat differs already at turn 1
-    assert it["text"] == d.turns[0].text
-    assert sum(a["repeats"] for a in it["answers"]) == 3
-    assert any("retries=" in a["answer"] for a in it["answers"])
+    assert it.id == d.id and it.verdicts == "PFP"
+    assert it.split_turn == 1  # the wobbling repeat differs already at turn 1
+    assert it.text == d.turns[0].text
+    assert sum(a.repeats for a in it.answers) == 3
+    assert any("retries=" in a.answer for a in it.answers)
 
 
 def test_flips_and_audit_commands_on_runs(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_conversations_never_played_get_no_character() -> None:
     recs = _records({(a, "E", 0): "P", (a, "E", 1): "P", (a, "E", 2): "P", (b, "E", 0): "F"})
     played = frozenset({(a, "E", 0), (a, "E", 1), (a, "E", 2), (b, "E", 0)})
     grid = flip_grid(SCENARIOS[:2], [Column("", "E", 3, recs, played)])
-    cells = {r["id"]: (r["cells"]["E"], r["class"]) for r in grid["scenarios"]}
+    cells = {r.id: (r.cells["E"], r.class_) for r in grid.scenarios}
     assert cells == {a: ("PPP", "stable-pass"), b: ("F", "stable-fail")}
     grid = flip_grid(SCENARIOS[:2], [Column("", "E", 3, recs)])  # without it: incomplete
-    assert {r["class"] for r in grid["scenarios"]} == {"stable-pass", "incomplete"}
+    assert {r.class_ for r in grid.scenarios} == {"stable-pass", "incomplete"}

@@ -73,7 +73,7 @@ def test_model_has_every_part(runs: list[Path]) -> None:
     assert noisy.n_conversations == 4 * 40 and set(noisy.by_layout) == {"E", "Q"}
     assert evil.abstention == 1.0 and evil.n_scenarios == 3
     assert [b.name for b in m.baselines] == ["noop", "last-edit"]
-    assert m.flips is not None and m.flips["columns"] == ["E", "Q"]  # the noisy run
+    assert m.flips is not None and m.flips.columns == ["E", "Q"]  # the noisy run
     assert report_data(runs[:1]).flips is None  # one layout: no flip grid
     assert oracle.by_op["undo_earliest"].held == 1.0
     n_convs = 40 + 160 + 3

@@ -147,7 +147,7 @@ def test_show_report_flips_and_compare_read_an_imported_run(played: Run, tmp_pat
                                   str(tmp_path / "r.html"))
     assert code == 0 and (tmp_path / "r.html").is_file(), err
     grid = api.flips([played.path, out])
-    assert grid["counts"]["runs-differ"] == 0
+    assert grid.counts["runs-differ"] == 0
     diff = api.compare(played.path, out, "diff")
     assert diff.n_scenarios == len(played.scenarios) and diff.final_match.diff == 0
     assert not diff.regressed and not diff.improved
