@@ -111,15 +111,25 @@ def butterfly_verdicts(score: RunScore) -> dict[tuple[str, str, int], tuple[Any,
 
 
 def same_figures(log: EvalLog, score: RunScore) -> None:
-    """Every inspect metric is the figure of the same name in ``score --json``; they are the
-    registry's metrics but its histogram, and effective final match."""
+    """Every inspect metric is the figure of the same name in ``score --json`` (an efficiency
+    figure: in its ``efficiency``; latency: known in both or in neither, each harness timing its
+    own calls); they are the registry's metrics but its histogram, effective final match and
+    the efficiency figures."""
+    from butterflybench.metrics import EFFICIENCY
+
     assert log.results is not None
     metrics = {k: v.value for k, v in log.results.scores[0].metrics.items()}
     want = score.to_json()
+    spent = want["efficiency"]
+    timed = {"latency_median_s", "latency_p95_s"}  # each harness's own clock
     for name, got in metrics.items():
-        assert (want[name] is None and math.isnan(got)) or got == pytest.approx(want[name]), name
+        if name in timed:
+            assert (spent[name] is None) == math.isnan(got), name
+            continue
+        value = spent[name] if name in EFFICIENCY else want[name]
+        assert (value is None and math.isnan(got)) or got == pytest.approx(value), name
     assert set(REGISTRY) - set(metrics) == {"first_divergent_turn"}
-    assert set(metrics) - set(REGISTRY) == {"effective_final_match"}
+    assert set(metrics) - set(REGISTRY) == {"effective_final_match", *EFFICIENCY}
 
 
 def sha256_of(messages: list[ChatMessage]) -> str:
