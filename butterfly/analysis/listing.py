@@ -2,11 +2,11 @@
 version and sha, prompt version, layouts and repeats, mode and ask points, whether it was
 imported from an inspect log, status and shard, final match, cost and its price's source, cached
 prompt tokens and what they saved, reasoning tokens, cost per correct conversation or tokens
-per correct conversation when unpriced: docs/metrics.md, "Efficiency"). A directory that does not read as a run is
-listed with its error, never skipped silently; a run made before the digest is labelled
-unsealed, a repaired one repaired, a code run with programs not yet observed says how many turns
-(listing never runs a program). A run with no priced answer (an unpriced model, or every call
-failed) has no cost (``-``), never $0."""
+per correct conversation when unpriced: docs/metrics.md, "Efficiency"). A directory that does
+not read as a run is listed with its error, never skipped silently; a run made before the
+digest is labelled unsealed, a repaired one repaired, a code run with programs not yet observed
+says how many turns (listing never runs a program). A run with no priced answer (an unpriced
+model, or every call failed) has no cost (``-``), never $0."""
 
 from __future__ import annotations
 

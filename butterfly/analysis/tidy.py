@@ -6,9 +6,9 @@ its sha256: never a path of the machine that made the run), scenario, category, 
 repeat.
 Turn rows add the turn, its op, ``match`` (0/1), the abstention reason, the collateral settings
 (changed from the model's previous answer while the oracle's did not, ``;``-joined) and the
-call's tokens, cost and latency. Conversation rows add ``complete`` (0/1), ``final_match`` (0/1, empty
-when incomplete), the first divergent turn, the change radius, ``wobble``, abstentions, and the sums of their turns' tokens, cost and
-latency.
+call's tokens, cost and latency. Conversation rows add ``complete`` (0/1), ``final_match``
+(0/1, empty when incomplete), the first divergent turn, the change radius, ``wobble``,
+abstentions, and the sums of their turns' tokens, cost and latency.
 Only the conversations a run played (attempted) are listed.
 
 A run asked at chosen turns (``--ask-at``) has a turn row for each asked turn only (a turn not

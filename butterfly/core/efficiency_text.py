@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from butterfly.core.results import Efficiency, EfficiencySlice
 
-
 _TURNS_SHOWN = 8
 """At most this many asked turns are listed on the line (a chat run asks every turn)."""
 

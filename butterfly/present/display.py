@@ -22,9 +22,9 @@ from rich.text import Text
 
 from butterfly.code.judge import figures_line
 from butterfly.core import horizon_text
-from butterfly.core.efficiency_text import efficiency_lines
 from butterfly.core.agents import baseline_label
 from butterfly.core.asking import asked_line, asked_only
+from butterfly.core.efficiency_text import efficiency_lines
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
 from butterfly.core.results import (
