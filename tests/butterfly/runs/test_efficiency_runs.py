@@ -137,3 +137,22 @@ def test_runs_export_and_compare_show_them(runs: Path) -> None:
     ac = api.compare(runs / "a", runs / "c").cost_ratio
     assert ac is not None and ac.ratio is None and "run B has a call with no price" in (
         ac.note or "")
+
+
+def test_score_prints_the_figures_under_its_table(runs: Path) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from butterfly.present.display import print_score
+
+    result = api.score(runs / "a")
+    e = result.efficiency
+    assert e is not None and e.cost_per_correct_usd is not None and e.cost_usd is not None
+    out = StringIO()
+    print_score(result, Console(file=out, width=200))
+    text = out.getvalue()
+    assert (f"cost per correct conversation: {money(e.cost_per_correct_usd)} "
+            f"({money(e.cost_usd)} / 3 of 4 complete conversations matched)") in text
+    assert f"reasoning tokens per edit: {e.reasoning_per_edit:,.1f} over every ask" in text
+    assert f"latency per call: median {e.latency_median_s:.3g} s" in text
