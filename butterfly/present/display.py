@@ -361,8 +361,8 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
         if invalid is not None:
             _say(console, invalid)
     if result.efficiency is not None and result.usage is not None and result.usage.calls:
-        for line in efficiency_lines(result.efficiency):
-            _say(console, line, highlight=False)
+        for said in efficiency_lines(result.efficiency):
+            _say(console, said, highlight=False)
     if len(result.by_layout) > 1:
         _say(console, "final match by layout: " + ", ".join(
             f"{lay} {_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"
