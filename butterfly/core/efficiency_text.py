@@ -75,9 +75,14 @@ def latency_line(e: Efficiency) -> str:
     """Median and 95th percentile of the calls the run sent (cache hits sent none)."""
     if e.latency_median_s is None or e.latency_p95_s is None:
         return "latency per call: none (no call was sent: every answer came from the cache)"
-    return (f"latency per call: median {e.latency_median_s:.3g} s, 95th percentile "
-            f"{e.latency_p95_s:.3g} s ({e.latency_calls} calls sent; answers from the cache "
+    return (f"latency per call: median {seconds(e.latency_median_s)}, 95th percentile "
+            f"{seconds(e.latency_p95_s)} ({e.latency_calls} calls sent; answers from the cache "
             "apart)")
+
+
+def seconds(x: float) -> str:
+    """A latency with three significant figures, in milliseconds below a second."""
+    return f"{x:.3g} s" if x >= 1 else f"{1000 * x:.3g} ms"
 
 
 def incomplete_line(e: Efficiency) -> str | None:

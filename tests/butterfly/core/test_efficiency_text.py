@@ -44,3 +44,9 @@ def test_nothing_to_divide_reads_none_with_why_never_zero() -> None:
     assert per_correct_line(failed) == (
         "cost per correct conversation: none (no conversation matched)")
     assert per_correct_cell(failed) == "-"
+
+
+def test_a_latency_under_a_second_reads_in_milliseconds() -> None:
+    e = efficiency([Spent(A, 1, 0.001, 5, None, 0.0004), Spent(A, 2, 0.001, 5, None, 0.25)],
+                   {A: ("x", True)}, [])
+    assert latency_line(e).startswith("latency per call: median 125 ms, 95th percentile 250 ms")

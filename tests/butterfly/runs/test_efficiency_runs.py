@@ -15,7 +15,7 @@ from fakeserver import FakeServer
 
 from butterfly import api
 from butterfly.analysis.listing import list_runs
-from butterfly.core.efficiency_text import money
+from butterfly.core.efficiency_text import money, seconds
 from butterfly.core.prompts import messages
 from butterfly.present.text import compare_text, runs_text
 from butterfly.suite.load import load_suite
@@ -155,4 +155,5 @@ def test_score_prints_the_figures_under_its_table(runs: Path) -> None:
     assert (f"cost per correct conversation: {money(e.cost_per_correct_usd)} "
             f"({money(e.cost_usd)} / 3 of 4 complete conversations matched)") in text
     assert f"reasoning tokens per edit: {e.reasoning_per_edit:,.1f} over every ask" in text
-    assert f"latency per call: median {e.latency_median_s:.3g} s" in text
+    assert e.latency_median_s is not None
+    assert f"latency per call: median {seconds(e.latency_median_s)}, 95th" in text
