@@ -103,8 +103,9 @@ def cost_ratio(a: RunAnswers, b: RunAnswers, ids: Sequence[str], *, seed: int = 
                 if any(p[side] is None for p in pairs)]
     if unpriced:
         return CostRatio(ratio=None, ci=None, a_usd=None, b_usd=None, n_scenarios=len(ids),
-                         bootstrap=boot, note=f"run {' and '.join(unpriced)} has a call with "
-                         "no price: no cost to compare (give one with run --price)")
+                         bootstrap=boot, note=("runs A and B have" if len(unpriced) == 2
+                                               else f"run {unpriced[0]} has")
+                         + " a call with no price: no cost to compare (give one with run --price)")
     known = [(float(x or 0.0), float(y or 0.0)) for x, y in pairs]
     a_usd, b_usd = round(sum(p[0] for p in known), 8), round(sum(p[1] for p in known), 8)
     got = ratio_bootstrap(known, reps=reps, seed=seed)

@@ -122,7 +122,11 @@ def test_runs_export_and_compare_show_them(runs: Path) -> None:
     a = api.score(runs / "a").efficiency
     c = api.score(runs / "c").efficiency
     assert a is not None and c is not None and a.cost_per_correct_usd is not None
-    listed = runs_text(list_runs(runs))
+    lines = list_runs(runs)
+    listed = runs_text(lines)
+    as_json = {Path(str(x.path)).name: x.to_json()["efficiency"] for x in lines}
+    assert as_json["a"]["cost_per_correct_usd"] == a.cost_per_correct_usd  # type: ignore[index]
+    assert as_json["c"]["cost_per_correct_usd"] is None  # type: ignore[index]
     assert "per correct" in listed and money(a.cost_per_correct_usd) in listed
     assert f"{c.tokens_per_correct:,.1f} tokens" in listed
     rows = api.export([runs / "a"], level="turn")
@@ -135,8 +139,10 @@ def test_runs_export_and_compare_show_them(runs: Path) -> None:
     assert ab.cost_ratio.ci == pytest.approx([2, 2])
     assert "cost B / A: 2x, 95% CI [2, 2]" in compare_text(ab)
     ac = api.compare(runs / "a", runs / "c").cost_ratio
-    assert ac is not None and ac.ratio is None and "run B has a call with no price" in (
-        ac.note or "")
+    assert ac is not None and ac.ratio is None and ac.ci is None
+    assert "run B has a call with no price" in (ac.note or "")
+    assert "cost B / A: none (run B has a call with no price" in compare_text(
+        api.compare(runs / "a", runs / "c"))
 
 
 def test_score_prints_the_figures_under_its_table(runs: Path) -> None:
