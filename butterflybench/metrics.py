@@ -11,20 +11,30 @@ tomorrow is an inspect metric tomorrow. The metrics read every epoch's score
 Incomplete conversations are unscored (NaN): inspect passes no metric their scores and counts
 them as ``unscored_samples``. A figure that has no conversation to pool (undo recovery of a
 suite without undo turns) is NaN where ``butterfly score`` prints "-".
+
+Then the efficiency figures (contract v4, section 9; docs/metrics.md, "Efficiency"), named as
+``score --json``'s ``efficiency`` names them: each score carries what its conversation's
+answered calls spent (:func:`spent_metadata`: tokens, reasoning tokens, inspect's cost when it
+prices the model, latency) and the metrics pool them with butterfly's one ``core.efficiency.
+efficiency``. Incomplete conversations are unscored, so inspect passes them to no metric: they
+are in no figure, as in ``score``. inspect cannot tell a call its own cache served from one it
+sent (docs/inspect.md, "Efficiency"), so its latency counts every call.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, fields
 from typing import Any, Final
 
 from inspect_ai.scorer import Metric, SampleScore, metric
 
+from butterfly.core.efficiency import Spent, efficiency
 from butterfly.core.metric_registry import METRICS as REGISTRY
 from butterfly.core.metrics import ScenarioScore, aggregate, effective_final_match
-from butterfly.core.results import Aggregate
+from butterfly.core.results import Aggregate, Efficiency
+from butterfly.core.turns import ConversationKey
 
 RENAMED: Final = {"turns": "n_turns"}
 """ScenarioScore's fields stored under another key of a score's metadata (its ``turns`` holds
@@ -82,8 +92,62 @@ def numbers() -> list[str]:
             if any(f == m.name and _is_number(kind) for f, kind, _ in m.fields)]
 
 
+def _answered(e: Mapping[str, Any]) -> bool:
+    """Whether a stored call answered (``runs.usage.answered_nothing``'s opposite): not failed,
+    nor an ask over the context window the provider refused."""
+    return e.get("error") is None and not (e.get("raw") == "" and
+                                           e.get("abstention") == "context")
+
+
+def spent_metadata(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What each answered call of a conversation spent, as its score's metadata keeps it."""
+    out = []
+    for e in entries:
+        if not _answered(e):
+            continue
+        u = e.get("usage") or {}
+        prompt, completion = u.get("prompt_tokens"), u.get("completion_tokens")
+        out.append({"turn": e["turn"], "tokens": None if prompt is None and completion is None
+                    else (prompt or 0) + (completion or 0),
+                    "reasoning_tokens": u.get("reasoning_tokens"),
+                    "cost_usd": e.get("cost_usd"), "latency_s": e.get("latency_s")})
+    return out
+
+
+def pooled_efficiency(scores: Sequence[SampleScore]) -> Efficiency:
+    """butterfly's efficiency figures of the complete conversations among ``scores``."""
+    calls: list[Spent] = []
+    verdicts: dict[ConversationKey, tuple[str, bool]] = {}
+    for s in scores:
+        meta = s.score.metadata or {}
+        if not meta.get("complete"):
+            continue
+        key = ConversationKey(meta["scenario"], meta["layout"], meta["repeat"])
+        verdicts[key] = (meta["category"], bool(meta["final_match"]))
+        calls += [Spent(key, c["turn"], c["cost_usd"], c["tokens"], c["reasoning_tokens"],
+                        c["latency_s"]) for c in meta.get("spent", ())]
+    return efficiency(calls, verdicts, ())
+
+
+EFFICIENCY: Final = ("cost_per_correct_usd", "tokens_per_correct", "reasoning_per_edit",
+                     "latency_median_s", "latency_p95_s")
+"""The efficiency figures that are inspect metrics (``score --json``'s ``efficiency``)."""
+
+
+def efficiency_figure(name: str) -> Callable[[], Metric]:
+    """A metric named ``name`` reading one efficiency figure of the pooled calls."""
+    @metric(name=name, scores="unreduced")
+    def make() -> Metric:
+        def compute(scores: list[SampleScore]) -> float:
+            return _value(getattr(pooled_efficiency(scores), name))
+        return compute
+    return make
+
+
 METRICS: Final = (
     *(figure(name, _reader(name)) for name in numbers()),
     figure("effective_final_match", effective_final_match),
+    *(efficiency_figure(name) for name in EFFICIENCY),
 )
-"""The scorer's metrics: the registry's numbers, then effective final match."""
+"""The scorer's metrics: the registry's numbers, effective final match, then the efficiency
+figures."""

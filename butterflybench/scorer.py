@@ -32,7 +32,7 @@ from butterfly.engine.conversation import Answered, Conversation
 from butterfly.engine.tracks import Parsed
 from butterfly.runs.inspect_log import OVER_CONTEXT, OVER_CONTEXT_DETAIL
 from butterfly.runs.records import RunParams
-from butterflybench.metrics import METRICS, score_metadata
+from butterflybench.metrics import METRICS, score_metadata, spent_metadata
 from butterflybench.programs import observed
 from butterflybench.suites import SCORER, TURNS, by_id
 from oracle import replay
@@ -113,7 +113,8 @@ async def conversation_score(state: TaskState, suite_path: str, p: RunParams) ->
     got = await answered(conv, entries, oracle)
     meta: dict[str, Any] = {"scenario": scenario.id, "layout": conv.layout,
                             "repeat": conv.repeat, "category": scenario.category,
-                            "turns": verdicts(conv, got, chosen, oracle)}
+                            "turns": verdicts(conv, got, chosen, oracle),
+                            "spent": spent_metadata(entries)}
     asked = [got.turns[t - 1] for t in turn_list]
     if any(t is None for t in asked):
         error = next((e["error"] for e in entries if e["error"]), "no answer")

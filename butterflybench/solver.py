@@ -114,6 +114,8 @@ def entry(ask: Ask, sample: int, sent: int, raw: str, read: Parsed,
     """A call as the store keeps it (the log's contract, docs/inspect.md)."""
     return {"turn": ask.turn, "sample": sample, "raw": raw, "raw_chars": raw_chars,
             "messages_sent": sent, "usage": usage_of(None if output is None else output.usage),
+            "cost_usd": None if output is None or output.usage is None
+            else output.usage.total_cost,
             "latency_s": None if latency is None else round(latency, 6),
             "finish_reason": finish, "error": error, "spec": read.spec,
             "abstention": read.reason, "abstention_detail": read.detail}

@@ -34,6 +34,13 @@ assistant added), so a test can send ``content`` as a list of parts or add
 ``reasoning_content``; its ``usage`` key, if any, is merged into the response's usage (e.g.
 ``{"completion_tokens_details": {"reasoning_tokens": 7}}``).
 
+Usage and delays, for what a run's efficiency reads (docs/metrics.md, "Efficiency"):
+``usage=(index, body) -> dict`` is merged last into each answer's usage (it may set
+``prompt_tokens``, ``completion_tokens``, ``completion_tokens_details.reasoning_tokens``, ...),
+and ``delay=(index, body) -> seconds`` (or a number) holds each answer that long before it is
+sent (interrupted by shutdown, which drops the connection). Prices are the user's, given to the
+run (``--price-per-mtok``): the fake model is in no price map.
+
 ``faults`` may be a list of specs (applied to chat-completion requests in arrival order,
 normal answers after the list is exhausted), a comma-separated string of specs, or a
 callable ``(index) -> spec`` / ``(index, body) -> spec`` returning a spec or None.
@@ -402,6 +409,8 @@ class FakeServer:
         verbose: log each HTTP request to stderr.
         on_request: called as ``on_request(index, body)`` for every chat-completion request,
             under the server lock (so calls are serialized, in arrival order), before any fault.
+        usage: ``(index, body) -> dict`` merged last into an answer's usage.
+        delay: seconds (or ``(index, body) -> seconds``) to hold each answer before sending it.
     """
 
     def __init__(
@@ -415,6 +424,8 @@ class FakeServer:
         raise_on_error: bool = True,
         verbose: bool = False,
         on_request: Callable[[int, JSONDict], None] | None = None,
+        usage: Callable[[int, JSONDict], JSONDict] | None = None,
+        delay: float | Callable[[int, JSONDict], float] | None = None,
     ) -> None:
         self.responder: Responder = responder if responder is not None else echo_responder
         self._fault_list: list[Fault] = []
@@ -436,6 +447,8 @@ class FakeServer:
         self.raise_on_error = raise_on_error
         self.verbose = verbose
         self.on_request = on_request
+        self.usage = usage
+        self.delay = delay
 
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -616,6 +629,10 @@ class FakeServer:
         if fault.kind == "hang" and self._stopping.wait(fault.seconds):
             handler.close_connection = True  # shutting down: drop instead of answering
             return
+        held = self.delay(index, body) if callable(self.delay) else self.delay
+        if held and self._stopping.wait(held):
+            handler.close_connection = True
+            return
 
         if body.get("stream"):
             handler._send_error_json(
@@ -686,6 +703,7 @@ class FakeServer:
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
                 **usage_extra,
+                **(self.usage(index, body) if self.usage is not None else {}),
             },
         }
         handler._send_json(200, payload)

@@ -1,6 +1,7 @@
 """``butterfly compare RUN_A RUN_B``: which scenarios regressed (and improved) between two runs of
 one suite, by one of the methods of :mod:`butterfly.analysis.regress`, plus the paired difference in
-final match with its interval (docs/statistics.md).
+final match with its interval (docs/statistics.md) and B's cost over A's, paired by scenario,
+with its interval (``cost_ratio``; docs/metrics.md, "Efficiency").
 
 Runs asked at chosen turns (``--ask-at``, contract v3 section 4) compare like any other: final
 match is the answer at each chain's last turn, which every run asks, so two runs with different
@@ -16,12 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from butterfly.analysis import regress
-from butterfly.analysis.results import Bootstrap, CompareResult, PairedDifference
-from butterfly.core.stats import cluster_bootstrap, mean_interval, sign_test
-from butterfly.core.turns import TurnKey
+from butterfly.analysis.results import Bootstrap, CompareResult, CostRatio, PairedDifference
+from butterfly.core.efficiency import Sum, per_conversation
+from butterfly.core.stats import cluster_bootstrap, mean_interval, ratio_bootstrap, sign_test
+from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.scope import asked
+from butterfly.runs.usage import spent_of
 from oracle import replay
 
 
@@ -45,6 +48,9 @@ class RunAnswers:
     """The repeat of each verdict in :attr:`passes` (incomplete repeats are left out)."""
     ask_at: tuple[int, ...] | None = None
     """The run's ask points (None: every turn asked)."""
+    costs: dict[str, tuple[float | None, ...]] = field(default_factory=dict)
+    """What each verdict's conversation cost (None: a call of it has no price), in the order of
+    :attr:`passes`."""
 
 
 def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
@@ -57,6 +63,8 @@ def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
     lay = loaded.layout(layout)
     done = loaded.turns()
     in_run = loaded.scenarios
+    sums = per_conversation(x for x in map(spent_of, loaded.records.values()) if x is not None)[0]
+    costs: dict[str, tuple[float | None, ...]] = {}
     passes: dict[str, tuple[bool, ...]] = {}
     repeats: dict[str, tuple[int, ...]] = {}
     for s in in_run:
@@ -70,9 +78,43 @@ def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
                 continue
             verdicts[r] = last.spec == final
         passes[s.id], repeats[s.id] = tuple(verdicts.values()), tuple(verdicts)
+        costs[s.id] = tuple(sums.get(ConversationKey(s.id, lay, r), Sum()).cost_usd
+                            for r in verdicts)
     return RunAnswers(str(run), manifest.model, manifest.suite.sha256, lay,
                       tuple(s.id for s in in_run), {s.id: s.to_json() for s in in_run}, passes,
-                      params.temperature, params.seed, repeats, params.ask_at)
+                      params.temperature, params.seed, repeats, params.ask_at, costs)
+
+
+def _mean_cost(costs: Sequence[float | None]) -> float | None:
+    """A scenario's mean cost per complete conversation; None when one has no price."""
+    known = [c for c in costs if c is not None]
+    return None if len(known) < len(costs) or not known else sum(known) / len(known)
+
+
+def cost_ratio(a: RunAnswers, b: RunAnswers, ids: Sequence[str], *, seed: int = 0,
+               reps: int = 2000) -> CostRatio:
+    """B's cost over A's over the scenarios ``ids`` both answered: per scenario, each run's mean
+    cost per complete conversation (every one it has, as final match's difference reads every
+    answer), so runs with different repeats pair fairly; the ratio of their sums with a
+    bootstrap interval over scenarios (``core.stats.ratio_bootstrap``)."""
+    boot = Bootstrap(reps=reps, seed=seed)
+    pairs = [(_mean_cost(a.costs.get(i, ())), _mean_cost(b.costs.get(i, ()))) for i in ids]
+    unpriced = [name for name, side in (("A", 0), ("B", 1))
+                if any(p[side] is None for p in pairs)]
+    if unpriced:
+        return CostRatio(ratio=None, ci=None, a_usd=None, b_usd=None, n_scenarios=len(ids),
+                         bootstrap=boot, note=("runs A and B have" if len(unpriced) == 2
+                                               else f"run {unpriced[0]} has")
+                         + " a call with no price: no cost to compare (give one with run --price)")
+    known = [(float(x or 0.0), float(y or 0.0)) for x, y in pairs]
+    a_usd, b_usd = round(sum(p[0] for p in known), 8), round(sum(p[1] for p in known), 8)
+    got = ratio_bootstrap(known, reps=reps, seed=seed)
+    if got is None:
+        return CostRatio(ratio=None, ci=None, a_usd=a_usd, b_usd=b_usd, n_scenarios=len(ids),
+                         bootstrap=boot, note="run A spent nothing: no ratio exists")
+    ratio, lo, hi = got
+    return CostRatio(ratio=round(ratio, 6), ci=[round(lo, 6), round(hi, 6)], a_usd=a_usd,
+                     b_usd=b_usd, n_scenarios=len(ids), bootstrap=boot)
 
 
 def paired_matrix(a: RunAnswers, b: RunAnswers) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -184,4 +226,5 @@ def compare(a: RunAnswers, b: RunAnswers, method: str, q: float, *, k: int | Non
         "can_flag": can_flag(method, n, q, k=k, cap=cap, stop_fine=stop_fine),
         "pairs_needed": pairs_needed(method, q),
         "methods_that_can": [m for m in regress.METHODS if can_flag(m, n, q)],
+        "cost_ratio": cost_ratio(a, b, ids, seed=seed),
     })

@@ -1,11 +1,12 @@
 """``butterfly runs [DIR]``: every run directory under DIR, one line each (model, suite name,
 version and sha, prompt version, layouts and repeats, mode and ask points, whether it was
 imported from an inspect log, status and shard, final match, cost and its price's source, cached
-prompt tokens and what they saved, reasoning tokens). A directory that does not read as a run is
-listed with its error, never skipped silently; a run made before the digest is labelled
-unsealed, a repaired one repaired, a code run with programs not yet observed says how many turns
-(listing never runs a program). A run with no priced answer (an unpriced model, or every call
-failed) has no cost (``-``), never $0."""
+prompt tokens and what they saved, reasoning tokens, cost per correct conversation or tokens
+per correct conversation when unpriced: docs/metrics.md, "Efficiency"). A directory that does
+not read as a run is listed with its error, never skipped silently; a run made before the
+digest is labelled unsealed, a repaired one repaired, a code run with programs not yet observed
+says how many turns (listing never runs a program). A run with no priced answer (an unpriced
+model, or every call failed) has no cost (``-``), never $0."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pydantic import JsonValue
 
 from butterfly.analysis.scoring import score_run
 from butterfly.core.pooling import Result
+from butterfly.core.results import EfficiencySlice
 from butterfly.errors import UserError
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import InspectSource
@@ -53,6 +55,9 @@ class RunLine(Result):
     saved_usd: float | None = None
     """What the cached prompt tokens saved at the cached-input price."""
     reasoning_tokens: int | None = None
+    efficiency: EfficiencySlice | None = None
+    """Cost and tokens per (correct) conversation (``score --json``'s ``efficiency`` without
+    its reasoning, latency and slices); None for a run with no call record."""
     error: str | None = None
     shard: str | None = None
     """``I/N`` for a shard of a sweep (``run --shard``); its figures are the shard's only."""
@@ -95,6 +100,8 @@ def describe(path: Path) -> RunLine:
         user_price=p.price is not None, cached_tokens=None if u is None else u.cached_tokens,
         saved_usd=None if u is None else u.saved_usd,
         reasoning_tokens=None if u is None else u.reasoning_tokens,
+        efficiency=None if score.efficiency is None else EfficiencySlice.model_validate(
+            {k: getattr(score.efficiency, k) for k in EfficiencySlice.model_fields}),
         shard=None if p.shard is None else str(p.shard), content=run.digest.label(),
         sealed=run.digest.sealed is not None, repaired=len(m.repaired),
         unobserved=len(run.unobserved),

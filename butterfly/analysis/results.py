@@ -38,6 +38,26 @@ class PairedDifference(Result):
         "written before it was added.")
 
 
+class CostRatio(Result):
+    """B's cost over A's, paired by scenario (contract v4, section 9; docs/metrics.md,
+    "Efficiency"): per scenario both runs answered, each run's mean cost per complete
+    conversation; the ratio of their sums (B over A) with a seeded bootstrap 95% interval that
+    resamples scenarios (``core.stats.ratio_bootstrap``). Null figures, with a note, when either
+    run has an unpriced call there or A spent nothing."""
+
+    ratio: float | None = Field(description="sum over scenarios of B's mean cost per complete "
+                                "conversation / the same of A's; null with a note when none.")
+    ci: list[float] | None = Field(description="Bootstrap 95% interval (percentile, scenarios "
+                                   "resampled); null with the ratio.")
+    a_usd: float | None = Field(description="A's sum over the paired scenarios of its mean cost "
+                                "per complete conversation.")
+    b_usd: float | None = Field(description="The same of B's.")
+    n_scenarios: int = Field(description="The scenarios paired (both runs have a complete "
+                             "conversation of them).")
+    bootstrap: Bootstrap
+    note: str | None = Field(None, description="Why there is no ratio.")
+
+
 class CompareResult(Result):
     """``butterfly compare --json``: regressed and improved scenarios from run A to run B."""
 
@@ -74,6 +94,9 @@ class CompareResult(Result):
     methods_that_can: list[str] = Field(
         default_factory=list, description="The methods that can flag a scenario at q with "
         "pairs_available pairs per scenario (each reading every pair).")
+    cost_ratio: CostRatio | None = Field(
+        None, description="B's cost over A's, paired by scenario, with its interval; null in "
+        "results written before it was added.")
 
 
 class SequentialResult(Result):

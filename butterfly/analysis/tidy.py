@@ -6,8 +6,9 @@ its sha256: never a path of the machine that made the run), scenario, category, 
 repeat.
 Turn rows add the turn, its op, ``match`` (0/1), the abstention reason, the collateral settings
 (changed from the model's previous answer while the oracle's did not, ``;``-joined) and the
-call's tokens and cost. Conversation rows add ``complete`` (0/1), ``final_match`` (0/1, empty
-when incomplete), the first divergent turn, the change radius, ``wobble`` and abstentions.
+call's tokens, cost and latency. Conversation rows add ``complete`` (0/1), ``final_match``
+(0/1, empty when incomplete), the first divergent turn, the change radius, ``wobble``,
+abstentions, and the sums of their turns' tokens, cost and latency.
 Only the conversations a run played (attempted) are listed.
 
 A run asked at chosen turns (``--ask-at``) has a turn row for each asked turn only (a turn not
@@ -48,10 +49,13 @@ saved (docs/cost.md). ``price`` says where the costs came from: ``user`` (``run 
 ``litellm`` (the offline price map), or nothing when no call of the run was priced (a scripted
 agent, an unpriced model: its costs are empty too)."""
 TURN_COLUMNS: Final = (*BASE, "turn", "op", "match", "abstention", "collateral",
-                       "n_collateral", *USAGE, "price", "asked_turns_only")
+                       "n_collateral", *USAGE, "price", "asked_turns_only", "latency_s")
 CONVERSATION_COLUMNS: Final = (*BASE, "n_turns", "complete", "final_match",
                                "first_divergent_turn", "change_radius", "wobble", "abstentions",
-                               *USAGE, "price", "n_answers", "asked_turns_only")
+                               *USAGE, "price", "n_answers", "asked_turns_only", "latency_s")
+"""``latency_s`` (last, so that existing columns keep their places): the seconds the turn's
+calls took (a conversation's: its answered turns'), summed over its samples; empty when one was
+served by the answer cache (no call was sent, docs/metrics.md, "Efficiency")."""
 
 
 def _base(run: Run, suite: SuiteLabel, s: Scenario, key: ConversationKey) -> Row:
@@ -81,6 +85,14 @@ def _cost(turn: Turn) -> list[Any]:
             for k in ("prompt", "completion", "cached", "reasoning")]
     money = [_sum([getattr(x, k, None) for x in turn.samples]) for k in ("cost_usd", "saved_usd")]
     return sums + [None if v is None else round(v, 10) for v in money]
+
+
+def _latency(turn: Turn) -> float | None:
+    """The seconds a turn's calls took; None when the cache served one (none was sent)."""
+    got = [None if getattr(x, "cached", False) else getattr(x, "latency_s", None)
+           for x in turn.samples]
+    total = _sum(got)
+    return None if total is None else round(total, 6)
 
 
 def _add(total: Any, value: Any) -> Any:
@@ -113,8 +125,10 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
             rows += _turn_rows(base, s, oracle, ts, turns, price)
             continue
         totals: list[Any] = [0, 0, 0, 0, 0.0, 0.0]
+        latency: float | None = 0.0
         for turn in answered:
             totals = [_add(a, b) for a, b in zip(totals, _cost(turn), strict=True)]
+            latency = _add(latency, _latency(turn))
         score = (score_scenario(s, [t.spec for t in answered], oracle,
                                 None if run.params.ask_at is None else ts)
                  if complete else None)
@@ -129,6 +143,7 @@ def run_rows(run: Run, level: Level = "conversation") -> list[Row]:
             **{k: None if v is None else round(v, 10)
                for k, v in zip(USAGE[4:], totals[4:], strict=True)},
             "price": price, "n_answers": len(answered),
+            "latency_s": None if latency is None or not answered else round(latency, 6),
         })
     return rows
 
@@ -149,7 +164,8 @@ def _turn_rows(base: Row, s: Scenario, oracle: list[dict[str, str]], ts: Sequenc
                      "match": int(spec == oracle[t]), "abstention": turn.abstention,
                      "collateral": None if moved is None else ";".join(moved),
                      "n_collateral": None if moved is None else len(moved),
-                     **dict(zip(USAGE, _cost(turn), strict=True)), "price": price})
+                     **dict(zip(USAGE, _cost(turn), strict=True)), "price": price,
+                     "latency_s": _latency(turn)})
         prev, prev_t = spec, t
     return rows
 

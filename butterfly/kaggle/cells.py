@@ -73,6 +73,7 @@ def butterfly_data(line: str, cell: str) -> None:
 import contextlib
 import hashlib
 import json
+import time
 
 from butterfly.core.asking import asked_line, asked_only
 from butterfly.kaggle import code_track as ct
@@ -226,8 +227,14 @@ class KaggleChat:
     def respond(self) -> bb.Answer:
         # llm.prompt(text, ...) is kbench.user.send(text) then this call; split, a retry asks
         # again with the same history instead of repeating the user's message.
+        start = time.perf_counter()
         self.last = self.llm.respond(schema=str, **self.request, **EXTRA_API_PARAMS)
-        return bb.Answer(self.last.content, self.last.usage.output_tokens)
+        took = time.perf_counter() - start
+        u = self.last.usage  # kaggle-benchmarks' Usage: tokens, cost in nanodollars (None:
+        # its proxy reported none); latency as the CLI times a call, on the harness's clock
+        cost = u.total_cost_nanodollars
+        return bb.Answer(self.last.content, u.output_tokens, u.input_tokens,
+                         None if cost is None else cost / 1e9, took)
 
     def amend(self, text: str) -> None:  # the answer cut at the response-size cap
         self.last.content = text
@@ -273,6 +280,7 @@ def butterflybench(llm: Any) -> tuple[float, float]:
                           "protocol": None if CODE_TRACK else SETTINGS.protocol,
                           "parse": None if CODE_TRACK else SETTINGS.parse,
                           "max_answer_chars": SETTINGS.max_answer_chars, **head,
+                          "efficiency": bb.efficiency_of(rows).model_dump(),
                           "scenarios": rows}))
     return head["final_match"], head["ci"]
 

@@ -72,6 +72,8 @@ MODULES: Final = (
     "butterfly/core/price.py",
     "butterfly/core/results.py",
     "butterfly/core/horizon_text.py",
+    "butterfly/core/efficiency.py",
+    "butterfly/core/efficiency_text.py",
     "butterfly/core/metrics.py",
     "butterfly/core/prompts.py",
     "butterfly/core/caching.py",

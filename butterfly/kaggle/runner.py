@@ -36,6 +36,8 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar
 
 from butterfly.core.agents import baseline_label
 from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
+from butterfly.core.efficiency import Spent, efficiency
+from butterfly.core.efficiency_text import latency_line, per_correct_line
 from butterfly.core.horizon_text import horizon_line
 from butterfly.core.metrics import (
     ScenarioScore,
@@ -47,7 +49,8 @@ from butterfly.core.metrics import (
     score_scenario,
 )
 from butterfly.core.prompts import Message, messages
-from butterfly.core.results import Aggregate, HorizonResult
+from butterfly.core.results import Aggregate, Efficiency, HorizonResult
+from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy
 from butterfly.core.wire import exception_kind, over_context, redact
 from butterfly.engine.conversation import Answered, Conversation, answered
@@ -209,6 +212,11 @@ class Answer:
 
     text: str
     output_tokens: int | None = None
+    input_tokens: int | None = None
+    cost_usd: float | None = None
+    """What kaggle-benchmarks reports the call cost (its model proxy's price); None: not
+    reported."""
+    latency_s: float | None = None
 
 
 class Chat(Protocol):
@@ -249,6 +257,11 @@ class AnswerRow(TypedDict):
     spec: dict[str, str] | None
     abstention: str | None
     abstention_detail: str
+    input_tokens: int | None
+    cost_usd: float | None
+    """None: kaggle-benchmarks reported no cost (and for an ask over the context window, which
+    got no answer)."""
+    latency_s: float | None
 
 
 def _unsent(added: Sequence[Message], held: str | None, chat: Chat) -> list[Message]:
@@ -307,7 +320,10 @@ def converse(conv: Conversation, chat: Chat, max_tokens: int, *,
         rows.append(AnswerRow(turn=ask.turn, raw=sample.raw or "",
                               output_tokens=None if answer is None else answer.output_tokens,
                               spec=sample.spec, abstention=sample.abstention,
-                              abstention_detail=sample.abstention_detail))
+                              abstention_detail=sample.abstention_detail,
+                              input_tokens=None if answer is None else answer.input_tokens,
+                              cost_usd=None if answer is None else answer.cost_usd,
+                              latency_s=None if answer is None else answer.latency_s))
     return rows
 
 
@@ -525,7 +541,8 @@ def headline_text(model: str, verdicts: Sequence[Verdict], *, scenarios: Mapping
     ``butterfly score``), the leaderboard number (the task's value and ci), the line of
     :func:`figures_line`, the effective final match and the abstentions by reason as ``score``
     prints them, the baselines' (:func:`baselines_line`; ``window_k``: the suite manifest's
-    second K), and the horizon in the words ``butterfly score`` prints."""
+    second K), the cost per correct conversation and latency (:func:`efficiency_text`), and the
+    horizon in the words ``butterfly score`` prints."""
     agg = figures(verdicts, scenarios)
     head = headline(agg)
     lo, hi = head["interval"]
@@ -540,7 +557,35 @@ def headline_text(model: str, verdicts: Sequence[Verdict], *, scenarios: Mapping
     reasons = abstentions_line(verdicts)
     lines += [] if reasons is None else [reasons]
     lines.append(baselines_line([scenarios[v["id"]] for v in verdicts], ask_at, window_k))
+    lines.append(efficiency_text(verdicts))
     return "\n".join([*lines, horizon_line(horizon_of(verdicts))])
+
+
+def efficiency_of(verdicts: Sequence[Verdict]) -> Efficiency:
+    """``butterfly score``'s efficiency figures (``core.efficiency``) of the notebook's answers,
+    from what kaggle-benchmarks reports of each call: its tokens, cost and latency (it reports
+    no reasoning tokens). An ask over the context window got no answer: it spent nothing."""
+    calls = [Spent(ConversationKey(v["id"], "", 0), a["turn"], a["cost_usd"],
+                   None if a["input_tokens"] is None and a["output_tokens"] is None
+                   else (a["input_tokens"] or 0) + (a["output_tokens"] or 0),
+                   None, a["latency_s"])
+             for v in verdicts for a in v["answers"] if not _answered_nothing(a)]
+    return efficiency(calls, {ConversationKey(v["id"], "", 0): (v["category"], v["final_match"])
+                              for v in verdicts}, ())
+
+
+def _answered_nothing(a: AnswerRow) -> bool:
+    return a["raw"] == "" and a["abstention"] == "context"
+
+
+def efficiency_text(verdicts: Sequence[Verdict]) -> str:
+    """Cost per correct conversation (tokens per correct conversation when kaggle-benchmarks
+    reports no cost) and the latency per call, in the words of ``butterfly score``."""
+    e = efficiency_of(verdicts)
+    line = per_correct_line(e)
+    if e.cost_usd is None and e.correct:
+        line += " (kaggle-benchmarks reported no cost for some of this model's calls)"
+    return "\n".join([line, latency_line(e)])
 
 
 def dumps(obj: Any) -> str:

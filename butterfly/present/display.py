@@ -24,6 +24,7 @@ from butterfly.code.judge import figures_line
 from butterfly.core import horizon_text
 from butterfly.core.agents import baseline_label
 from butterfly.core.asking import asked_line, asked_only
+from butterfly.core.efficiency_text import efficiency_lines
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
 from butterfly.core.results import (
@@ -359,6 +360,9 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
         invalid = invalid_usage_line(result.usage)
         if invalid is not None:
             _say(console, invalid)
+    if result.efficiency is not None and result.usage is not None and result.usage.calls:
+        for said in efficiency_lines(result.efficiency):
+            _say(console, said, highlight=False)
     if len(result.by_layout) > 1:
         _say(console, "final match by layout: " + ", ".join(
             f"{lay} {_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"

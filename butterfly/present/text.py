@@ -15,11 +15,13 @@ from butterfly.analysis.listing import RunLine
 from butterfly.analysis.results import (
     Calibration,
     CompareResult,
+    CostRatio,
     MethodCalibration,
     SequentialResult,
 )
 from butterfly.analysis.tidy import Level, Row, columns
 from butterfly.core.asking import ask_label
+from butterfly.core.efficiency_text import money, per_correct_cell
 from butterfly.core.printable import printable
 from butterfly.core.vocab import ErrorClass
 from butterfly.runs.play import wait_note
@@ -56,12 +58,12 @@ def runs_text(lines: list[RunLine]) -> str:
     if not lines:
         return "no run directories found"
     head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "mode", "source",
-            "status", "final match", "cost", "cached (saved)", "reasoning")
+            "status", "final match", "cost", "per correct", "cached (saved)", "reasoning")
     rows = [head]
     for x in lines:
         if x.error is not None:
             rows.append((x.path, "-", "-", "-", "-", "-", "-", "-", "-", "unreadable", "-",
-                         x.error[:60], "", ""))
+                         x.error[:60], "", "", ""))
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
@@ -76,6 +78,7 @@ def runs_text(lines: list[RunLine]) -> str:
         rows.append((x.path, x.model or "", suite, (x.suite_sha256 or "")[:12], prompt,
                      x.layouts or "", str(x.repeats), mode_cell(x.mode, x.ask_at),
                      "butterfly" if x.imported_from is None else "inspect", status, fm, cost,
+                     "-" if x.efficiency is None else per_correct_cell(x.efficiency),
                      _cached(x),
                      str(x.reasoning_tokens or 0)))
     cells = [[printable(c, newlines=False) for c in r] for r in rows]  # paths, names: data
@@ -160,6 +163,15 @@ def cannot_flag_note(result: CompareResult, option: str = "--method") -> str | N
     return line
 
 
+def cost_ratio_line(c: CostRatio) -> str:
+    """B's cost over A's with its interval, or why there is none."""
+    if c.ratio is None or c.ci is None:
+        return f"cost B / A: none ({c.note})"
+    return (f"cost B / A: {c.ratio:.3g}x, 95% CI [{c.ci[0]:.3g}, {c.ci[1]:.3g}] (mean cost per "
+            f"complete conversation, paired over {c.n_scenarios} scenarios: A "
+            f"{money(c.a_usd or 0.0)}, B {money(c.b_usd or 0.0)}; bootstrap over scenarios)")
+
+
 def compare_text(result: CompareResult) -> str:
     """The comparison as text."""
     r = result.model_dump()
@@ -185,6 +197,8 @@ def compare_text(result: CompareResult) -> str:
             f"[{100 * fm['ci_bootstrap'][0]:+.1f}, {100 * fm['ci_bootstrap'][1]:+.1f}])"
             + ("" if fm.get("sign_p") is None else
                f"; sign test over scenarios p = {fm['sign_p']:.3g}"))
+    if result.cost_ratio is not None:
+        lines.append(cost_ratio_line(result.cost_ratio))
     note = cannot_flag_note(result)
     if note is not None:
         lines.append(f"note: {note}")

@@ -110,16 +110,27 @@ def butterfly_verdicts(score: RunScore) -> dict[tuple[str, str, int], tuple[Any,
             for c in score.scenarios}
 
 
-def same_figures(log: EvalLog, score: RunScore) -> None:
-    """Every inspect metric is the figure of the same name in ``score --json``; they are the
-    registry's metrics but its histogram, and effective final match."""
+def same_figures(log: EvalLog, score: RunScore, *, same_usage: bool = True) -> None:
+    """Every inspect metric is the figure of the same name in ``score --json`` (an efficiency
+    figure: in its ``efficiency``; latency: known in both or in neither, each harness timing its
+    own calls; ``same_usage`` false: the harnesses' servers reported other usage, so the other
+    efficiency figures are only known in both or in neither); they are the registry's metrics
+    but its histogram, effective final match and the efficiency figures."""
+    from butterflybench.metrics import EFFICIENCY
+
     assert log.results is not None
     metrics = {k: v.value for k, v in log.results.scores[0].metrics.items()}
     want = score.to_json()
+    spent = want["efficiency"]
+    timed = {"latency_median_s", "latency_p95_s"}  # each harness's own clock
     for name, got in metrics.items():
-        assert (want[name] is None and math.isnan(got)) or got == pytest.approx(want[name]), name
+        if name in timed or (name in EFFICIENCY and not same_usage):
+            assert (spent[name] is None) == math.isnan(got), name
+            continue
+        value = spent[name] if name in EFFICIENCY else want[name]
+        assert (value is None and math.isnan(got)) or got == pytest.approx(value), name
     assert set(REGISTRY) - set(metrics) == {"first_divergent_turn"}
-    assert set(metrics) - set(REGISTRY) == {"effective_final_match"}
+    assert set(metrics) - set(REGISTRY) == {"effective_final_match", *EFFICIENCY}
 
 
 def sha256_of(messages: list[ChatMessage]) -> str:
@@ -340,7 +351,7 @@ def test_an_ask_over_the_context_window_abstains_alike(tmp_path: Path, how: str,
                    model_args={"custom_outputs": output})
     assert score.abstention_by_reason == {"context": 12} and score.incomplete == 0
     assert inspect_verdicts(log) == butterfly_verdicts(score)
-    same_figures(log, score)
+    same_figures(log, score, same_usage=False)  # mockllm reports its own usage
     reasons = [t["abstention"] for s in log.samples or []
                for t in s.scores["butterfly_scorer"].metadata["turns"]]
     assert reasons.count("context") == 12
@@ -530,3 +541,34 @@ def test_a_calls_usage_counts_the_prompt_whole_with_cache_reads_and_writes() -> 
     assert usage_of(u) == {"prompt_tokens": 30, "completion_tokens": 3, "reasoning_tokens": 2,
                            "cached_tokens": 4, "cache_write_tokens": 16}
     assert set(usage_of(None).values()) == {None}
+
+
+def test_inspects_cost_reasoning_and_latency_reach_the_efficiency_metrics(tmp_path: Path
+                                                                          ) -> None:
+    """Each call's cost as inspect reports it (``usage.total_cost``) and its reasoning tokens
+    are pooled by butterfly's efficiency: cost per correct conversation, reasoning per edit."""
+    from butterfly.suite.load import load_suite, resolve_suite
+    from oracle import replay as oracle_replay
+
+    suite = {s.id: s for s in load_suite(resolve_suite("butterfly-40"))}
+
+    def output(input: list[ChatMessage], *_: Any) -> ModelOutput:
+        tag = next(m.metadata["butterfly"] for m in reversed(input) if m.metadata)
+        right = hashlib.sha256(tag["scenario"].encode()).digest()[0] % 2 == 0
+        out = answer(json.dumps(oracle_replay(suite[tag["scenario"]])[tag["turn"]])
+                     if right else "UNSURE")
+        assert out.usage is not None
+        out.usage.total_cost, out.usage.reasoning_tokens = 0.001, 2 * tag["turn"]
+        return out
+
+    log = evaluate(task("butterfly_40", per_category=1), "mockllm/model", tmp_path,
+                   model_args={"custom_outputs": output})
+    assert log.results is not None
+    got = {k: v.value for k, v in log.results.scores[0].metrics.items()}
+    scores = [s.scores["butterfly_scorer"].metadata or {} for s in log.samples or []]
+    calls = sum(len(m["spent"]) for m in scores if m["complete"])
+    correct = sum(bool(m["final_match"]) for m in scores if m["complete"])
+    assert 0 < correct < len(scores)  # a test that can fail
+    assert got["cost_per_correct_usd"] == pytest.approx(0.001 * calls / correct, abs=1e-8)
+    assert got["reasoning_per_edit"] == pytest.approx(2.0)  # 2t tokens at turn t, t edits
+    assert 0 <= got["latency_median_s"] <= got["latency_p95_s"]

@@ -11,6 +11,7 @@ import pytest
 from conftest import run_cli
 
 from butterfly.analysis import calibrate, compare
+from butterfly.analysis.compare import RunAnswers, cost_ratio
 from butterfly.cli import main
 from butterfly.core.stats import cluster_bootstrap, mean_interval, proportion_interval
 
@@ -193,3 +194,23 @@ def test_can_flag_is_the_methods_verdict_on_the_most_extreme_answers() -> None:
             cells = np.array(list(product([False, True], repeat=2 * n)), dtype=bool)
             a, b = cells[:, None, :n], cells[:, None, n:]  # every answer pattern, one each
             assert not regress.run_method(method, a, b, 0.1).regressed.any()
+
+
+def _costs(run: str, costs: dict[str, tuple[float | None, ...]]) -> RunAnswers:
+    return RunAnswers(run, "m", "sha", "E", tuple(costs), {}, {i: (True,) * len(c)
+                      for i, c in costs.items()}, 0.0, 0, costs=costs)
+
+
+def test_the_cost_ratio_pairs_mean_costs_per_scenario_and_says_why_none() -> None:
+    a = _costs("a", {"s1": (0.01, 0.03), "s2": (0.02,)})
+    b = _costs("b", {"s1": (0.04,), "s2": (0.06, 0.06, 0.06)})
+    got = cost_ratio(a, b, ["s1", "s2"])
+    assert got.ratio == pytest.approx((0.04 + 0.06) / (0.02 + 0.02))  # repeats: means
+    assert got.ci is not None and got.ci[0] <= got.ratio <= got.ci[1]
+    assert cost_ratio(a, b, ["s1", "s2"]) == got  # seeded
+    nothing = _costs("z", {"s1": (0.0,), "s2": (0.0,)})
+    assert cost_ratio(nothing, b, ["s1", "s2"]).note == "run A spent nothing: no ratio exists"
+    unpriced = _costs("u", {"s1": (None,), "s2": (0.01,)})
+    none = cost_ratio(unpriced, unpriced, ["s1", "s2"])
+    assert none.ratio is None and none.note is not None
+    assert none.note.startswith("runs A and B have a call with no price")

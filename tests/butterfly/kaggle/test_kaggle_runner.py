@@ -148,3 +148,40 @@ def test_the_estimate_cell_picks_the_asked_run() -> None:
         what, rows = rs.estimate_rows(estimate, "butterfly-long", mode, ask_at)
         assert sum(rows[i]["calls"] for i in ids) == calls, what
     assert rs.estimate_rows(estimate, "butterfly-long", "restate", (7,))[1] == {}
+
+
+def _priced(agent: str, cost: float | None) -> list[bb.Verdict]:
+    """Every scenario answered by ``agent``, each call reporting 30 prompt and 10 completion
+    tokens, ``cost`` and a latency of 0.1 s x its turn."""
+    return [bb.verdict(s, [bb.Answer(json.dumps(spec), 10, 30, cost, 0.1 * t)
+                           for t, spec in enumerate(agent_specs(agent, s)[1:], start=1)],
+                       bb.MAX_TOKENS)
+            for s in SCENARIOS[:8]]
+
+
+def test_the_headline_carries_cost_per_correct_conversation_as_score_computes_it() -> None:
+    verdicts = _priced("lifo", 0.002)
+    calls = sum(len(v["answers"]) for v in verdicts)
+    correct = sum(v["final_match"] for v in verdicts)
+    assert 0 < correct < len(verdicts)  # a test that can fail
+    e = bb.efficiency_of(verdicts)
+    assert e.cost_per_correct_usd == pytest.approx(0.002 * calls / correct)
+    assert e.tokens_per_correct == pytest.approx(40 * calls / correct, abs=1e-3)
+    assert e.reasoning_per_edit is None  # kaggle-benchmarks reports none
+    assert e.latency_calls == calls and e.latency_p95_s is not None
+    assert e.latency_median_s is not None and 0.1 <= e.latency_median_s <= e.latency_p95_s
+    text = bb.efficiency_text(verdicts)
+    assert f"cost per correct conversation: ${0.002 * calls / correct:.4f}" in text
+    assert text in bb.headline_text("m", verdicts, scenarios={s.id: s for s in SCENARIOS})
+
+
+def test_without_a_reported_cost_the_headline_says_so_and_counts_tokens() -> None:
+    verdicts = _priced("oracle", None)
+    text = bb.efficiency_text(verdicts)
+    assert "cost per correct conversation: none (a call has no price)" in text
+    assert "kaggle-benchmarks reported no cost" in text
+    calls = sum(len(v["answers"]) for v in verdicts)
+    e = bb.efficiency_of(verdicts)
+    assert e.cost_per_correct_usd is None
+    assert e.tokens_per_correct == pytest.approx(40 * calls / len(verdicts), abs=1e-3)
+    assert f"({40 * calls:,} prompt + completion tokens / 8 of 8 complete" in text
