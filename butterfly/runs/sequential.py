@@ -47,7 +47,7 @@ from butterfly.runs.play import (
 )
 from butterfly.runs.records import RunParams
 from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
-from butterfly.runs.sweep import router_ref
+from butterfly.runs.shards import router_ref
 from oracle import Scenario, replay
 
 

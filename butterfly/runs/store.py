@@ -44,7 +44,7 @@ from butterfly.runs.records import (
     RunParams,
     SuiteRef,
 )
-from butterfly.runs.sweep import check_resume
+from butterfly.runs.shards import check_resume
 from butterfly.runs.versions import prompt_label, version_name
 from butterfly.suite.load import ROOT
 from oracle import Scenario
