@@ -107,6 +107,12 @@ def check_owned(args: Mapping[str, JsonValue], source: str) -> None:
                     f"owns and records{instead}")
 
 
+def arg_value(text: str) -> JsonValue:
+    """A -M VALUE (and a ``butterfly sweep --budget`` value): JSON when it parses, else the
+    string."""
+    return _value(text)
+
+
 def _value(text: str) -> JsonValue:
     try:
         value: JsonValue = json.loads(text)
