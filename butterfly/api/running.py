@@ -45,8 +45,8 @@ from butterfly.runs.records import BudgetSweep, RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
 from butterfly.runs.repair import repair as repair_run
 from butterfly.runs.scope import check_ask_at, select
-from butterfly.runs.store import RunState, note_transport, open_run, peek_state
 from butterfly.runs.shards import parse_shard, router_ref
+from butterfly.runs.store import RunState, note_transport, open_run, peek_state
 from butterfly.suite.load import ResolvedSuite, resolve, resolve_suite
 from oracle import Scenario
 

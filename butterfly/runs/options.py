@@ -33,8 +33,8 @@ from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
 from butterfly.runs.pricing import user_price
 from butterfly.runs.records import RouterRef, RunParams
-from butterfly.runs.store import redact_url
 from butterfly.runs.shards import parse_shard
+from butterfly.runs.store import redact_url
 from butterfly.suite.load import ResolvedSuite
 
 
