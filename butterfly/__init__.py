@@ -1,9 +1,10 @@
 """ButterflyBench harness: generate, prompt, call models, parse, score, report.
 
 The Python API (docs/api.md) is importable from here: ``butterfly.run``, ``butterfly.load_run``,
-``butterfly.score_run``, ``butterfly.report``, ``butterfly.load_runs`` (a pandas DataFrame of
-tidy rows) and ``butterfly.tidy_rows``, and the types ``Run``, ``RunOptions`` and
-``RunScore`` (``ScoreReport``, its former name, still works; every command's function is in
+``butterfly.score_run``, ``butterfly.report``, ``butterfly.sweep`` and ``butterfly.sweep_dry_run``
+(a budget sweep), ``butterfly.load_runs`` (a pandas DataFrame of tidy rows) and
+``butterfly.tidy_rows``, and the types ``Run``, ``RunOptions``, ``RunScore`` and ``SweepResult``
+(``ScoreReport``, its former name, still works; every command's function is in
 :mod:`butterfly.api`). They load on first use, so ``import butterfly`` stays cheap (the command
 line imports only what a command needs).
 """
@@ -20,18 +21,22 @@ if TYPE_CHECKING:
         RunOptions,
         RunScore,
         ScoreReport,
+        SweepResult,
         load_run,
         load_runs,
         report,
         run,
         score_run,
+        sweep,
+        sweep_dry_run,
         tidy_rows,
     )
 
-API = ("Run", "RunOptions", "RunScore", "ScoreReport", "load_run", "load_runs", "report",
-       "run", "score_run", "tidy_rows")
-__all__ = ["Run", "RunOptions", "RunScore", "ScoreReport", "__version__", "load_run",
-           "load_runs", "report", "run", "score_run", "tidy_rows"]
+API = ("Run", "RunOptions", "RunScore", "ScoreReport", "SweepResult", "load_run", "load_runs",
+       "report", "run", "score_run", "sweep", "sweep_dry_run", "tidy_rows")
+__all__ = ["Run", "RunOptions", "RunScore", "ScoreReport", "SweepResult", "__version__",
+           "load_run", "load_runs", "report", "run", "score_run", "sweep", "sweep_dry_run",
+           "tidy_rows"]
 
 
 def __getattr__(name: str) -> Any:
