@@ -94,3 +94,11 @@ def test_max_cost_holds_over_the_whole_sweep(tmp_path: Path) -> None:
     result = json.loads(r.stdout)
     assert [b["status"] for b in result["budgets"]] == ["complete", "budget", None]
     assert result["spent_usd"] <= limit and result["stopped"] is not None
+    with _server() as srv:  # a larger budget continues: low is not asked again
+        r = _sweep(srv, out, "--max-cost", "1")
+        assert r.returncode == 0, r.stderr
+        assert "low" not in {body["reasoning_effort"] for body in srv.requests}
+    result = json.loads(r.stdout)
+    assert [b["status"] for b in result["budgets"]] == ["complete"] * 3
+    total = N_CALLS * sum(_call_usd(e) for e in REASONING)
+    assert result["spent_usd"] == pytest.approx(total) and result["stopped"] is None
