@@ -124,3 +124,20 @@ def test_the_command_prints_the_bill_then_the_table_or_json(tmp_path: Path) -> N
     bad = run_inproc(*args[:-3], "--out", str(out), "--budget", "reasoning_effort=low",
                      "--no-cache")
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+
+
+def test_on_a_suite_built_by_length_each_budget_has_its_horizon(tmp_path: Path) -> None:
+    suite = tmp_path / "ladder.jsonl"
+    made = run_inproc("generate", "--lengths", "4,8,16", "--per-length", "4", "--ask-at",
+                      "4,8,16", "--out", str(suite))
+    assert made.returncode == 0, made.stderr
+    result = butterfly.sweep(model="script/budget", suite=str(suite), mode="restate",
+                             out=str(tmp_path / "sw"), cache=None,
+                             budget="reasoning_effort=low,high")
+    assert result.by_length
+    low, high = result.budgets
+    assert high.horizon is None and high.horizon_censored == "above"  # never drifts
+    assert low.horizon_censored == "below" or (low.horizon is not None and low.horizon < 16)
+    score = butterfly.score_run(butterfly.load_run(low.run))
+    assert score.horizon is not None and (low.horizon, low.horizon_ci) == (
+        score.horizon.turns, score.horizon.ci)
