@@ -121,12 +121,13 @@ def check_sweep(folder: Path, dirs: Sequence[Path], links: Sequence[BudgetSweep]
         return
     first = links[0]
     for out in sorted(p for p in folder.iterdir() if p.is_dir() and p not in dirs):
-        old = _manifest(out)
-        mine = old is not None and old.budget_sweep is not None and (
-            old.budget_sweep.name == first.name)
-        if mine and old is not None and old.budget_sweep is not None:
-            check_link(out, old.budget_sweep, first.model_copy(
-                update={"index": old.budget_sweep.index}))
+        try:
+            old = _manifest(out)
+        except UserError:  # another run, damaged: not this sweep's business
+            continue
+        found = None if old is None else old.budget_sweep
+        if found is not None and found.name == first.name:
+            check_link(out, found, first.model_copy(update={"index": found.index}))
 
 
 def finished(out: Path) -> bool:
