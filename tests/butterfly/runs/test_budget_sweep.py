@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_inproc
@@ -21,7 +22,7 @@ STEM = "script-budget__butterfly-40"
 
 
 def _sweep(out: Path, budget: str = "reasoning_effort=low,medium,high", limit: int = 6,
-           **fields: object) -> butterfly.SweepResult:
+           **fields: Any) -> butterfly.SweepResult:
     return butterfly.sweep(model="script/budget", suite="butterfly-40", limit=limit,
                            out=str(out), cache=None, budget=budget, **fields)
 
