@@ -23,6 +23,7 @@ from butterfly.cli_args import (
     add_option,
     add_run,
     add_side_prices,
+    add_sweep,
 )
 from butterfly.core.printable import printable
 from butterfly.core.vocab import (
@@ -41,6 +42,18 @@ Command = Callable[[argparse.Namespace], int]
 
 
 ABOUT: dict[str, tuple[str, str, str]] = {
+    "sweep": (
+        "run one model over one suite at several reasoning budgets, one linked run each "
+        "(docs/running.md)",
+        "Play one ordinary run per value of --budget KEY=V1,V2,.. (a -M key such as\n"
+        "reasoning_effort or thinking_budget, or max_tokens), in the order given, each into\n"
+        "OUT/MODEL__SUITE__KEY=VALUE with a manifest naming the sweep. The whole sweep's "
+        "dry-run\nbill is printed first (--dry-run stops there); --max-cost holds over the "
+        "whole sweep.\nRe-run the same command to resume: a complete run is not played "
+        "again; other values\nare refused. Then, per budget: final match (or horizon) with "
+        "its interval, cost, cost\nper correct conversation and reasoning tokens per edit.",
+        "exit status: 0 every budget complete, 1 refused, 4 a run incomplete, 5 a run failed, "
+        "6\nstopped by --max-cost, 130 interrupted (re-run to resume)"),
     "merge": (
         "join the shards of a sweep (run --shard I/N) into one run directory (docs/scale.md)",
         "Join shards 1/N .. N/N of one sweep into one run directory that score, show, report,\n"
@@ -154,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "the run would send, per slice of the suite and in total (docs/cost.md)")
     r.add_argument("--json", action="store_true", help="with --dry-run: print it as JSON")
     r.set_defaults(func=commands.cmd_run)
+
+    sw = _documented(sub, "sweep")
+    add_sweep(sw)
+    sw.set_defaults(func=commands.cmd_sweep)
 
     mg = _documented(sub, "merge")
     mg.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the run directories of "

@@ -5,7 +5,7 @@ formatter (every flag's default shown), ``butterfly run``'s flags generated from
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Final
 
 from butterfly.core.options import FIELDS, flag_of
 
@@ -66,6 +66,38 @@ def add_run(p: argparse.ArgumentParser) -> None:
             add_cache(p)
         else:
             add_option(p, name)
+
+
+SWEEP_HELP: Final = {
+    "out": "the sweep's folder: each budget's run is OUT/MODEL__SUITE__KEY=VALUE (default "
+           "runs/MODEL__SUITE__sweep-KEY); re-run to resume",
+    "max_cost": "stop before a call could take the whole sweep's spending above USD (what "
+                "earlier budgets spent counts; status budget, exit 6; re-run with a larger "
+                "budget to continue)",
+}
+"""``butterfly sweep``'s help where a run option means something else for a sweep."""
+
+
+def add_sweep(p: argparse.ArgumentParser) -> None:
+    """``butterfly sweep``: --budget, --name, every flag of ``run`` but --shard (a sweep plays
+    whole runs), --dry-run and --json."""
+    p.add_argument("--budget", required=True, metavar="KEY=V1,V2,..",
+                   help="the budget to sweep and its values, in order: a -M key "
+                   "(reasoning_effort=low,medium,high; thinking_budget=1024,4096) or "
+                   "max_tokens=256,1024 (each VALUE as -M reads it)")
+    p.add_argument("--name", help="the sweep's name, recorded in each run's manifest (default: "
+                   "its folder's name)")
+    for name in FIELDS:
+        if name == "model_args":
+            add_model_args(p, "every call of every budget", seed=False)
+        elif name == "cache":
+            add_cache(p)
+        elif name != "shard":
+            add_option(p, name, **({"help": SWEEP_HELP[name]} if name in SWEEP_HELP else {}))
+    p.add_argument("--dry-run", action="store_true", help="play nothing and write nothing: "
+                   "print the whole sweep's bill, per budget and in total (docs/cost.md)")
+    p.add_argument("--json", action="store_true", help="print the bill (with --dry-run) or "
+                   "the sweep's result as JSON")
 
 
 def add_model_args(p: argparse.ArgumentParser, sent_with: str, seed: bool = True) -> None:

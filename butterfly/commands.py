@@ -157,6 +157,38 @@ def cmd_run(a: argparse.Namespace) -> int:
     return code
 
 
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from butterfly import api
+    from butterfly.present.messages import interrupted
+    from butterfly.present.sweep import sweep_bill_text, sweep_text
+
+    opts = run_options(a)
+    bill = api.sweep_dry_run(opts, budget=a.budget, name=a.name)  # the whole bill first
+    if a.dry_run:
+        print(bill.model_dump_json(indent=2) if a.json else sweep_bill_text(bill))
+        return 0
+    _say([*sweep_bill_text(bill).splitlines(), ""])
+    where: list[Path] = []
+
+    def told(index: int, out: Path) -> None:
+        where[:] = [out]
+        _say([f"butterfly: budget {a.budget.partition('=')[0].strip()}="
+              f"{bill.values[index]} ({index + 1} of {len(bill.values)}): {out}"])
+
+    try:
+        result = api.sweep(opts, budget=a.budget, name=a.name, progress=True, on_budget=told)
+    except KeyboardInterrupt:
+        _say([interrupted(where[0]) if where else "butterfly: interrupted"])
+        return 130
+    print(_dump(result.model_dump()) if a.json else _printable(sweep_text(result)))
+    statuses = {b.status for b in result.budgets}
+    if "budget" in statuses or (result.stopped or "").startswith("--max-cost"):
+        _say([f"butterfly: stopped by the budget: {result.stopped or 'see the table'}; re-run "
+              "the same command with a larger --max-cost to continue"])
+        return 6
+    return 5 if "failed" in statuses else 4 if statuses - {"complete"} else 0
+
+
 def cmd_merge(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.messages import merged

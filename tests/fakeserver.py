@@ -58,7 +58,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -74,6 +74,7 @@ __all__ = [
     "Faults",
     "Responder",
     "Truncated",
+    "budget_responder",
     "echo_responder",
     "error_body",
     "fixed_responder",
@@ -224,6 +225,27 @@ _GARBAGE_WORDS = (
     "lorem", "}{", "]]", "NaN", "<|im_end|>", "```", "\\u0000", "ipsum", "::", "null,",
     "ಠ_ಠ", "{\"", "--", "####", "ÿ", "\t", "undefined", "'''", "$$", "<think>",
 )  # fmt: skip
+
+
+def budget_responder(answer: Responder, reasoning: Mapping[str, int], *, key: str =
+                     "reasoning_effort", prompt_tokens: int = 100,
+                     completion_tokens: int = 20) -> Responder:
+    """A reasoning model's answers for budget sweeps: ``answer``'s text, with a usage that
+    spends reasoning tokens by the request's budget (``reasoning[str(body[key])]``, e.g. by
+    ``reasoning_effort``) and fixed visible tokens, so a test knows every call's usage:
+    ``prompt_tokens``, ``completion_tokens`` + the reasoning tokens (reasoning counts in the
+    completion, as OpenAI reports it) and ``completion_tokens_details.reasoning_tokens``. A
+    request without the key answers HTTP 500 (the responder raises)."""
+
+    def respond(body: JSONDict) -> JSONDict:
+        spent = reasoning[str(body[key])]
+        completion = completion_tokens + spent
+        return {"content": str(answer(body)),
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                          "total_tokens": prompt_tokens + completion,
+                          "completion_tokens_details": {"reasoning_tokens": spent}}}
+
+    return respond
 
 
 def _garbage_text(rng: random.Random) -> str:

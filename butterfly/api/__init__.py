@@ -11,7 +11,8 @@ command line parses flags, calls one of these and renders the result through
 
 - playing and writing runs (:mod:`~butterfly.api.running`, :mod:`~butterfly.api.sequential`):
   ``run`` (options: :class:`RunOptions`), ``observe``, ``repair``, ``merge``,
-  ``import_inspect``, ``sequential``;
+  ``import_inspect``, ``sequential``, ``sweep`` / ``sweep_dry_run``
+  (:mod:`~butterfly.api.sweeping`);
 - reading runs (:mod:`~butterfly.api.reading`): ``load_run``, ``score`` / ``score_run``,
   ``show``, ``export`` / ``tidy_rows`` / ``load_runs``, ``runs``, ``flips``, ``audit``,
   ``compare``, ``calibrate``, ``report``;
@@ -23,6 +24,7 @@ Nothing here imports litellm unless a run calls a provider that needs it.
 
 from __future__ import annotations
 
+from butterfly.analysis.budget_sweep import SweepBill, SweepBudget, SweepResult
 from butterfly.analysis.scoring import score_run
 from butterfly.analysis.tidy import load_runs, tidy_rows
 from butterfly.api.reading import (
@@ -68,6 +70,7 @@ from butterfly.api.suites import (
     schema,
     validate,
 )
+from butterfly.api.sweeping import sweep, sweep_dry_run
 from butterfly.core.options import FIELDS, RunOptions
 from butterfly.core.results import RunScore
 from butterfly.runs.dryrun import Bill, DryRun
@@ -77,12 +80,11 @@ from butterfly.runs.reader import Run, load_run
 RUN_FIELDS = tuple(FIELDS)
 """The names of the fields of :class:`RunOptions`, in order."""
 
-__all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "Imported",
-           "NotebookBuild", "OracleSpec", "ParseOutcome", "ReadingsAudit", "Run", "RunOptions",
-           "RunScore", "Shown", "SuiteCheck", "audit", "audit_depth",
-           "audit_readings", "calibrate", "compare", "default_out", "dry_run", "export",
-           "flips", "generate",
-           "import_inspect", "load_run", "load_runs", "merge", "model_args", "notebook",
-           "observe", "options", "oracle", "parse", "repair", "report", "run", "run_dir",
-           "run_params", "runs", "schema", "score", "score_run", "sequential", "show",
-           "tidy_rows", "validate"]
+__all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "Imported", "NotebookBuild",
+           "OracleSpec", "ParseOutcome", "ReadingsAudit", "Run", "RunOptions", "RunScore",
+           "Shown", "SuiteCheck", "SweepBill", "SweepBudget", "SweepResult",
+           "audit", "audit_depth", "audit_readings", "calibrate", "compare", "default_out",
+           "dry_run", "export", "flips", "generate", "import_inspect", "load_run", "load_runs",
+           "merge", "model_args", "notebook", "observe", "options", "oracle", "parse", "repair",
+           "report", "run", "run_dir", "run_params", "runs", "schema", "score", "score_run",
+           "sequential", "show", "sweep", "sweep_dry_run", "tidy_rows", "validate"]

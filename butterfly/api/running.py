@@ -41,12 +41,12 @@ from butterfly.runs.options import check_model, check_out, make_params, parse_mo
 from butterfly.runs.play import Progress, pending_calls, run_suite
 from butterfly.runs.pricing import PriceGiven, user_price
 from butterfly.runs.reader import Run, load_run, run_of
-from butterfly.runs.records import RunManifest, RunParams
+from butterfly.runs.records import BudgetSweep, RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
 from butterfly.runs.repair import repair as repair_run
 from butterfly.runs.scope import check_ask_at, select
+from butterfly.runs.shards import parse_shard, router_ref
 from butterfly.runs.store import RunState, note_transport, open_run, peek_state
-from butterfly.runs.sweep import parse_shard, router_ref
 from butterfly.suite.load import ResolvedSuite, resolve, resolve_suite
 from oracle import Scenario
 
@@ -136,13 +136,16 @@ def _resolved(opts: RunOptions, offline: bool = False) -> Resolved:
     return Resolved(suite, model, params, out)
 
 
-def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: Any) -> Run:
+def run(opts: RunOptions | None = None, /, *, progress: bool = False,
+        budget_sweep: BudgetSweep | None = None, **fields: Any) -> Run:
     """Run a suite against a model, as ``opts`` say (:class:`RunOptions`; ``fields`` change
     some of them: ``run(model="script/oracle", limit=3)``), into ``opts.out`` (created, or
     resumed when it holds the same run) and return the run as written. ``cache=None`` turns
     the answer cache off; ``progress`` shows a progress bar on stderr. The manifest's status
     says whether every conversation completed (``complete``) or some await a re-run
-    (``incomplete``, or ``budget``: re-run with a larger ``max_cost``); docs/api.md."""
+    (``incomplete``, or ``budget``: re-run with a larger ``max_cost``); ``budget_sweep``: the
+    budget sweep the run is one budget of (:func:`butterfly.api.sweep` links its runs so);
+    docs/api.md."""
     o = options(opts, **fields)
     r = _resolved(o)
     if not r.model.routed:
@@ -151,7 +154,7 @@ def run(opts: RunOptions | None = None, /, *, progress: bool = False, **fields: 
         check_priced(o.model, o.api_base, o.via, r.model.router, r.params.price)
     scenarios = r.scenarios(o.ask_at)
     check_cache(o.model, o.cache, routed=r.model.routed)  # last: it may create the cache
-    state = _play_all(r, scenarios, progress)
+    state = _play_all(r, scenarios, progress, budget_sweep)
     return run_of(r.out, state.manifest, r.suite.scenarios, state)  # nothing read again
 
 
@@ -179,23 +182,25 @@ def dry_run(opts: RunOptions | None = None, /, *, price: Rates | None = None,
                    caching_of(o.model), rates, billed, None if limits is None else limits.prompt)
 
 
-def _play_all(r: Resolved, scenarios: list[Scenario], progress: bool) -> RunState:
+def _play_all(r: Resolved, scenarios: list[Scenario], progress: bool,
+              link: BudgetSweep | None = None) -> RunState:
     """Hold the run directory's write lock, open the model, then create or resume the run: a
     model that cannot be opened leaves nothing behind but the (free) lock file."""
     with writer_lock(r.out):
-        state = _play(r, scenarios, progress)
+        state = _play(r, scenarios, progress, link)
         if r.track.observes:  # the writer observes its programs, the model closed
             _observe_played(r.out, scenarios, state, progress)
     return state
 
 
-def _play(r: Resolved, scenarios: list[Scenario], progress: bool) -> RunState:
+def _play(r: Resolved, scenarios: list[Scenario], progress: bool,
+          link: BudgetSweep | None = None) -> RunState:
     """Open the model, create or resume the run, and play it (the caller holds the lock)."""
     out, model = r.out, r.model.model
     with contextlib.ExitStack() as stack:
         client = open_client(stack, r.model, scenarios, r.params)
         try:
-            state = open_run(out, model, r.suite.path, scenarios, r.params)
+            state = open_run(out, model, r.suite.path, scenarios, r.params, link)
             note_transport(out, state, r.model.transport)
         except BaseException:
             asyncio.run(client.aclose())

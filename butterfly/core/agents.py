@@ -14,6 +14,7 @@ answers the spec as JSON. They double as checks of the metrics: each has a known
 | ``script/noisy:p=P`` | the oracle's answer, wrong with a per-scenario probability (below) |
 | ``script/drift:p=P`` | the oracle's answer until it stops tracking for good (below) |
 | ``script/window:k=K`` | reads only the last K user messages (the recency baseline, below) |
+| ``script/budget`` | drifts the less, the larger the request's reasoning budget (below) |
 
 ``script/noisy:p=P`` (default P = 0.2) gives each scenario its own error rate q, drawn once from
 Beta(2P, 2(1-P)) (mean P; most scenarios rarely wrong, a few often) with a generator seeded by
@@ -36,6 +37,15 @@ spec and the user messages t-K+1..t only, by the oracle's rules; an undo or a re
 nothing in its window changes nothing (``oracle.depth.window_spec``). It matches every turn up to
 K, and later ones only while nothing older than K messages shows in the spec: on a suite that
 passes the depth guard, its horizon tracks K (docs/ladder.md, "Depth").
+
+``script/budget`` is the test double of a budget sweep (``butterfly sweep``, docs/running.md):
+its accuracy depends on the reasoning budget the request carries. It drifts as ``script/drift``
+does, with P by :func:`budget_drift_p`: the request's ``reasoning_effort`` (-M; none 0.4, minimal
+0.3, low 0.2, medium 0.05, high 0), else its ``thinking_budget`` or ``budget_tokens`` (-M, also
+nested in ``thinking``), else its ``max_tokens``: P = 16 / (16 + B) for a budget of B tokens.
+Its stopping turn is drawn against one uniform per (scenario, turn, seed) whatever P, so a larger
+budget never stops earlier: final match rises with the budget in every conversation, not only
+on average.
 """
 
 from __future__ import annotations
@@ -158,6 +168,39 @@ def drift_spec(scenario: Scenario, turn: int, seed: int | None, p: float,
     o = oracle or replay(scenario)
     stop = drift_stop(scenario.id, turn, seed, p)
     return dict(o[turn if stop is None else stop - 1])
+
+
+BUDGET_EFFORT: Final = {"none": 0.4, "minimal": 0.3, "low": 0.2, "medium": 0.05, "high": 0.0}
+"""``script/budget``'s drift probability at each reasoning effort."""
+BUDGET_AGENT: Final = "budget"
+
+
+def budget_drift_p(effort: object, tokens: object, max_tokens: int) -> float:
+    """``script/budget``'s P: by the reasoning effort when given, else by the thinking budget
+    (tokens) when given, else by ``max_tokens``; an effort it does not know is one clear
+    line."""
+    if effort is not None:
+        if not isinstance(effort, str) or effort not in BUDGET_EFFORT:
+            raise AgentError(f"script/budget: reasoning_effort {effort!r} is none of "
+                             f"{', '.join(BUDGET_EFFORT)}")
+        return BUDGET_EFFORT[effort]
+    budget = tokens if tokens is not None else max_tokens
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise AgentError(f"script/budget: a thinking budget is a whole number of tokens, "
+                         f"got {budget!r}")
+    return 16 / (16 + budget)
+
+
+def budget_spec(scenario: Scenario, turn: int, seed: int | None, p: float,
+                oracle: list[dict[str, str]] | None = None) -> dict[str, str]:
+    """``script/budget``'s answer: the oracle's spec until the first turn t whose uniform
+    draw (by scenario, t and seed; the same for every P) falls below ``p``, then the answer
+    before it."""
+    o = oracle or replay(scenario)
+    for t in range(1, turn + 1):
+        if _seeded("budget-stop", scenario.id, t, seed).random() < p:
+            return dict(o[t - 1])
+    return dict(o[turn])
 
 
 def drift_expected_final_match(scenario: Scenario, p: float,

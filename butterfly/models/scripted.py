@@ -11,8 +11,11 @@ from typing import Final
 from butterfly.code.agents import CODE_AGENTS, code_answers
 from butterfly.core.agents import (
     AGENTS,
+    BUDGET_AGENT,
     AgentError,
     agent_specs,
+    budget_drift_p,
+    budget_spec,
     drift_p,
     drift_spec,
     noisy_p,
@@ -49,10 +52,10 @@ def _spec_refusal(name: str) -> str | None:
         return (f"script/{name} answers programs: it plays the code track (--track code, or a "
                 "suite whose manifest says track code)")
     if (name not in AGENTS and noisy_p(name) is None and drift_p(name) is None
-            and window_k(name) is None):
+            and window_k(name) is None and name != BUDGET_AGENT):
         return (f"unknown scripted agent script/{name} (known: "
                 f"{', '.join('script/' + a for a in AGENTS)}, script/noisy:p=P, "
-                "script/drift:p=P, script/window:k=K)")
+                "script/drift:p=P, script/window:k=K, script/budget)")
     return None
 
 
@@ -123,6 +126,10 @@ class ScriptedProvider:
                 spec = drift_spec(s, turn, request.seed, self.drift or 0.0, oracle)
             text = json.dumps(spec)
             return Response(text=text, finish_reason="stop")
+        if self.name == BUDGET_AGENT and self.agents.per_request:  # accuracy by the budget
+            text = json.dumps(budget_spec(self._scenarios[sid], turn, request.seed,
+                                          _budget_p(request), self._oracle(sid)))
+            return Response(text=text, finish_reason="stop")
         if self.window is not None and self.agents.per_request:  # an ask replays K turns
             s = self._scenarios[sid]
             text = json.dumps(window_spec(s, turn, self.window) if turn else s.initial)
@@ -132,3 +139,16 @@ class ScriptedProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+def _budget_p(request: Request) -> float:
+    """``script/budget``'s drift probability for this request (the budget it carries)."""
+    extra = request.extra
+    thinking = extra.get("thinking")
+    nested = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    tokens = next((v for v in (extra.get("thinking_budget"), extra.get("budget_tokens"), nested)
+                   if v is not None), None)
+    try:
+        return budget_drift_p(extra.get("reasoning_effort"), tokens, request.max_tokens)
+    except AgentError as e:
+        raise UserError(str(e)) from None

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from butterfly.analysis.budget_sweep import SweepBill, SweepResult
 from butterfly.analysis.results import Calibration, CompareResult, SequentialResult
 from butterfly.core.price import UserPrice
 from butterfly.core.results import RunScore
@@ -96,6 +97,18 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
         "ButterflyBench dry run",
         "butterfly run --dry-run --json: the calls, tokens and cost a run would send, per slice "
         "of the suite and in total (docs/cost.md).",
+    ),
+    "sweep-bill.schema.json": lambda: _titled(
+        SweepBill.model_json_schema(),
+        "ButterflyBench budget sweep bill",
+        "butterfly sweep --dry-run --json: each budget's dry-run bill and their sum "
+        "(docs/cost.md, \"A sweep's bill\").",
+    ),
+    "sweep-result.schema.json": lambda: _titled(
+        SweepResult.model_json_schema(),
+        "ButterflyBench budget sweep",
+        "butterfly sweep --json: per budget, its run, final match (or horizon), cost and "
+        "reasoning tokens per edit (docs/running.md, \"Budget sweeps\").",
     ),
     "calibration.schema.json": lambda: _titled(
         Calibration.model_json_schema(by_alias=True),

@@ -33,8 +33,8 @@ from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
 from butterfly.runs.pricing import user_price
 from butterfly.runs.records import RouterRef, RunParams
+from butterfly.runs.shards import parse_shard
 from butterfly.runs.store import redact_url
-from butterfly.runs.sweep import parse_shard
 from butterfly.suite.load import ResolvedSuite
 
 
@@ -105,6 +105,12 @@ def check_owned(args: Mapping[str, JsonValue], source: str) -> None:
     instead = f": use {flag}" if flag else ": it cannot be a model argument"
     raise UserError(f"model argument {where!r} ({source}) sets {what}, which the harness "
                     f"owns and records{instead}")
+
+
+def arg_value(text: str) -> JsonValue:
+    """A -M VALUE (and a ``butterfly sweep --budget`` value): JSON when it parses, else the
+    string."""
+    return _value(text)
 
 
 def _value(text: str) -> JsonValue:

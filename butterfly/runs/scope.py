@@ -1,5 +1,5 @@
 """What a run plays: its scenarios (``--per-category``, then ``--limit``), conversations
-(of a shard, ``--shard I/N``, its slice: :mod:`butterfly.runs.sweep`) and the turns it asks
+(of a shard, ``--shard I/N``, its slice: :mod:`butterfly.runs.shards`) and the turns it asks
 (``--ask-at``: :func:`asked`)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from butterfly.core.asking import asked_turns
 from butterfly.core.turns import ConversationKey
 from butterfly.errors import UserError
 from butterfly.runs.records import RunParams
-from butterfly.runs.sweep import shard_slice
+from butterfly.runs.shards import shard_slice
 from oracle import Scenario
 
 

@@ -46,8 +46,8 @@ from butterfly.runs.play import (
     play_conversation,
 )
 from butterfly.runs.records import RunParams
+from butterfly.runs.shards import router_ref
 from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
-from butterfly.runs.sweep import router_ref
 from oracle import Scenario, replay
 
 

@@ -39,12 +39,13 @@ from butterfly.runs.integrity import key_of as key_of  # re-exported: callers re
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import (
     MANIFEST_SCHEMA_VERSION,
+    BudgetSweep,
     CallRecord,
     RunManifest,
     RunParams,
     SuiteRef,
 )
-from butterfly.runs.sweep import check_resume
+from butterfly.runs.shards import check_resume
 from butterfly.runs.versions import prompt_label, version_name
 from butterfly.suite.load import ROOT
 from oracle import Scenario
@@ -219,8 +220,10 @@ def ask_flag(ask_at: Sequence[int] | None) -> str:
     return f"--ask-at {','.join(map(str, ask_at)) if ask_at else LAST}"
 
 
-def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) -> RunState:
+def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path,
+            link: BudgetSweep | None = None) -> RunState:
     _check_same_scope(out, old.params, params)
+    check_link(out, old.budget_sweep, link)
     check_resume(out, old.model, old.params, params)
     state = read_state(out, old, repair=True)
     copy = out / SUITE_COPY
@@ -231,6 +234,20 @@ def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) ->
                                       "schema_version": MANIFEST_SCHEMA_VERSION})
     state.manifest = write_manifest(out, manifest, state.chain)  # a run made before: sealed now
     return state
+
+
+def check_link(out: Path, old: BudgetSweep | None, link: BudgetSweep | None) -> None:
+    """A budget sweep resumes only its own runs, at the same budgets (``butterfly run`` may
+    resume one of them alone: ``link`` None keeps the run's link)."""
+    if link is None or old == link:
+        return
+    if old is None:
+        raise UserError(f"{out} holds a run made alone, not budget {link.value} of the sweep "
+                        f"{link.name}: choose another --out")
+    raise UserError(f"{out} is budget {old.key}={old.value} of the sweep {old.name} over "
+                    f"{','.join(old.values)}; this sweep is {link.key}="
+                    f"{','.join(link.values)}: a resume gives the same --budget (or choose "
+                    "another --out)")
 
 
 def _copy_suite(suite_path: Path, copy: Path) -> None:
@@ -256,17 +273,18 @@ def _suite_sha(suite_path: Path) -> str:
 
 
 def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
-             params: RunParams) -> RunState:
+             params: RunParams, link: BudgetSweep | None = None) -> RunState:
     """Create the run directory, or reopen it for resuming after checking it is the same run.
     A directory whose run never recorded a call is started afresh. The caller holds the
-    directory's :func:`butterfly.runs.lock.writer_lock`."""
+    directory's :func:`butterfly.runs.lock.writer_lock`. ``link``: the budget sweep the run is
+    one budget of (``butterfly sweep``), recorded in a new manifest and checked on a resume."""
     suite_sha = _suite_sha(suite_path)
     if (out / MANIFEST).exists():
         old, obj = manifest_and_json(out)
         if not _unstarted(out, old):
             check_content(out / MANIFEST, old, obj)
             _check_same_run(out, old, model, suite_path, suite_sha, params)
-            return _resume(out, old, params, suite_path)
+            return _resume(out, old, params, suite_path, link)
         for name in (MANIFEST, CALLS, SUITE_COPY):
             with contextlib.suppress(FileNotFoundError):
                 (out / name).unlink()
@@ -279,6 +297,8 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
         raise UserError(f"--out {out} is not empty and holds no run: choose another --out")
     _copy_suite(suite_path, out / SUITE_COPY)
     manifest = new_manifest(model, suite_path, suite_sha, scenarios, params)
+    if link is not None:
+        manifest = manifest.model_copy(update={"budget_sweep": link})
     return RunState(write_manifest(out, manifest, Chain()), CallIndex(out / CALLS))
 
 

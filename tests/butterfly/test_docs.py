@@ -44,6 +44,7 @@ OUTPUTS = {
     "runs/MODEL__SUITE": "run's default --out",
     "runs/MODEL__SUITE__restate": "a restate run's default --out",
     "runs/MODEL__SUITE.shard-I-of-N": "a shard's default --out",
+    "runs/MODEL__SUITE__sweep-KEY": "a budget sweep's default --out (butterfly sweep)",
 }
 
 

@@ -277,7 +277,9 @@ def test_commands_import_litellm_aiohttp_and_scipy_only_when_they_need_them(
         ["show", a], ["export", a, "--csv", str(tmp_path / "x.csv")], ["runs", str(tmp_path)],
         ["report", a, "--html", html],
         ["run", "--model", "script/oracle", "--out", str(tmp_path / "c"), "--limit", "1",
-         "--no-cache"]]
+         "--no-cache"],
+        ["sweep", "--model", "script/budget", "--out", str(tmp_path / "sw"), "--limit", "1",
+         "--budget", "reasoning_effort=low,high", "--no-cache"]]
     cases: list[tuple[list[str], str, list[str]]] = [(x, "", []) for x in light]
     cases += [(["parse", "--mode", "strict"], "UNSURE", []),
               (["report", *map(str, runs), "--html", html], "", ["scipy"])]

@@ -22,7 +22,7 @@ from butterfly.runs import merge as merge_module
 from butterfly.runs.merge import merge
 from butterfly.runs.records import RunManifest, RunParams, Shard
 from butterfly.runs.scope import conversations, select
-from butterfly.runs.sweep import owners, parse_shard
+from butterfly.runs.shards import owners, parse_shard
 from butterfly.suite.load import load_suite
 
 AGENT = "script/noisy:p=0.3"

@@ -1,5 +1,6 @@
-"""A run as one part of a sweep: shards (``--shard I/N``), replicas (``--router``), and what a
-resume of either must keep (docs/scale.md).
+"""A run as one part of a sharded sweep: shards (``--shard I/N``), replicas (``--router``), and
+what a resume of either must keep (docs/scale.md). A budget sweep, one run per reasoning budget,
+is another thing: :mod:`butterfly.runs.budget_sweep`.
 
 A shard plays a deterministic slice of the run's (scenario, layout, repeat) conversations,
 balanced by calls: the conversations, longest first (suite order breaking ties), each go to
