@@ -116,3 +116,21 @@ def test_the_frontier_is_in_the_first_viewport(page: Path, chromium: Any, tmp_pa
     shutil.copyfile(shot, SHOTS / shot.name)
     severe = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     assert not severe, severe
+
+
+def test_the_sweep_is_joined_in_budget_order_whatever_the_order_given(
+        runs: list[Path]) -> None:
+    m = report_data([runs[2], runs[0], runs[1]])  # high, low, medium
+    f = m.frontier
+    assert f is not None
+    assert [(s.runs, s.budgets) for s in f.sweeps] == [((1, 2, 0), ("low", "medium", "high"))]
+
+
+def test_no_frontier_without_two_runs_that_differ_in_cost(runs: list[Path]) -> None:
+    """One priced run and the unpriced ones: nothing to trade off, no chart (a run with no
+    price is never drawn at 0); the ranking still stands."""
+    m = report_data([runs[1], *runs[3:]])
+    assert m.frontier is None
+    html = render_html(m)
+    assert 'id="chart-frontier"' not in html and "matches as often as" not in html
+    assert m.ranking.order == (0, 1, 2)
