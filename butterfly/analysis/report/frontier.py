@@ -6,8 +6,9 @@ what each run's conversations cost against how often they matched, computed befo
   per conversation; y its final match with its 95% interval or, when every run was asked at
   chosen turns (a horizon suite), its horizon with its interval. A run with no x or no y (no
   price, no tokens, a censored horizon) is listed apart with why, never drawn at 0.
-- **Pareto marks**: a run is beaten when another costs no more and does no worse, and is
-  materially better on one axis: at least :data:`COST_MARGIN` cheaper, or at least
+- **Pareto marks**: a run is beaten when another costs no more (within :data:`COST_MARGIN`:
+  costs that close are the same to a reader) and does no worse, and is materially better on
+  one axis: at least :data:`COST_MARGIN` cheaper, or at least
   :data:`MATCH_MARGIN` higher in final match (:data:`HORIZON_MARGIN` longer in horizon). The
   runs no other beats are marked and joined.
 - **Sweeps**: the runs of one budget sweep (``manifest.budget_sweep``), in budget order.
@@ -92,10 +93,11 @@ def _y(r: RunEntry, metric: YMetric) -> tuple[float, float, float] | str:
 
 
 def beats(a: tuple[float, float], b: tuple[float, float], metric: YMetric) -> bool:
-    """Whether point ``a`` (x, y) beats ``b``: no dearer, no worse, and materially better on
-    one axis (:data:`COST_MARGIN`, :data:`MATCH_MARGIN` or :data:`HORIZON_MARGIN`)."""
+    """Whether point ``a`` (x, y) beats ``b``: not materially dearer (at most
+    :data:`COST_MARGIN` more), no worse, and materially better on one axis (that much cheaper,
+    or :data:`MATCH_MARGIN` higher in final match, :data:`HORIZON_MARGIN` longer in horizon)."""
     (xa, ya), (xb, yb) = a, b
-    if xa > xb or ya < yb:
+    if xa > xb * (1 + COST_MARGIN) or ya < yb:  # within the margin, costs are the same
         return False
     better_y = ya >= yb * (1 + HORIZON_MARGIN) if metric == "horizon" else (
         ya - yb >= MATCH_MARGIN - 1e-12)
@@ -205,13 +207,13 @@ def frontier(runs: Sequence[RunEntry], headline: Headline) -> Frontier | None:
     apart: list[tuple[str, str]] = []
     for i, r in enumerate(runs):
         x = cost_of(r) if xm == "cost" else tokens_of(r)
-        y = _y(r, ym)
+        got = _y(r, ym)
         if x is None or x <= 0:
             apart.append((r.label, "no price" if xm == "cost" else "no token counts"))
-        elif isinstance(y, str):
-            apart.append((r.label, y))
+        elif isinstance(got, str):
+            apart.append((r.label, got))
         else:
-            placed.append((i, x, y))
+            placed.append((i, x, got))
     if len(placed) < 2 or len({x for _, x, _ in placed}) < 2:
         return None
     marks = pareto([(x, y[0]) for _, x, y in placed], ym)
@@ -233,7 +235,8 @@ def ranking(runs: Sequence[RunEntry]) -> Ranking:
     ranked cheaper first (no price last), tier by tier; runs with no final match last."""
     def interval(r: RunEntry) -> tuple[float, float]:
         fm = r.score.final_match or 0.0
-        return r.score.final_match_ci or (fm, fm)
+        ci = r.score.final_match_ci
+        return (fm, fm) if ci is None else (ci[0], ci[1])
 
     left = sorted((i for i, r in enumerate(runs) if r.score.final_match is not None),
                   key=lambda i: -(runs[i].score.final_match or 0.0))

@@ -24,6 +24,8 @@ def test_a_run_is_beaten_only_when_materially_better_on_one_axis() -> None:
     assert not beats((1.0, 0.805), a, "final match")  # half a point: not material
     assert not beats((0.5, 0.79), a, "final match")  # cheaper but worse: a trade, not a win
     assert not beats(a, a, "final match")
+    assert beats((1.05, 0.82), a, "final match")  # 5% dearer is the same cost; 2 points up
+    assert not beats((1.2, 0.9), a, "final match")  # 20% dearer: a trade
     assert beats((1.0, 22.0), (1.0, 20.0), "horizon")  # 10% longer
     assert not beats((1.0, 21.0), (1.0, 20.0), "horizon")
 
