@@ -4,10 +4,10 @@ is drawn from these pieces by ``present/charts.py``, and the heatmap's colours c
 too. No chart library: each mark carries its figures in data- attributes (and an id where a
 chart has several series), so tests read what was drawn, not its pixels.
 
-The pieces: escaping, numbers as SVG writes them, linear and log scales, elements (line,
-circle, rect, text, path, group), an axis with ticks, baselines as labelled reference lines, a
-dot on its interval, an arrow, a legend that flows into rows, the series palette, and the
-cividis colour scale."""
+The pieces: escaping, numbers as SVG writes them, linear and log scales and a log axis's
+ticks, elements (line, circle, rect, text, path, group), an axis with ticks, baselines as
+labelled reference lines, a dot on its interval (across or upright, filled or a ring), an
+arrow, a legend that flows into rows, the series palette, and the cividis colour scale."""
 
 from __future__ import annotations
 
