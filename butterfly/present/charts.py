@@ -1,8 +1,8 @@
 """Every chart of the report, drawn from its :class:`ReportData` with ``present/svgdraw.py``
 (docs/report.md, "Charts"): the headline's dots and whiskers, undo recovery by op as small
 multiples, the change-radius dot plot, the first-divergent-turn bars, the horizon beside its
-Kaplan-Meier survival curves, the efficiency frontier, and the heatmap's colours. Nothing is computed here but where
-a mark goes: each figure is the data's.
+Kaplan-Meier survival curves, the efficiency frontier, and the heatmap's colours. Nothing is
+computed here but where a mark goes: each figure is the data's.
 
 Each mark carries its figures for the tests: the dot charts' points in data- attributes, the
 bars as ``fdt-I-BIN`` (run I, bin BIN) with ``data-share``, the horizon's series as
@@ -10,7 +10,8 @@ bars as ``fdt-I-BIN`` (run I, bin BIN) with ``data-share``, the horizon's series
 ``censored-label-I``, ``survival-I`` (with ``data-steps``), I the series' place among the
 charted runs; the frontier's dots as ``g.fpoint`` (``data-run``, ``data-x``, ``data-y``,
 ``data-lo``, ``data-hi``, ``data-pareto``), its line ``frontier-line`` and each sweep's
-``sweep-K`` (``data-runs``). A run's label in a chart is made printable (control characters escaped)."""
+``sweep-K`` (``data-runs``). A run's label in a chart is made printable (control characters
+escaped)."""
 
 from __future__ import annotations
 
