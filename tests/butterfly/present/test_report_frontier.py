@@ -134,3 +134,33 @@ def test_no_frontier_without_two_runs_that_differ_in_cost(runs: list[Path]) -> N
     html = render_html(m)
     assert 'id="chart-frontier"' not in html and "matches as often as" not in html
     assert m.ranking.order == (0, 1, 2)
+
+
+def test_on_a_horizon_suite_y_is_the_horizon(data: ReportData) -> None:
+    """Every run asked at chosen turns: y is the horizon with its interval (an open interval
+    end is the horizon itself), and a censored horizon is named apart, not drawn."""
+    from dataclasses import replace
+
+    from butterfly.analysis.report.frontier import frontier
+
+    h = data.runs[0].score.horizon
+    assert h is not None
+    turns = {0: (40.0, [30.0, None]), 1: (90.0, [60.0, 150.0]), 2: (None, [200.0, None])}
+    entries = []
+    for i, r in enumerate(data.runs[:3]):
+        t, ci = turns[i]
+        horizon = h.model_copy(update={"turns": t, "ci": ci,
+                                       "censored": None if t else "above"})
+        entries.append(replace(r, params=r.params.model_copy(update={"ask_at": (10, 20)}),
+                               score=r.score.model_copy(update={"horizon": horizon})))
+    f = frontier(entries, data.headline)
+    assert f is not None and f.y_metric == "horizon"
+    assert [(p.run, p.y, p.lo, p.hi) for p in f.points] == [(0, 40.0, 30.0, 40.0),
+                                                            (1, 90.0, 60.0, 150.0)]
+    assert f.apart == ((data.runs[2].label, "no horizon inside the tested lengths"),)
+    assert f.claims == ()  # the sentences are about final match
+    assert [p.pareto for p in f.points] == [True, True]  # a trade: cheaper against longer
+    from butterfly.present.charts import frontier_chart
+
+    drawn = frontier_chart(f)
+    assert "horizon (turns)" in drawn and 'data-y="90.000000"' in drawn
