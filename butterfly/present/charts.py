@@ -333,7 +333,7 @@ def frontier_chart(f: Frontier) -> str:
     on its 95% interval (filled: on the frontier, no run beats it), the frontier's runs joined
     by a solid line, each sweep's runs by a dotted line in budget order with each budget
     written by its dot; the legend below."""
-    width, left, right, top, bottom = 500, 58, 488, 28, 228
+    width, left, right, top, bottom = 500, 58, 488, 28, 200
     xs = [p.x for p in f.points]
     lo_x, hi_x = min(xs), max(xs)
     pad = (hi_x / lo_x) ** 0.08 if hi_x > lo_x else 2.0
@@ -368,15 +368,15 @@ def frontier_chart(f: Frontier) -> str:
         if p.budget is not None:
             parts.append(text(x.at(p.x) + 8, y.at(p.y) - 6, p.budget, size=10, fill="#444"))
     what = "final match" if f.y_metric == "final match" else "horizon (turns)"
-    per = "cost per conversation (USD" if f.x_metric == "cost" else (
-        "tokens per conversation (")
+    per = "cost per conversation" if f.x_metric == "cost" else "tokens per conversation"
+    unit = "USD, log scale" if f.x_metric == "cost" else "log scale"
     parts += [text(width / 2, 16, f"What a run costs against its {what.split(' (')[0]}",
                    size=13, anchor="middle", fill="#222"),
-              text((left + right) / 2, bottom + 34, f"{per}, log scale)", size=12,
+              text((left + right) / 2, bottom + 34, f"{per} ({unit})", size=12,
                    anchor="middle"),
               text(14, (top + bottom) / 2, what, size=12, anchor="middle", rotate=-90)]
     keys, height = legend([(series(n), _label(p.label) + ("" if p.pareto else " (beaten)"))
                            for n, p in enumerate(f.points)], left, bottom + 44, right - left)
     total = round(bottom + 44 + height + 4)
-    return svg(width, total, "chart frontier", f"{what} against {per.split(' (')[0]}: the "
-               "efficiency frontier", [*parts, keys])
+    return svg(width, total, "chart frontier", f"{what} against {per}: the efficiency frontier",
+               [*parts, keys])
