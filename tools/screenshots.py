@@ -5,7 +5,7 @@
 - docs/report-butterfly-40.html: `butterfly report` of the committed SmolLM2 and scripted runs;
 - docs/img/report.png, docs/img/report-transcript.png: that report in headless Chromium (and
   its first screen at 1400 x 900 and 1024 x 768, report-1400x900.png, report-1024x768.png), and
-  its charts: report-undo.png, report-radius.png, report-horizon.png;
+  its charts: report-undo.png, report-radius.png, report-horizon.png, report-frontier.png;
 - docs/img/show.svg: `butterfly show` of one SmolLM2 conversation, as the terminal draws it.
 """
 
@@ -29,7 +29,7 @@ REPORT = ROOT / "docs" / "report-butterfly-40.html"
 SHOW = ("runs/local-smollm2__butterfly-40__v1-layouts-repeats-2", "hw-undo-earliest-after-undo")
 VIEWPORTS = ((1400, 900), (1024, 768))
 CHARTS = (("report-undo.png", "chart-undo"), ("report-radius.png", "chart-change-radius"),
-          ("report-horizon.png", "chart-horizon"))
+          ("report-horizon.png", "chart-horizon"), ("report-frontier.png", "chart-frontier"))
 
 
 def main() -> None:

@@ -1,6 +1,8 @@
 """The report's leaderboard: its columns, read from the metric registry
 (``core/metric_registry.py``), and the report's own (effective final match, incomplete
-conversations, tokens, reasoning and cached tokens, cost, what the prompt cache saved).
+conversations, tokens, reasoning and cached tokens, cost, what the prompt cache saved, and the
+efficiency figures: cost per correct conversation, reasoning tokens per edit, latency p50 and
+p95).
 ``templates/report.html.j2`` draws a header and a cell per
 column (its ``board_cell``)."""
 
@@ -14,7 +16,7 @@ from markupsafe import Markup
 from butterfly.core.metric_registry import METRICS, Metric
 
 Cell = Literal["value", "value and count", "count", "interval", "effective", "incomplete",
-               "tokens", "reasoning", "cached", "cost", "saved"]
+               "tokens", "reasoning", "cached", "cost", "saved", "efficiency"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,16 @@ OWN_LAST = (
         "USD, from litellm's offline price map, or the price the user gave (marked user)")),
     BoardColumn("saved", "saved", title=Markup(
         "USD the cached prompt tokens saved: cached x (input price - cached-input price)")),
+    BoardColumn("per correct", "efficiency", "cost_per_correct_usd", unit="usd", title=Markup(
+        "USD per complete conversation that ended in a final match (none when none did, or "
+        "a call has no price)")),
+    BoardColumn("reasoning/edit", "efficiency", "reasoning_per_edit", unit="tokens",
+                title=Markup("reasoning tokens per edit: each ask's reasoning tokens / the "
+                             "edits it restates (an ask at turn t restates t)")),
+    BoardColumn("latency p50", "efficiency", "latency_median_s", unit="seconds",
+                title=Markup("median latency of the calls the run sent (a cache hit sent none)")),
+    BoardColumn("latency p95", "efficiency", "latency_p95_s", unit="seconds",
+                title=Markup("95th percentile (nearest rank) of those calls' latency")),
 )
 """After the metrics: the report's own columns (trusted text, written as it stands)."""
 

@@ -1,14 +1,17 @@
 """Every chart of the report, drawn from its :class:`ReportData` with ``present/svgdraw.py``
 (docs/report.md, "Charts"): the headline's dots and whiskers, undo recovery by op as small
 multiples, the change-radius dot plot, the first-divergent-turn bars, the horizon beside its
-Kaplan-Meier survival curves, and the heatmap's colours. Nothing is computed here but where
-a mark goes: each figure is the data's.
+Kaplan-Meier survival curves, the efficiency frontier, and the heatmap's colours. Nothing is
+computed here but where a mark goes: each figure is the data's.
 
 Each mark carries its figures for the tests: the dot charts' points in data- attributes, the
 bars as ``fdt-I-BIN`` (run I, bin BIN) with ``data-share``, the horizon's series as
 ``points-I``, ``fit-I``, ``horizon-I``, ``censored-I`` (with ``data-direction``) and its label
 ``censored-label-I``, ``survival-I`` (with ``data-steps``), I the series' place among the
-charted runs. A run's label in a chart is made printable (control characters escaped)."""
+charted runs; the frontier's dots as ``g.fpoint`` (``data-run``, ``data-x``, ``data-y``,
+``data-lo``, ``data-hi``, ``data-pareto``), its line ``frontier-line`` and each sweep's
+``sweep-K`` (``data-runs``). A run's label in a chart is made printable (control characters
+escaped)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Final
 
 from butterfly.analysis.report.data import (
     FirstDivergent,
+    Frontier,
     Headline,
     HeatCell,
     HorizonSeries,
@@ -45,8 +49,10 @@ from butterfly.present.svgdraw import (
     ink_on,
     legend,
     line,
+    log_ticks,
     nice_top,
     path,
+    point,
     polyline,
     series,
     steps,
@@ -84,6 +90,7 @@ class Drawn:
     undo_rows: tuple[tuple[str, ...], ...]
     first_divergent: str
     horizon: str | None
+    frontier: str | None
     heat: tuple[tuple[tuple[str, str], ...], ...]
 
 
@@ -99,6 +106,7 @@ def draw(data: ReportData) -> Drawn:
                  undo_axes=undo_axes, undo_rows=undo_rows,
                  first_divergent=first_divergent_chart(data.first_divergent, labels),
                  horizon=horizon_chart(data.horizon) if data.horizon else None,
+                 frontier=frontier_chart(data.frontier) if data.frontier else None,
                  heat=tuple(tuple(heat_colours(c) for c in row) for row in data.heat))
 
 
@@ -311,3 +319,64 @@ def _horizon_marks(i: int, s: HorizonSeries, x: Span, y: Span, top: float,
                 text(x.at(math.sqrt(h.bound * tip)), y.at(at) - 6, value_text(h), size=10,
                      anchor="middle", fill=colour, id=f"censored-label-{i}")]
     return out
+
+
+def x_words(v: float, metric: str) -> str:
+    """A tick's words on the frontier's x axis: dollars, or tokens (k for thousands)."""
+    if metric == "cost":
+        return f"${v:g}"
+    return f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"
+
+
+def frontier_chart(f: Frontier) -> str:
+    """Cost per conversation (log axis) against final match or the horizon: one dot per run
+    on its 95% interval (filled: on the frontier, no run beats it), the frontier's runs joined
+    by a solid line, each sweep's runs by a dotted line in budget order with each budget
+    written by its dot; the legend below."""
+    width, left, right, top, bottom = 500, 58, 488, 28, 200
+    xs = [p.x for p in f.points]
+    lo_x, hi_x = min(xs), max(xs)
+    pad = (hi_x / lo_x) ** 0.08 if hi_x > lo_x else 2.0
+    x = Span(lo_x / pad, hi_x * pad, left, right, log=True)
+    if f.y_metric == "final match":
+        y = Span(-0.02, 1.02, bottom, top)
+        yt = [(k / 5, f"{20 * k}%") for k in range(6)]
+    else:
+        most = nice_top([p.hi for p in f.points])
+        y = Span(0, 1.04 * most, bottom, top)
+        yt = [(most * k / 4, f"{most * k / 4:g}") for k in range(5)]
+    ticks = log_ticks(x.lo, x.hi)
+    parts = [frame(left, top, right, bottom), y_ticks(y, yt, left, right),
+             x_ticks(x, [(v, x_words(v, f.x_metric)) for v in ticks], bottom)]
+    by_run = {p.run: p for p in f.points}
+    on = sorted((p for p in f.points if p.pareto), key=lambda p: p.x)
+    parts.append(path(polyline([(x.at(p.x), y.at(p.y)) for p in on]), "#222", 1.5,
+                      id="frontier-line", data_runs=" ".join(str(p.run) for p in on)))
+    for k, s in enumerate(f.sweeps):
+        pts = [by_run[i] for i in s.runs]
+        parts.append(path(polyline([(x.at(p.x), y.at(p.y)) for p in pts]), "#7a7a7a", 1.2,
+                          id=f"sweep-{k}", stroke_dasharray="2 3", data_sweep=s.name,
+                          data_key=s.key, data_runs=" ".join(str(i) for i in s.runs)))
+    for n, p in enumerate(f.points):
+        colour = series(n)
+        parts.append(group(point(x.at(p.x), y.at(p.y), y.at(p.lo), y.at(p.hi), colour,
+                                 p.pareto),
+                           {"run": p.run, "label": p.label, "x": f"{p.x:.8g}",
+                            "y": f"{p.y:.6f}", "lo": f"{p.lo:.6f}", "hi": f"{p.hi:.6f}",
+                            "pareto": "yes" if p.pareto else "no",
+                            "budget": p.budget}, class_="fpoint"))
+        if p.budget is not None:
+            parts.append(text(x.at(p.x) + 8, y.at(p.y) - 6, p.budget, size=10, fill="#444"))
+    what = "final match" if f.y_metric == "final match" else "horizon (turns)"
+    per = "cost per conversation" if f.x_metric == "cost" else "tokens per conversation"
+    unit = "USD, log scale" if f.x_metric == "cost" else "log scale"
+    parts += [text(width / 2, 16, f"What a run costs against its {what.split(' (')[0]}",
+                   size=13, anchor="middle", fill="#222"),
+              text((left + right) / 2, bottom + 34, f"{per} ({unit})", size=12,
+                   anchor="middle"),
+              text(14, (top + bottom) / 2, what, size=12, anchor="middle", rotate=-90)]
+    keys, height = legend([(series(n), _label(p.label) + ("" if p.pareto else " (beaten)"))
+                           for n, p in enumerate(f.points)], left, bottom + 44, right - left)
+    total = round(bottom + 44 + height + 4)
+    return svg(width, total, "chart frontier", f"{what} against {per}: the efficiency frontier",
+               [*parts, keys])

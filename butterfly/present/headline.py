@@ -2,6 +2,10 @@
 (:class:`~butterfly.analysis.report.data.Headline`, docs/report.md, "Headline"): who leads, who
 is within the leader's interval, who sits at the no-op baseline or at a recency baseline.
 
+The frontier's sentences (:func:`frontier_sentences`) say a cheaper run matches as often as a
+dearer one, or more often, only where ``analysis/report/frontier.py`` found a claim: the two
+not separated in final match (or the cheaper above) and the paired cost ratio's interval below 1.
+
 They claim a difference only where ``analysis/report/figures.py`` found the statistics'
 support (``Headline.above``); otherwise the runs are "within each other's intervals". The chart
 beside them is ``present/charts.py``'s."""
@@ -10,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from butterfly.analysis.report.data import Headline, HeadRow
+from butterfly.analysis.report.data import CostClaim, Frontier, Headline, HeadRow
 from butterfly.core.agents import window_k
 
 
@@ -81,3 +85,27 @@ def _recency(rows: Sequence[HeadRow], scored: Sequence[int], baselines: Mapping[
             out.append(f"{_names(at)}: {whose} 95% interval includes the {_pct(v)} of reading "
                        f"only the last {k} messages (the recency baseline window:k={k}).")
     return out
+
+
+FRACTIONS = {2: "half", 3: "a third of", 4: "a quarter of", 5: "a fifth of", 6: "a sixth of",
+             7: "a seventh of", 8: "an eighth of", 9: "a ninth of", 10: "a tenth of"}
+"""How a ratio of 1/k reads."""
+
+
+def claim_sentence(c: CostClaim, labels: Sequence[str], what: str) -> str:
+    """One claim in words: who, how often, at what share of the cost, and on what it rests."""
+    share = FRACTIONS[c.fraction] if c.fraction else f"{100 * c.ratio:.0f}% of"
+    how = "more often than" if c.better else "as often as"
+    why = ("its final match is above" if c.better
+           else "the data do not separate their final match")
+    return (f"{labels[c.cheaper]} matches {how} {labels[c.dearer]} at {share} the {what} "
+            f"({why}; {what} ratio {c.ratio:.2f}, 95% interval {c.lo:.2f} to {c.hi:.2f}, "
+            f"paired over {c.scenarios} scenarios).")
+
+
+def frontier_sentences(f: Frontier | None, labels: Sequence[str]) -> list[str]:
+    """The frontier's claims in words (none without the statistics' support)."""
+    if f is None:
+        return []
+    what = "cost" if f.x_metric == "cost" else "tokens"
+    return [claim_sentence(c, labels, what) for c in f.claims]

@@ -28,7 +28,7 @@ from butterfly.files import write_text_atomic
 from butterfly.present.board import board_columns
 from butterfly.present.charts import draw
 from butterfly.present.display import suite_name
-from butterfly.present.headline import sentences
+from butterfly.present.headline import frontier_sentences, sentences
 from butterfly.present.packing import pack
 from butterfly.present.text import cannot_flag_note
 from butterfly.runs.reader import Run
@@ -96,6 +96,7 @@ def render_html(data: ReportData) -> str:
         js=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
         svg=draw(data),
         sentences=sentences(data.headline),
+        frontier_sentences=frontier_sentences(data.frontier, [r.label for r in data.runs]),
         data=pack(page_data(data)),
         board=board_columns(),
         undo_ops=list(UNDO_OPS),

@@ -4,10 +4,10 @@ is drawn from these pieces by ``present/charts.py``, and the heatmap's colours c
 too. No chart library: each mark carries its figures in data- attributes (and an id where a
 chart has several series), so tests read what was drawn, not its pixels.
 
-The pieces: escaping, numbers as SVG writes them, linear and log scales, elements (line,
-circle, rect, text, path, group), an axis with ticks, baselines as labelled reference lines, a
-dot on its interval, an arrow, a legend that flows into rows, the series palette, and the
-cividis colour scale."""
+The pieces: escaping, numbers as SVG writes them, linear and log scales and a log axis's
+ticks, elements (line, circle, rect, text, path, group), an axis with ticks, baselines as
+labelled reference lines, a dot on its interval (across or upright, filled or a ring), an
+arrow, a legend that flows into rows, the series palette, and the cividis colour scale."""
 
 from __future__ import annotations
 
@@ -281,3 +281,27 @@ def legend(entries: Sequence[tuple[str, str]], left: float, top: float, width: f
                      + text(x + 17, y + size, words, size=size, fill="#333"))
         x += w
     return "".join(parts), y + row - top
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Ticks for a log axis over [lo, hi]: the 1, 2, 5 x 10^k inside it, thinned to 1 x 10^k
+    when there are more than eight; at least the two ends when none falls inside."""
+    if lo <= 0 or hi <= lo:
+        return [lo, hi] if lo != hi else [lo]
+    out = []
+    for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
+        for m in (1, 2, 5):
+            v = float(f"{m}e{k}")
+            if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9):
+                out.append(v)
+    if len(out) > 8:
+        out = [v for v in out if f"{v:e}".startswith("1")]
+    return out if len(out) >= 2 else [lo, hi]
+
+
+def point(x: float, y: float, lo_y: float, hi_y: float, colour: str, filled: bool) -> str:
+    """A dot at (x, y) on its vertical interval from ``lo_y`` to ``hi_y`` (pixels): filled, or
+    a ring."""
+    return (line(x, x, lo_y, hi_y, colour, stroke_width=2.0)
+            + element("circle", cx=float(x), cy=float(y), r=5.5 if filled else 4.5,
+                      fill=colour if filled else "#fff", stroke=colour, stroke_width=2.0))

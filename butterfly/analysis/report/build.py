@@ -29,6 +29,7 @@ from butterfly.analysis.report.figures import (
     undo_panels,
 )
 from butterfly.analysis.report.findings import comparisons
+from butterfly.analysis.report.frontier import frontier, ranking
 from butterfly.analysis.report.pages import page_conversations, page_scenario
 from butterfly.analysis.scoring import score_run
 from butterfly.core.asking import ask_label
@@ -93,7 +94,8 @@ def _entries(loaded: Sequence[Run]) -> list[RunEntry]:
     return [RunEntry(label=label, path=str(run.path), status=run.manifest.status,
                      params=run.params, suite_path=str(run.manifest.suite.path),
                      suite_sha256=run.manifest.suite.sha256, prompt=prompt, score=s,
-                     same_scenarios_as_baselines=sorted({c.id for c in s.scenarios}) == base_ids)
+                     same_scenarios_as_baselines=sorted({c.id for c in s.scenarios}) == base_ids,
+                     budget_sweep=run.manifest.budget_sweep)
             for run, s, label, prompt in zip(loaded, scores, labels, prompts, strict=True)]
 
 
@@ -133,6 +135,7 @@ def report_data(runs: Sequence[Path | Run], title: str | None = None,
                 scenarios[s.id] = page_scenario(s)
     suites = [e.suite_sha256 for e in entries]
     categories = tuple(c for c in CATEGORIES if any(c in e.score.by_category for e in entries))
+    head = headline(entries, baselines, answers)
     return ReportData(
         title=title or DEFAULT_TITLE,
         butterfly_version=__version__,
@@ -140,12 +143,14 @@ def report_data(runs: Sequence[Path | Run], title: str | None = None,
         baselines=baselines,
         categories=categories,
         ops=tuple(op for op in OPS if any(op in e.score.by_op for e in entries)),
-        headline=headline(entries, baselines, answers),
+        headline=head,
         heat=heat(entries, categories),
         undo=undo_panels(entries),
         radius=radius(entries, baselines),
         first_divergent=first_divergent(entries),
         horizon=horizon_series(entries),
+        frontier=frontier(entries, head),
+        ranking=ranking(entries),
         modes=mode_pairs(entries),
         flips=_flips(loaded),
         compare=comparisons(suites, [e.label for e in entries], answers, compare_method, q),

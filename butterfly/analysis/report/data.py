@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 from butterfly.analysis.flips import FlipGrid
 from butterfly.analysis.results import CompareResult
 from butterfly.core.results import BaselineScore, HorizonResult, RunScore
-from butterfly.runs.records import RunParams
+from butterfly.runs.records import BudgetSweep, RunParams
 
 FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")
 """The first-divergent-turn chart's bins: turns 1 to 10, then "none" (matched throughout)."""
@@ -40,6 +40,8 @@ class RunEntry:
     score: RunScore
     same_scenarios_as_baselines: bool
     """Whether the run played the scenarios the baselines are scored on (the first run's)."""
+    budget_sweep: BudgetSweep | None = None
+    """The budget sweep the run is one budget of (``butterfly sweep``), if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +260,80 @@ class PageConversation:
         return out
 
 
+XMetric = Literal["cost", "tokens"]
+"""The frontier's x: cost or tokens per conversation."""
+YMetric = Literal["final match", "horizon"]
+"""The frontier's y."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierPoint:
+    """A run on the chart: its index and label, x (USD or tokens per conversation), y with its
+    95% interval (a share, or turns for the horizon), whether no other run beats it, and its
+    sweep (name, the key swept, its budget and the budget's place) when it is one budget of a
+    sweep."""
+
+    run: int
+    label: str
+    x: float
+    y: float
+    lo: float
+    hi: float
+    pareto: bool
+    sweep: str | None = None
+    budget: str | None = None
+    budget_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepLine:
+    """A budget sweep's runs (indices into the page's runs), in budget order."""
+
+    name: str
+    key: str
+    runs: tuple[int, ...]
+    budgets: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CostClaim:
+    """What a sentence may say: run ``cheaper`` costs ``ratio`` times run ``dearer`` (paired
+    over ``scenarios`` scenarios, 95% interval ``lo``-``hi``, below 1) and either matches as
+    often (``better`` False: the headline does not separate them) or more often (``better``:
+    the headline says it is above); ``fraction``: k when 1/k is inside the interval (k >= 2)."""
+
+    cheaper: int
+    dearer: int
+    ratio: float
+    lo: float
+    hi: float
+    scenarios: int
+    better: bool
+    fraction: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Frontier:
+    """The chart's figures, what its sentences rest on, and the runs it cannot place."""
+
+    x_metric: XMetric
+    y_metric: YMetric
+    points: tuple[FrontierPoint, ...]
+    sweeps: tuple[SweepLine, ...]
+    claims: tuple[CostClaim, ...]
+    apart: tuple[tuple[str, str], ...]
+    """(label, why) of each run the chart does not draw."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The leaderboard's order (indices into the page's runs) and whether cost decided the
+    order of some runs whose final-match intervals overlap."""
+
+    order: tuple[int, ...]
+    by_cost: bool
+
+
 @dataclass(frozen=True, slots=True)
 class ReportData:
     """Everything the page shows. ``runs`` in the order given, then ``baselines`` (scored on
@@ -278,6 +354,10 @@ class ReportData:
     radius: Radius
     first_divergent: FirstDivergent
     horizon: tuple[HorizonSeries, ...]
+    frontier: Frontier | None
+    """The efficiency frontier (None: fewer than two runs placed, or no difference in cost)."""
+    ranking: Ranking
+    """The leaderboard's order."""
     modes: tuple[ModePair, ...]
     flips: FlipGrid | None
     compare: tuple[Comparison, ...]
