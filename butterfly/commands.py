@@ -165,7 +165,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     opts = run_options(a)
     bill = api.sweep_dry_run(opts, budget=a.budget, name=a.name)  # the whole bill first
     if a.dry_run:
-        print(bill.model_dump_json(indent=2) if a.json else sweep_bill_text(bill))
+        print(_json(bill) if a.json else sweep_bill_text(bill))
         return 0
     _say([*sweep_bill_text(bill).splitlines(), ""])
     where: list[Path] = []
@@ -180,7 +180,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _say([interrupted(where[0]) if where else "butterfly: interrupted"])
         return 130
-    print(_dump(result.model_dump()) if a.json else _printable(sweep_text(result)))
+    print(_json(result) if a.json else _printable(sweep_text(result)))
     statuses = {b.status for b in result.budgets}
     if "budget" in statuses or (result.stopped or "").startswith("--max-cost"):
         _say([f"butterfly: stopped by the budget: {result.stopped or 'see the table'}; re-run "

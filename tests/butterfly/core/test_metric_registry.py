@@ -43,7 +43,8 @@ def test_the_tables_read_the_registry() -> None:
     assert [c.header for c in board_columns()] == [
         "final match", "95% CI", "effective", "turn match", "abstention", "change radius",
         "undo recovery", "wobble", "scenarios", "conversations", "incomplete", "tokens",
-        "reasoning", "cached", "cost", "saved"]
+        "reasoning", "cached", "cost", "saved", "per correct", "reasoning/edit", "latency p50",
+        "latency p95"]
 
 
 def test_a_metric_without_its_aggregate_line_is_refused() -> None:
