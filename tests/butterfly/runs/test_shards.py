@@ -264,8 +264,11 @@ def test_the_merged_run_reads_as_one_run_everywhere(sweep: tuple[Path, list[Path
     for run in (whole, merged):
         assert main(["export", str(run), "--csv", str(tmp_path / f"{run.name}.csv"),
                      "--level", "turn"]) == 0
+    # the same rows but the model name (first) and the seconds each call took (latency_s, last)
     rows = [(tmp_path / f"{r}.csv").read_text().splitlines() for r in ("whole", "merged")]
-    assert [x.split(",", 1)[1] for x in rows[0]] == [x.split(",", 1)[1] for x in rows[1]]
+    assert rows[0][0].endswith(",latency_s")
+    assert [x.split(",", 1)[1].rsplit(",", 1)[0] for x in rows[0]] == [
+        x.split(",", 1)[1].rsplit(",", 1)[0] for x in rows[1]]
     assert main(["report", str(merged), str(s1), "--html", str(tmp_path / "r.html")]) == 0
     assert main(["compare", str(whole), str(merged), "--json"]) == 0
     capsys.readouterr()
