@@ -181,11 +181,13 @@ def test_observations_are_kept_as_each_is_made(run: Path, private_tmp: Path,
 
 
 def _slow_oracle(body: dict[str, Any]) -> str:
-    """The oracle's program for the turn asked, each run of it a second longer."""
+    """The oracle's program for the turn asked, each run of it three seconds longer: with one
+    second, the run observed its last program before the signal took effect under make test's
+    load (seen twice on 2026-12-06), and the run ended 0."""
     turns = sum(1 for m in body["messages"] if m["role"] == "user")
     future = "from __future__ import annotations\n"
     return code_answers("oracle", SCENARIOS[0])[turns].replace(
-        future, future + "import time\ntime.sleep(1)\n", 1)
+        future, future + "import time\ntime.sleep(3)\n", 1)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
