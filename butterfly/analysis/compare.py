@@ -18,7 +18,7 @@ import numpy as np
 
 from butterfly.analysis import regress
 from butterfly.analysis.results import Bootstrap, CompareResult, CostRatio, PairedDifference
-from butterfly.core.efficiency import Sum, per_conversation
+from butterfly.core.efficiency import Sum, paired_means, per_conversation
 from butterfly.core.stats import cluster_bootstrap, mean_interval, ratio_bootstrap, sign_test
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.errors import UserError
@@ -85,12 +85,6 @@ def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
                       params.temperature, params.seed, repeats, params.ask_at, costs)
 
 
-def _mean_cost(costs: Sequence[float | None]) -> float | None:
-    """A scenario's mean cost per complete conversation; None when one has no price."""
-    known = [c for c in costs if c is not None]
-    return None if len(known) < len(costs) or not known else sum(known) / len(known)
-
-
 def cost_ratio(a: RunAnswers, b: RunAnswers, ids: Sequence[str], *, seed: int = 0,
                reps: int = 2000) -> CostRatio:
     """B's cost over A's over the scenarios ``ids`` both answered: per scenario, each run's mean
@@ -98,7 +92,7 @@ def cost_ratio(a: RunAnswers, b: RunAnswers, ids: Sequence[str], *, seed: int = 
     answer), so runs with different repeats pair fairly; the ratio of their sums with a
     bootstrap interval over scenarios (``core.stats.ratio_bootstrap``)."""
     boot = Bootstrap(reps=reps, seed=seed)
-    pairs = [(_mean_cost(a.costs.get(i, ())), _mean_cost(b.costs.get(i, ()))) for i in ids]
+    pairs = paired_means(a.costs, b.costs, ids)
     unpriced = [name for name, side in (("A", 0), ("B", 1))
                 if any(p[side] is None for p in pairs)]
     if unpriced:

@@ -85,6 +85,22 @@ class _Asks:
     asks: set[ConversationKey] = field(default_factory=set)
 
 
+def scenario_mean(values: Sequence[float | None]) -> float | None:
+    """A scenario's mean cost (or tokens) per complete conversation: None when it has none, or
+    when one of them has no figure."""
+    known = [float(v) for v in values if v is not None]
+    return None if not known or len(known) < len(values) else sum(known) / len(known)
+
+
+def paired_means(a: Mapping[str, Sequence[float | None]], b: Mapping[str, Sequence[float | None]],
+                 ids: Iterable[str]) -> list[tuple[float | None, float | None]]:
+    """The pairs a paired cost ratio reads (``core.stats.ratio_bootstrap``; compare's cost
+    ratio and the report's frontier both): per scenario in ``ids``, each run's mean figure per
+    complete conversation (:func:`scenario_mean`), so that runs with different repeats, or
+    different layouts, pair fairly; a side is None where the scenario has no figure there."""
+    return [(scenario_mean(a.get(i, ())), scenario_mean(b.get(i, ()))) for i in ids]
+
+
 def per_conversation(calls: Iterable[Spent]) -> tuple[dict[ConversationKey, Sum],
                                                       dict[tuple[ConversationKey, int], int]]:
     """Each conversation's totals, and the reasoning tokens of each (conversation, turn) whose

@@ -16,7 +16,8 @@ what each run's conversations cost against how often they matched, computed befo
   only when the headline does not separate them in final match (``Headline.above``: paired
   difference for runs of one suite) and A's final match lies inside B's 95% interval ("more
   often" when the headline puts B above A), and the paired cost ratio's 95% interval
-  (``core.stats.ratio_bootstrap`` over the scenarios both played) lies below 1; the words
+  (``core.efficiency.paired_means``, as compare pairs them, then ``core.stats.ratio_bootstrap``
+  over the scenarios both played) lies below 1; the words
   "a fifth" only when 1/5 is inside that interval.
 - **Ranking**: the leaderboard's order. Runs by final match, highest first; the runs whose
   95% interval overlaps the leading run's interval form a tier, ranked cheaper first (cost per
@@ -39,6 +40,7 @@ from butterfly.analysis.report.data import (
     XMetric,
     YMetric,
 )
+from butterfly.core.efficiency import paired_means
 from butterfly.core.stats import ratio_bootstrap
 
 COST_MARGIN: Final = 0.10
@@ -126,18 +128,14 @@ def sweep_lines(runs: Sequence[RunEntry], drawn: set[int]) -> tuple[SweepLine, .
     return tuple(out)
 
 
-def scenario_costs(r: RunEntry, metric: XMetric) -> dict[str, float]:
-    """What each scenario's complete conversations cost the run (summed over layouts and
-    repeats), for the scenarios whose every conversation has the figure."""
-    out: dict[str, float] = {}
-    unknown: set[str] = set()
+def scenario_costs(r: RunEntry, metric: XMetric) -> dict[str, list[float | None]]:
+    """Each scenario's cost (or tokens) per complete conversation of the run, over its layouts
+    and repeats: what ``core.efficiency.paired_means`` pairs."""
+    out: dict[str, list[float | None]] = {}
     for c in r.score.scenarios:
         v = c.cost_usd if metric == "cost" else c.tokens
-        if v is None:
-            unknown.add(c.id)
-        else:
-            out[c.id] = out.get(c.id, 0.0) + float(v)
-    return {k: v for k, v in out.items() if k not in unknown}
+        out.setdefault(c.id, []).append(None if v is None else float(v))
+    return out
 
 
 def fraction_in(lo: float, hi: float) -> int | None:
@@ -170,15 +168,16 @@ def cost_claim(runs: Sequence[RunEntry], headline: Headline, metric: XMetric, ch
     if not better and not _holds(b, a.score.final_match):
         return None  # not separated, but not shown to match as often either
     ca, cb = scenario_costs(a, metric), scenario_costs(b, metric)
-    both = sorted(set(ca) & set(cb))
-    got = ratio_bootstrap([(ca[k], cb[k]) for k in both])
+    pairs = paired_means(ca, cb, sorted(set(ca) & set(cb)))
+    known = [(x, y) for x, y in pairs if x is not None and y is not None]
+    got = ratio_bootstrap(known)
     if got is None:
         return None
     ratio, lo, hi = got
     if hi >= 1:
         return None
     return CostClaim(cheaper=cheaper, dearer=dearer, ratio=ratio, lo=lo, hi=hi,
-                     scenarios=len(both), better=better,
+                     scenarios=len(known), better=better,
                      fraction=fraction_in(lo, hi))
 
 

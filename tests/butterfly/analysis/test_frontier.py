@@ -4,15 +4,24 @@ chart on real runs is ``tests/butterfly/present/test_report_frontier.py``."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import cast
+
 import pytest
 
+from butterfly.analysis.compare import RunAnswers, cost_ratio
+from butterfly.analysis.report.data import RunEntry
 from butterfly.analysis.report.frontier import (
     COST_MARGIN,
     MATCH_MARGIN,
     beats,
     fraction_in,
     pareto,
+    scenario_costs,
 )
+from butterfly.core.efficiency import paired_means
+from butterfly.core.results import ConversationScore
+from butterfly.core.stats import ratio_bootstrap
 from butterfly.present.svgdraw import log_ticks
 
 
@@ -54,3 +63,33 @@ def test_a_fraction_is_named_only_inside_the_interval() -> None:
 ])
 def test_log_ticks(lo: float, hi: float, want: list[float]) -> None:
     assert log_ticks(lo, hi) == pytest.approx(want)
+
+
+def _conversation(sid: str, repeat: int, cost: float | None) -> ConversationScore:
+    return ConversationScore(id=sid, layout="E", repeat=repeat, category="set", final_match=True,
+                             first_divergent_turn=None, change_radius=0, wobble=False,
+                             abstentions=0, cost_usd=cost, tokens=None)
+
+
+def test_the_frontier_pairs_costs_as_compare_does_when_repeats_differ() -> None:
+    # One pairing for both (core.efficiency.paired_means): each scenario's mean per complete
+    # conversation. Summing instead would weigh run B's three repeats of s2 three times.
+    a = {"s1": (0.01, 0.03), "s2": (0.02,)}
+    b = {"s1": (0.04,), "s2": (0.06, 0.06, 0.06)}
+
+    def entry(costs: dict[str, tuple[float, ...]]) -> RunEntry:
+        rows = [_conversation(s, r, c) for s, cs in costs.items() for r, c in enumerate(cs)]
+        return cast(RunEntry, SimpleNamespace(score=SimpleNamespace(scenarios=rows)))
+
+    pairs = paired_means(scenario_costs(entry(a), "cost"), scenario_costs(entry(b), "cost"),
+                         ["s1", "s2"])
+    assert pairs == pytest.approx([(0.02, 0.04), (0.02, 0.06)])
+    got = ratio_bootstrap([(x, y) for x, y in pairs if x is not None and y is not None])
+    assert got is not None
+    answers = [RunAnswers(n, "m", "sha", "E", tuple(c), {}, {i: (True,) * len(v)
+                          for i, v in c.items()}, 0.0, 0, costs=c)
+               for n, c in (("a", a), ("b", b))]
+    assert cost_ratio(*answers, ["s1", "s2"]).ratio == pytest.approx(got[0])
+    unpriced = scenario_costs(entry({"s1": (0.01,), "s2": (0.02,)}), "cost")
+    unpriced["s2"].append(None)  # one conversation with no price: the scenario has no mean
+    assert paired_means(unpriced, unpriced, ["s2"]) == [(None, None)]
