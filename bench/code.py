@@ -38,8 +38,8 @@ from typing import Any
 # bench/oracle.py is named like the `oracle` package; keep this folder off the import path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
-from butterfly.code import extract as extract_module  # noqa: E402
 from butterfly.code import probes  # noqa: E402
+from butterfly.code import spec_of_program as extract_module  # noqa: E402
 from butterfly.code.catalogue import (  # noqa: E402
     DOMAINS,
     INPUT_SIDE,
@@ -49,9 +49,9 @@ from butterfly.code.catalogue import (  # noqa: E402
     one_away,
     visible,
 )
-from butterfly.code.extract import ARGS, extract  # noqa: E402
 from butterfly.code.program import render  # noqa: E402
 from butterfly.code.runner import run_program  # noqa: E402
+from butterfly.code.spec_of_program import ARGS, extract  # noqa: E402
 
 TARGET_CPU = 0.5
 """Seconds of CPU per observed program (issue 23: the model stays the bottleneck)."""

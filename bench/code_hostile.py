@@ -18,7 +18,7 @@ every observed turn's settings are broken with a reason, and no sandbox director
     .venv/bin/python bench/code_hostile.py [--kinds endless,flood,files] [--scenarios 2]
         [--run-seconds S] [--limit-seconds 240] [--limit-rss-mib 1024]
 
-``--run-seconds`` lowers the extractor's wall-clock limit of one run (``code.extract.
+``--run-seconds`` lowers the extractor's wall-clock limit of one run (``code.spec_of_program.
 RUN_SECONDS``, 10 s) for a quick sample (``tests/butterfly/code/test_code_hostile.py``); the
 figures of the issue are measured with the default. Exit status 1 when a run misses a target.
 """
@@ -49,7 +49,7 @@ PROGRAMS = {
 }
 HARNESS = """\
 import json, resource, sys
-import butterfly.code.extract as extract
+import butterfly.code.spec_of_program as extract
 if sys.argv[3]:
     extract.RUN_SECONDS = float(sys.argv[3])
 from butterfly.cli import main

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(__file__)]
 
 from butterfly.core.agents import drift_expected_final_match, drift_spec  # noqa: E402
-from butterfly.core.horizon import Conversation, crossing, horizon  # noqa: E402
+from butterfly.core.horizon_metric import Conversation, crossing, horizon  # noqa: E402
 from butterfly.core.logistic import fit_logistic  # noqa: E402
 from butterfly.suite.load import load_suite, resolve_suite  # noqa: E402
 from oracle import Scenario, replay  # noqa: E402

@@ -32,8 +32,8 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 from butterfly.core.asking import asked_turns  # noqa: E402
 from butterfly.core.metrics import recency_ks, score_conversations  # noqa: E402
 from butterfly.core.turns import ConversationKey  # noqa: E402
-from butterfly.suite.depth import asked_of  # noqa: E402
-from butterfly.suite.horizon import generate_horizon  # noqa: E402
+from butterfly.suite.deep_chains import asked_of  # noqa: E402
+from butterfly.suite.horizon_chains import generate_horizon  # noqa: E402
 from butterfly.suite.load import HORIZON_ASK_AT  # noqa: E402
 from oracle import Scenario, check, replay  # noqa: E402
 from oracle.depth import chain_depth  # noqa: E402

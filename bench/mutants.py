@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # What is mutated: each target's files (mutmut's only_mutate globs, relative to the repo).
 TARGETS: dict[str, tuple[str, ...]] = {
     "oracle": ("oracle/*.py",),
-    "parser": ("butterfly/core/parse.py", "butterfly/core/extract.py"),
+    "parser": ("butterfly/core/parse.py", "butterfly/core/find_json.py"),
     "scorer": ("butterfly/analysis/scoring.py", "butterfly/core/metrics.py"),
     "statistics": ("butterfly/core/stats.py",),
 }

@@ -33,7 +33,7 @@ from inspect_ai.scorer import Metric, SampleScore, metric
 from butterfly.core.efficiency import Spent, efficiency
 from butterfly.core.metric_registry import METRICS as REGISTRY
 from butterfly.core.metrics import ScenarioScore, aggregate, effective_final_match
-from butterfly.core.results import Aggregate, Efficiency
+from butterfly.core.scores import Aggregate, Efficiency
 from butterfly.core.turns import ConversationKey
 
 RENAMED: Final = {"turns": "n_turns"}

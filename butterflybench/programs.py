@@ -1,7 +1,7 @@
 """The code track's programs observed as ``butterfly score`` observes them (docs/code-track.md).
 
 An answer's program is taken by ``code.conversation.program_of``, run and observed in the
-sandbox by ``code.extract`` (in a child process, never in inspect's); the scorer judges the
+sandbox by ``code.spec_of_program`` (in a child process, never in inspect's); the scorer judges the
 observation against the oracle by the track (``engine.tracks``, ``Track.judge``: the function
 ``butterfly score``, ``runs/code_turns.py``, and the Kaggle notebook use). The observation runs
 in a worker thread, so the sandbox's child process never blocks inspect's event loop, two at a
@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from butterfly.code.conversation import code_spec, program_of
-from butterfly.code.extract import extract
+from butterfly.code.spec_of_program import extract
 from butterfly.runs.observe import WORKERS
 
 _SEEN: dict[tuple[str, str], dict[str, str]] = {}

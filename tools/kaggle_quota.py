@@ -26,7 +26,7 @@ from typing import Any
 
 from butterfly import api
 from butterfly.kaggle.runner import MAX_TOKENS, long_slice
-from butterfly.models.prices import rates
+from butterfly.models.price_map import rates
 from butterfly.suite.load import ask_at_of, load_suite, resolve_suite
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,7 @@
 ``tests/butterfly/models/test_prices.py`` fails until the file and the locked litellm's
 ``litellm.model_cost`` agree. The map is litellm's offline copy (``LITELLM_LOCAL_MODEL_COST_MAP``,
 set by ``butterfly.models.litellm_seam``), as shipped (before any ``litellm.Router`` adds its
-deployments); only the fields ``butterfly.models.prices`` reads are kept, one model a line
+deployments); only the fields ``butterfly.models.price_map`` reads are kept, one model a line
 (docs/cost.md, "Prices").
 """
 
@@ -14,7 +14,7 @@ import importlib.metadata
 import json
 
 from butterfly.models.litellm_seam import SHIPPED, litellm
-from butterfly.models.prices import PRICE_FILE, project
+from butterfly.models.price_map import PRICE_FILE, project
 
 
 def dumps(models: dict[str, dict[str, object]], version: str) -> str:

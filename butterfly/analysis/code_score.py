@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from butterfly.code.judge import broken, figures
-from butterfly.core.results import CodeScore
+from butterfly.core.scores import CodeScore
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.runs.reader import Run
 

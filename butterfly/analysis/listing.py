@@ -16,7 +16,7 @@ from pydantic import JsonValue
 
 from butterfly.analysis.scoring import score_run
 from butterfly.core.pooling import Result
-from butterfly.core.results import EfficiencySlice
+from butterfly.core.scores import EfficiencySlice
 from butterfly.errors import UserError
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import InspectSource

@@ -12,7 +12,7 @@ from butterfly.analysis.code_score import code_score
 from butterfly.analysis.flips import Column, flip_grid
 from butterfly.core.efficiency import scored
 from butterfly.core.metrics import effective_final_match, recency_ks, score_conversations
-from butterfly.core.results import FlipCounts, RunScore, SuiteLabel
+from butterfly.core.scores import FlipCounts, RunScore, SuiteLabel
 from butterfly.core.turns import ConversationKey, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run

@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 
 from butterfly.analysis.scoring import suite_label
 from butterfly.core.metrics import collateral_keys, score_scenario
-from butterfly.core.results import SuiteLabel
+from butterfly.core.scores import SuiteLabel
 from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, load_run

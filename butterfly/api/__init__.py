@@ -24,8 +24,8 @@ Nothing here imports litellm unless a run calls a provider that needs it.
 
 from __future__ import annotations
 
-from butterfly.analysis.budget_sweep import SweepBill, SweepBudget, SweepResult
 from butterfly.analysis.scoring import score_run
+from butterfly.analysis.sweep_records import SweepBill, SweepBudget, SweepResult
 from butterfly.analysis.tidy import load_runs, tidy_rows
 from butterfly.api.reading import (
     Calibrated,
@@ -72,7 +72,7 @@ from butterfly.api.suites import (
 )
 from butterfly.api.sweeping import sweep, sweep_dry_run
 from butterfly.core.options import FIELDS, RunOptions
-from butterfly.core.results import RunScore
+from butterfly.core.scores import RunScore
 from butterfly.runs.dryrun import Bill, DryRun
 from butterfly.runs.inspect_import import Imported
 from butterfly.runs.reader import Run, load_run

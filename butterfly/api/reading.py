@@ -17,7 +17,7 @@ from butterfly.analysis.scoring import score_run
 from butterfly.analysis.tidy import Level, Row, tidy_rows
 from butterfly.analysis.transcripts import ShowInfo, load
 from butterfly.core.pooling import Result
-from butterfly.core.results import RunScore
+from butterfly.core.scores import RunScore
 from butterfly.core.transcript import Transcript
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError

@@ -17,7 +17,7 @@ from butterfly.core.options import FIELDS, RunOptions
 from butterfly.engine.tracks import Track, track
 from butterfly.errors import UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.prices import Rates, rates_for, window
+from butterfly.models.price_map import Rates, rates_for, window
 from butterfly.models.registry import (
     ModelRequest,
     check_cache,
@@ -37,13 +37,13 @@ from butterfly.runs.inspect_import import Imported, import_log
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.merge import merge as merge_shards
 from butterfly.runs.observe import Observed, check_sandbox, observe_programs
-from butterfly.runs.options import check_model, check_out, make_params, parse_model_args
 from butterfly.runs.play import Progress, pending_calls, run_suite
-from butterfly.runs.pricing import PriceGiven, user_price
 from butterfly.runs.reader import Run, load_run, run_of
 from butterfly.runs.records import BudgetSweep, RunManifest, RunParams
 from butterfly.runs.repair import Identity, RepairResult
 from butterfly.runs.repair import repair as repair_run
+from butterfly.runs.run_flags import check_model, check_out, make_params, parse_model_args
+from butterfly.runs.run_price import PriceGiven, user_price
 from butterfly.runs.scope import check_ask_at, select
 from butterfly.runs.shards import parse_shard, router_ref
 from butterfly.runs.store import RunState, note_transport, open_run, peek_state
@@ -124,7 +124,7 @@ class Resolved:
 def _resolved(opts: RunOptions, offline: bool = False) -> Resolved:
     """The run ``opts`` describe: the suite named once, the router group (``opts.router``'s
     deployments named ``opts.model``, checked first, by litellm unless ``offline``) and every
-    option checked (:func:`butterfly.runs.options.make_params`)."""
+    option checked (:func:`butterfly.runs.run_flags.make_params`)."""
     where = check_out(opts.out)
     suite = resolve(opts.suite)
     config = None if opts.router is None else (

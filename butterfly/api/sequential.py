@@ -1,6 +1,6 @@
 """``butterfly sequential`` in the API: draw answers of two models pair by pair per scenario
-until each is decided (docs/statistics.md). The statistics are ``analysis.sequential``'s; the
-playing is ``runs.sequential``'s, through the same runner as ``butterfly run``."""
+until each is decided (docs/statistics.md). The statistics are ``analysis.sequential_design``'s; the
+playing is ``runs.sequential_draws``'s, through the same runner as ``butterfly run``."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from butterfly.errors import UserError
 from butterfly.models.client import OnWait
 from butterfly.models.registry import check_cache, check_priced
 from butterfly.present.text import round_line, wait_line
-from butterfly.runs.options import check_model, check_out, make_params
-from butterfly.runs.pricing import PriceGiven, user_price
+from butterfly.runs.run_flags import check_model, check_out, make_params
+from butterfly.runs.run_price import PriceGiven, user_price
 from butterfly.runs.scope import check_ask_at, select
-from butterfly.runs.sequential import Plan, play_sequential, routers
+from butterfly.runs.sequential_draws import Plan, play_sequential, routers
 from butterfly.suite.load import resolve
 
 if TYPE_CHECKING:
-    from butterfly.analysis.sequential import SequentialDesign
+    from butterfly.analysis.sequential_design import SequentialDesign
 
 
 def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
@@ -40,7 +40,7 @@ def sequential(model_a: str, model_b: str, opts: RunOptions | None = None, /, *,
     each scenario is decided or has ``cap`` pairs; ``price_a`` / ``price_per_mtok_a`` (and
     ``_b``) price one model each, as ``run``'s ``price`` does; ``quiet`` says nothing on stderr
     while it plays."""
-    from butterfly.analysis.sequential import check_options, make_design, result  # scipy
+    from butterfly.analysis.sequential_design import check_options, make_design, result  # scipy
 
     o = options(opts or RunOptions(temperature=DEFAULTS.sequential_temperature), **fields)
     if o.price is not None or o.price_per_mtok is not None:
@@ -105,7 +105,7 @@ def _announce(model: str) -> OnWait:
 
 def _say_round(design: SequentialDesign) -> Callable[[int, int], None]:
     """Say on stderr how far the comparison got after each round."""
-    from butterfly.analysis.sequential import round_counts
+    from butterfly.analysis.sequential_design import round_counts
 
     def say(r: int, active: int) -> None:
         print(round_line(r, active, *round_counts(design)), file=sys.stderr, flush=True)

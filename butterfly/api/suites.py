@@ -14,10 +14,10 @@ from butterfly.core.vocab import TRACKS, Track
 from butterfly.errors import UserError
 from butterfly.suite.builder import GenerationError
 from butterfly.suite.chains import parse_mix
-from butterfly.suite.depth import asked_of, depth_rows
+from butterfly.suite.deep_chains import asked_of, depth_rows
 from butterfly.suite.few_shot import few_shot_clash
 from butterfly.suite.generate import GENERATOR_VERSION, paraphrase_variants
-from butterfly.suite.horizon import generate_horizon
+from butterfly.suite.horizon_chains import generate_horizon
 from butterfly.suite.load import (
     BUILTINS,
     SuiteError,

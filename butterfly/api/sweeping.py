@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from butterfly.analysis.budget_sweep import (
+from butterfly.analysis.scoring import score_run
+from butterfly.analysis.sweep_records import (
     SweepBill,
     SweepBudget,
     SweepResult,
@@ -22,7 +23,6 @@ from butterfly.analysis.budget_sweep import (
     sweep_bill,
     sweep_result,
 )
-from butterfly.analysis.scoring import score_run
 from butterfly.api.running import default_out, dry_run, options, run
 from butterfly.core.options import RunOptions
 from butterfly.errors import UserError
@@ -37,9 +37,9 @@ from butterfly.runs.budget_sweep import (
     spent,
     value_slug,
 )
-from butterfly.runs.options import check_out
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import BudgetSweep
+from butterfly.runs.run_flags import check_out
 from butterfly.runs.store import MANIFEST
 from butterfly.suite.load import resolve
 

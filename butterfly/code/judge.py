@@ -7,7 +7,7 @@ observed code setting's value put in: a setting the turn's spec makes unobservab
 oracle's value (it is not judged on that turn), ``broken`` stays ``broken`` (a value no spec
 holds: a mismatch), and the six settings outside the code catalogue are the oracle's (inert in a
 code scenario). The code track's own figures (broken settings per turn) are counted here too.
-Pure: the observation itself (``code.extract``, in the sandbox) is the caller's.
+Pure: the observation itself (``code.spec_of_program``, in the sandbox) is the caller's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from butterfly.code.catalogue import BROKEN, KEYS, UNOBSERVED
-from butterfly.core.results import CodeScore
+from butterfly.core.scores import CodeScore
 
 
 def judged(observed: Mapping[str, str], oracle: Mapping[str, str]) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 Where models tie on the answers, what separates them is what the answers cost. From each
 answered call (:class:`Spent`: its conversation, turn, price, tokens and latency) and each
-conversation's verdict, :func:`efficiency` computes the run's figures (``core.results.
+conversation's verdict, :func:`efficiency` computes the run's figures (``core.scores.
 Efficiency``; docs/metrics.md, "Efficiency"):
 
 - **cost per correct conversation**: what the complete conversations' calls cost / the ones
@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
-from butterfly.core.results import ConversationScore, Efficiency, EfficiencySlice
+from butterfly.core.scores import ConversationScore, Efficiency, EfficiencySlice
 from butterfly.core.turns import ConversationKey
 
 

@@ -1,7 +1,7 @@
 """The efficiency figures in words: one text for ``butterfly score``, ``runs`` and the Kaggle
 notebook.
 
-Rendering only, from the typed result (``core.results.Efficiency``, ``score --json``'s
+Rendering only, from the typed result (``core.scores.Efficiency``, ``score --json``'s
 ``efficiency``); the computation is ``core/efficiency.py``. Inlined into the notebook so that
 both say the same thing. Every figure names its denominator; a figure with nothing to divide
 (no conversation matched, a call with no price, no call reporting tokens) reads "none" with
@@ -10,7 +10,7 @@ why, never 0 (docs/metrics.md, "Efficiency"). Incomplete conversations are said 
 
 from __future__ import annotations
 
-from butterfly.core.results import Efficiency, EfficiencySlice
+from butterfly.core.scores import Efficiency, EfficiencySlice
 
 _TURNS_SHOWN = 8
 """At most this many asked turns are listed on the line (a chat run asks every turn)."""

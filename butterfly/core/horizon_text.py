@@ -1,7 +1,7 @@
 """The horizon in words: one text for ``butterfly score``, the report and the Kaggle notebook.
 
 Rendering only, from the typed result (``HorizonResult``, the ``horizon`` of ``score --json``);
-the computation is ``core/horizon.py``. Inlined into the notebook, so that the three say the
+the computation is ``core/horizon_metric.py``. Inlined into the notebook, so that the three say the
 same thing. A crossing outside the tested lengths is never a number here: an open end of the
 interval reads "below L_min" or "above L_max" (tested lengths), and the two ends are printed
 with as many decimals (up to 3, the JSON's) as it takes for them to differ.
@@ -9,7 +9,7 @@ with as many decimals (up to 3, the JSON's) as it takes for them to differ.
 
 from __future__ import annotations
 
-from butterfly.core.results import HorizonResult
+from butterfly.core.scores import HorizonResult
 
 
 def _turns(n: float) -> str:

@@ -1,4 +1,4 @@
-"""The logistic fit of the horizon (core/horizon.py): final match on log(chain length).
+"""The logistic fit of the horizon (core/horizon_metric.py): final match on log(chain length).
 
 Pure: imports only numpy and the standard library. Newton's method on the counts per length
 (the likelihood depends on nothing else); where the data are separated in log length (every

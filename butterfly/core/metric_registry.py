@@ -1,7 +1,7 @@
 """The metric registry: every metric one registered function, with its name, a one-line
 description and its aggregation (``core/pooling.py``).
 
-``Aggregate`` (``core/results.py``) has a line for each of its fields (a test holds them to
+``Aggregate`` (``core/scores.py``) has a line for each of its fields (a test holds them to
 the registry: names, types, descriptions, order), and so ``score --json`` and its published
 schema; the terminal's score table (``present/display.py``) and the report's leaderboard and
 data (``present/report.py``) read the registry. A new metric is one function here, registered

@@ -28,10 +28,10 @@ from typing import Any
 
 from butterfly.core.agents import agent_specs_at, window_name
 from butterfly.core.asking import asked_turns
-from butterfly.core.horizon import Conversation, horizon
+from butterfly.core.horizon_metric import Conversation, horizon
 from butterfly.core.metric_registry import pooled
 from butterfly.core.pooling import share
-from butterfly.core.results import (
+from butterfly.core.scores import (
     Aggregate,
     BaselineScore,
     ConversationScore,
@@ -269,7 +269,7 @@ def baselines_of(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None = N
 
 
 def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | None:
-    """The horizon over complete conversations, clustered by scenario (core/horizon.py). A
+    """The horizon over complete conversations, clustered by scenario (core/horizon_metric.py). A
     conversation asked at chosen turns gives one point per ask: the ask at turn t is a chain of
     length t (contract v3, section 4); its survival curve is over the asked turns."""
     return horizon_over([(k.scenario, v.turns, v.turn_match, v.asked)

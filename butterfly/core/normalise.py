@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from butterfly.core.extract import Parsed, _abstain, _DupDict, _show, _type_name
+from butterfly.core.find_json import Parsed, _abstain, _DupDict, _show, _type_name
 from oracle.catalogue import DOMAINS, KEYS, SPEC_VALUES, UNSPECIFIED
 
 

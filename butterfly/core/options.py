@@ -2,7 +2,7 @@
 
 It is what the command line builds (``butterfly run``'s flags are generated from its fields, in
 their order, each with the help line kept beside it here: :func:`butterfly.cli_args.add_run`),
-what :func:`butterfly.api.run` takes, what :func:`butterfly.runs.options.make_params` checks
+what :func:`butterfly.api.run` takes, what :func:`butterfly.runs.run_flags.make_params` checks
 and turns into the manifest's ``RunParams``. A new option is one field here, with its help line;
 one the manifest should record is also a field of ``RunParams`` (``runs/records.py``).
 Defaults come from :data:`butterfly.core.vocab.DEFAULTS`.
@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from butterfly.core.price import PriceFields, UserPrice
+from butterfly.core.user_price import PriceFields, UserPrice
 from butterfly.core.vocab import (
     DEFAULTS,
     MODES,
@@ -67,7 +67,7 @@ _VIA_HELP: Final = ("auto (default): chat completions straight over one pooled H
 @dataclass(frozen=True, kw_only=True)
 class RunOptions:
     """Every option of ``butterfly run`` (and of :func:`butterfly.api.run`), unchecked: a run
-    checks them once (``runs.options.make_params``) and records what they mean. A frozen
+    checks them once (``runs.run_flags.make_params``) and records what they mean. A frozen
     dataclass, not a pydantic model: its fields carry the flags' help lines and defaults that
     ``cli_args`` generates ``run``'s flags from, and it takes values as given (checking is
     ``make_params``'s, with one-line refusals, not a validation error)."""

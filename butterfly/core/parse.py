@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal
 
-from butterfly.core.extract import (
+from butterfly.core.find_json import (
     ABSTENTION_REASONS,
     MAX_CHARS,
     Parsed,

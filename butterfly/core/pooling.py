@@ -2,7 +2,7 @@
 
 A metric (``core/metric_registry.py``) gives, for each complete conversation, a sequence of
 items (one item for a per-conversation figure such as final match, one per turn for turn
-match); its pool says which fields of :class:`~butterfly.core.results.Aggregate` they make and
+match); its pool says which fields of :class:`~butterfly.core.scores.Aggregate` they make and
 computes them from the conversations clustered by scenario. Shares are None where their
 denominator is 0; intervals are clustered by scenario (``core/stats.py``), rounded to 6 places.
 Here too: :class:`Result`, the base of every typed result, and :class:`Share`, which a pool
@@ -32,7 +32,7 @@ Unit = Literal["share", "mean", "count"]
 
 
 class Result(BaseModel):
-    """The base of every typed result (``core/results.py``, ``analysis/results.py``): frozen,
+    """The base of every typed result (``core/scores.py``, ``analysis/results.py``): frozen,
     and no field but its own."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -4,7 +4,7 @@
 the progress line, and were kept in the shared answer cache. A count that is not a whole number,
 is negative, or is above :data:`USAGE_CEILING` is invalid usage: ``core.wire.response`` keeps
 such an answer with no token counts and no price, its counts as they came, and the reason (the
-model's context window is checked by ``models.prices.checked``). Pure; inlined in the notebook
+model's context window is checked by ``models.price_map.checked``). Pure; inlined in the notebook
 with ``core.wire``.
 """
 

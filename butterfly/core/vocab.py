@@ -73,7 +73,7 @@ class Defaults:
     max_retry_wait: float = 60.0
     """The longest wait before a retry, in seconds, whatever a server's Retry-After asks."""
     max_answer_chars: int = 1_000_000
-    """The response-size cap, in characters: the parser's own limit (``core.extract.MAX_CHARS``:
+    """The response-size cap, in characters: the parser's own limit (``core.find_json.MAX_CHARS``:
     a longer answer is an abstention, too_large, either way), so it never changes a verdict."""
     strategy: Strategy = "zero-shot"
     protocol: Protocol = "schema"

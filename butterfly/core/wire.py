@@ -65,13 +65,14 @@ class Request:
     """Who is asking (scenario id, turn): read by scripted agents, never sent to a provider."""
     cache_marks: tuple[int, ...] = ()
     """The messages that end a prompt prefix later calls repeat
-    (:func:`butterfly.core.caching.cache_marks`): marked with ``cache_control`` for providers
+    (:func:`butterfly.core.cache_marks.cache_marks`): marked with ``cache_control`` for providers
     that cache only what is marked (Claude, through litellm); not part of the answer key,
     never sent as they are."""
 
     def cache_key_fields(self) -> dict[str, Any]:
         """What in the request changes the answer: never timeouts, concurrency or retries.
-        The cache adds the server (``api_base``) it was asked (:mod:`butterfly.models.cache`)."""
+        The cache adds the server (``api_base``) it was asked
+        (:mod:`butterfly.models.answer_cache`)."""
         fields = {
             "model": self.model,
             "messages": [dict(m) for m in self.messages],
@@ -95,7 +96,7 @@ class Response:
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
     cost_usd: float | None = None
-    """The call's price (``butterfly.models.prices``), or None when the model is unpriced."""
+    """The call's price (``butterfly.models.price_map``), or None when the model is unpriced."""
     reasoning_content: str | None = None
     """The reasoning the provider returned beside the answer (``reasoning_content``, or
     ``reasoning``), never sent back in the history."""
@@ -104,7 +105,7 @@ class Response:
     response-size cap, :mod:`butterfly.models.client`); None when ``text`` is all of it."""
     saved_usd: float | None = None
     """What the cached prompt tokens saved at the provider's cached-token price (0 without
-    any), or None when the call is unpriced (``butterfly.models.prices``)."""
+    any), or None when the call is unpriced (``butterfly.models.price_map``)."""
     cache_write_tokens: int | None = None
     """Prompt tokens written to the provider's cache (Anthropic's
     ``cache_creation_input_tokens``, counted inside ``prompt_tokens``), billed at its

@@ -24,7 +24,7 @@ from json.encoder import encode_basestring
 from typing import Final, Protocol
 
 from butterfly.core.asking import asked_turns
-from butterfly.core.caching import cache_marks
+from butterfly.core.cache_marks import cache_marks
 from butterfly.core.prompts import Message, shared_start
 from butterfly.core.turns import Sample, Turn, make_turn
 from butterfly.engine.tracks import Parsed, Played, Track, track
@@ -136,7 +136,7 @@ class Ask:
     base_seed: int
     response_format: Mapping[str, object] | None
     cache_marks: tuple[int, ...]
-    """The messages a Claude model's prompt cache is marked on (``core.caching``)."""
+    """The messages a Claude model's prompt cache is marked on (``core.cache_marks``)."""
 
     def seed(self, sample: int) -> int:
         """The seed of sample ``sample``: seed + repeat + sample * stride."""

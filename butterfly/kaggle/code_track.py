@@ -7,11 +7,12 @@ Inlined into the notebook beside :mod:`butterfly.kaggle.runner`, so it may impor
 ``conversation``, ``probes``, ``sandbox``, ``runner``, ``extract``, ``judge``), ``engine``, the
 notebook's modules before it and ``oracle``. Nothing is rewritten here: the turns are the
 engine's on the code track (its messages ``code.conversation``'s, an answer read by
-``program_of``), each program is observed by ``code.extract`` (the notebook's I/O, in the
+``program_of``), each program is observed by ``code.spec_of_program`` (the notebook's I/O, in the
 sandbox) and judged by the track (``code.judge``: the CLI's own functions), and the verdict is
 ``core.metrics.score_scenario``'s, as in ``butterfly score``.
 
-Model-written code never runs in the notebook's process: ``code.extract`` runs each program in
+Model-written code never runs in the notebook's process: ``code.spec_of_program`` runs each
+program in
 a child process (``code.sandbox``). Kaggle has no bubblewrap, so :func:`use_fallback_sandbox`
 forces the documented fallback (resource limits, a clean environment, an audit hook).
 """
@@ -26,10 +27,10 @@ from typing import Final
 
 from butterfly.code import sandbox
 from butterfly.code.conversation import SYSTEM, added_messages, code_spec, program_of
-from butterfly.code.extract import extract
 from butterfly.code.judge import broken, figures, figures_line
+from butterfly.code.spec_of_program import extract
 from butterfly.core.prompts import Message
-from butterfly.core.results import CodeScore
+from butterfly.core.scores import CodeScore
 from butterfly.engine.conversation import Answered
 from butterfly.engine.tracks import track
 from butterfly.kaggle.runner import (
@@ -48,7 +49,7 @@ from oracle import Scenario, replay
 CODE: Final = Settings(track="code")
 """The code track's settings: chat mode, zero-shot, layout E, one answer per turn."""
 Observe = Callable[[str, Mapping[str, str]], dict[str, str]]
-"""(program, expected code spec) -> observed code spec: ``code.extract.extract``."""
+"""(program, expected code spec) -> observed code spec: ``code.spec_of_program.extract``."""
 
 
 class CodeVerdict(Verdict):

@@ -49,7 +49,7 @@ from butterfly.core.metrics import (
     score_scenario,
 )
 from butterfly.core.prompts import Message, messages
-from butterfly.core.results import Aggregate, Efficiency, HorizonResult
+from butterfly.core.scores import Aggregate, Efficiency, HorizonResult
 from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy
 from butterfly.core.wire import exception_kind, over_context, redact

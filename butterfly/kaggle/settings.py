@@ -146,7 +146,7 @@ def _protocol(text: str, strategy: str) -> Protocol:
     value = _choice("BUTTERFLY_PROTOCOL", text.strip() or PROTOCOL, PROTOCOLS)
     if value == "schema":
         raise Refused(REFUSALS["schema"])
-    if not compatible(strategy, value):  # butterfly run's words (runs/options.py)
+    if not compatible(strategy, value):  # butterfly run's words (runs/run_flags.py)
         raise Refused(f"strategy {strategy} reasons before the spec: use protocol json-last "
                       "(json-first asks for the spec first, json for the spec alone)")
     return value

@@ -19,12 +19,12 @@ abstention, ``too_large``, and sends the cut text back in the history), and so i
 reasoning; both transports and the cache go through :func:`capped` here.
 
 Usage is checked (:mod:`butterfly.core.usage`, then the model's context window,
-:func:`butterfly.models.prices.checked`): an answer whose token counts cannot be right is kept
+:func:`butterfly.models.price_map.checked`): an answer whose token counts cannot be right is kept
 with no counts and no price (``usage_invalid``), never put in the answer cache, and a cached
 one is never replayed (issue 34).
 
 A price the user gave (``user_rates``: ``--price``, ``--price-per-mtok``) prices every answer
-here, fresh or from the cache (:func:`butterfly.models.prices.charge`), whichever transport
+here, fresh or from the cache (:func:`butterfly.models.price_map.charge`), whichever transport
 brought it; without one, an answer keeps the price its transport gave it (litellm's map).
 """
 
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass, RetryPolicy
-from butterfly.models.cache import Cache
-from butterfly.models.prices import Rates, charge, checked
+from butterfly.models.answer_cache import Cache
+from butterfly.models.price_map import Rates, charge, checked
 from butterfly.models.provider import Provider, ProviderError, Request, Response
 from butterfly.models.window import Signal, Window
 

@@ -11,7 +11,7 @@ litellm's own aiohttp transport is used (its default: pooled connections; httpx 
 connection for most calls and capped them at 100 in flight, ``bench/concurrency.py``), except
 for an ``api_base`` carrying ``user:password@``, which that transport refuses beside the API
 key header: httpx then sends them as Basic auth, as before. A model's rates are looked up once,
-not per call; a call's price is :func:`butterfly.models.prices.cost_usd`'s, as on the fast
+not per call; a call's price is :func:`butterfly.models.price_map.cost_usd`'s, as on the fast
 path. Its exceptions are classified by :func:`butterfly.core.wire.exception_kind`.
 """
 
@@ -40,10 +40,10 @@ from litellm.types.router import RouterRateLimitError, RouterRateLimitErrorBasic
 from litellm.types.utils import PromptTokensDetailsWrapper, Usage
 
 from butterfly.core import wire
-from butterfly.core.caching import marked
+from butterfly.core.cache_marks import marked
 from butterfly.core.wire import ProviderError, Request, Response, redact
 from butterfly.errors import UserError
-from butterfly.models.prices import Rates, priced
+from butterfly.models.price_map import Rates, priced
 from butterfly.models.provider import FatalProviderError, refusal, retry_after_of
 from butterfly.models.router import RouterConfig
 
@@ -121,7 +121,7 @@ does not price (``bench/concurrency.py`` clears them between settings)."""
 def _cost(model: str, prompt: int, completion: int, cached: int | None = None,
           written: int | None = None) -> float | None:
     """litellm's price of these tokens (None: it does not price ``model``), to read its rates
-    off: a price is only ever computed by :func:`butterfly.models.prices.cost_usd`."""
+    off: a price is only ever computed by :func:`butterfly.models.price_map.cost_usd`."""
     usage = None if cached is None and written is None else Usage(
         prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
         prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=cached or 0,

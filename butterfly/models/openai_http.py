@@ -6,7 +6,7 @@ It sends the body litellm sends for these models, built and read by the one modu
 transports share (:mod:`butterfly.core.wire`; ``tests/butterfly/models/test_openai_http.py``
 compares the two on the wire), classifies HTTP statuses by ``wire.status_kind``, and prices
 calls from litellm's offline price map without importing litellm
-(:mod:`butterfly.models.prices`). One session per event
+(:mod:`butterfly.models.price_map`). One session per event
 loop, its connector sized to the run's concurrency, so connections are reused and nothing
 below ``--concurrency`` caps the calls in flight. What it does not do that litellm does is in
 docs/running.md ("Transport").
@@ -25,7 +25,7 @@ import aiohttp
 
 from butterfly.core import wire
 from butterfly.core.wire import ProviderError, Request, Response, redact
-from butterfly.models.prices import priced
+from butterfly.models.price_map import priced
 from butterfly.models.provider import refusal, retry_after_of
 
 BODY_LIMIT: Final = 64 << 20

@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from butterfly.code.agents import CODE_AGENTS
-from butterfly.core.price import UserPrice
+from butterfly.core.user_price import UserPrice
 from butterfly.core.vocab import Transport, Via
 from butterfly.core.wire import SERVER_PREFIXES
 from butterfly.errors import UserError
-from butterfly.models.cache import Cache, cache_file
+from butterfly.models.answer_cache import Cache, cache_file
 from butterfly.models.client import ModelClient
 from butterfly.models.embedded import EmbeddedModelError, EmbeddedServer, resolve_gguf
-from butterfly.models.prices import Rates
+from butterfly.models.price_map import Rates
 from butterfly.models.provider import Provider
 from butterfly.models.router import RouterConfig, load_router
 from butterfly.models.scripted import ScriptedProvider, check_agent
@@ -290,7 +290,7 @@ def _unpriced(model: str, api_base: str | None, via: Via,
     if router is None and not prefix_of(model).priced:
         return [model]
     if router is None and takes_fast_path(model, api_base, via):
-        from butterfly.models.prices import rates
+        from butterfly.models.price_map import rates
 
         return [] if rates(model) is not None else [model]
     from butterfly.models.litellm_seam import shipped_rates

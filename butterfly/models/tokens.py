@@ -180,7 +180,7 @@ CACHING: Final = {
 }
 """Providers that cache prompt prefixes by themselves, by model-name prefix. Anthropic caches
 only what a request marks with ``cache_control``: a run marks a Claude model's stable prefix
-(:mod:`butterfly.core.caching`), but the dry run does not count Anthropic's reads and
+(:mod:`butterfly.core.cache_marks`), but the dry run does not count Anthropic's reads and
 1.25 x writes yet, so it is not here (docs/cost.md); neither are local models (no bill)."""
 
 

@@ -27,7 +27,7 @@ from butterfly.core.asking import asked_line, asked_only
 from butterfly.core.efficiency_text import efficiency_lines
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
-from butterfly.core.results import (
+from butterfly.core.scores import (
     Aggregate,
     CodeScore,
     HorizonResult,

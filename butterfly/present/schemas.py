@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from butterfly.analysis.budget_sweep import SweepBill, SweepResult
 from butterfly.analysis.results import Calibration, CompareResult, SequentialResult
-from butterfly.core.price import UserPrice
-from butterfly.core.results import RunScore
+from butterfly.analysis.sweep_records import SweepBill, SweepResult
+from butterfly.core.scores import RunScore
+from butterfly.core.user_price import UserPrice
 from butterfly.files import write_text_atomic
 from butterfly.runs.dryrun import DryRun
 from butterfly.runs.observe import Observation, ObservationSeal

@@ -1,11 +1,11 @@
 """The text of ``butterfly sweep``: the whole sweep's bill (a row per budget, then the total)
 and its result (a row per budget: final match or horizon with its interval, cost, cost per
 correct conversation, reasoning tokens per edit). Figures come computed
-(``analysis/budget_sweep.py``); this only lays them out."""
+(``analysis/sweep_records.py``); this only lays them out."""
 
 from __future__ import annotations
 
-from butterfly.analysis.budget_sweep import SweepBill, SweepBudget, SweepResult
+from butterfly.analysis.sweep_records import SweepBill, SweepBudget, SweepResult
 from butterfly.core.printable import printable
 from butterfly.present.bill import budget_line, notes, table, usd
 

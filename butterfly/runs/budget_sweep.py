@@ -21,8 +21,8 @@ from pydantic import JsonValue
 from butterfly.core.options import RunOptions
 from butterfly.errors import UserError
 from butterfly.runs.budget import Budget
-from butterfly.runs.options import OWNED, arg_value, check_model_args
 from butterfly.runs.records import BudgetSweep, RunManifest
+from butterfly.runs.run_flags import OWNED, arg_value, check_model_args
 from butterfly.runs.store import MANIFEST, check_link, read_manifest
 
 HARNESS_KEY = "max_tokens"

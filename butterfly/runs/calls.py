@@ -22,9 +22,9 @@ from typing import Final
 
 from pydantic import ValidationError
 
-from butterfly.core.price import UserPrice
-from butterfly.core.results import Usage
+from butterfly.core.scores import Usage
 from butterfly.core.turns import CallKey
+from butterfly.core.user_price import UserPrice
 from butterfly.errors import UserError
 from butterfly.runs.records import CallError, CallRecord, InvalidUsage, Tokens
 from butterfly.runs.usage import UsageTally

@@ -25,7 +25,7 @@ from typing import Literal
 from butterfly.core.pooling import Result
 from butterfly.engine.tracks import Track, track
 from butterfly.models.client import ModelClient
-from butterfly.models.prices import Rates
+from butterfly.models.price_map import Rates
 from butterfly.models.provider import Request, Response
 from butterfly.models.tokens import PER_CALL, Counter, LongCounts, PromptCaching
 from butterfly.runs.play import Conversation, Player, Progress, play_conversation

@@ -30,14 +30,14 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from butterfly.core.pooling import Result
-from butterfly.core.price import UserPrice
 from butterfly.core.turns import ConversationKey
+from butterfly.core.user_price import UserPrice
 from butterfly.core.vocab import DEFAULTS, ErrorClass, RunStatus
 from butterfly.engine.conversation import Ask
 from butterfly.engine.conversation import Conversation as Engine
 from butterfly.engine.tracks import Parsed, track
 from butterfly.errors import UserError
-from butterfly.models.prices import Rates, rates_for
+from butterfly.models.price_map import Rates, rates_for
 from butterfly.runs.calls import Compactor
 from butterfly.runs.digest import START
 from butterfly.runs.inspect_log import (

@@ -1,5 +1,5 @@
 """The code track's observations: each program a run's answers hold, run in the sandbox and read
-as an observed spec (``code.extract``), kept in the run directory by program hash.
+as an observed spec (``code.spec_of_program``), kept in the run directory by program hash.
 
 ``observations.jsonl`` holds one strict :class:`Observation` per (program, expected spec),
 appended and flushed as each is made, so a killed run keeps every observation it finished.
@@ -15,7 +15,8 @@ Only writers observe: ``butterfly run --track code`` (after its conversations ar
 ``butterfly observe RUN``, each holding the run's write lock (:func:`observe_programs`). Every
 reader (score, show, report, export, compare, flips, runs) reads observations and never runs a
 program. Programs are observed two at a time (``WORKERS``: the machine's two cores), each within
-its budget (``code.extract``); SIGINT, SIGTERM or an error stops every running program at once,
+its budget (``code.spec_of_program``); SIGINT, SIGTERM or an error stops every running program at
+once,
 and its private directory is removed (``code.runner``).
 """
 
@@ -39,9 +40,9 @@ from typing import IO, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from butterfly.code.catalogue import KEYS
-from butterfly.code.extract import EXTRACTOR_VERSION, budget, observe
 from butterfly.code.runner import sweep_stale
 from butterfly.code.sandbox import ENV, bubblewrap_problem, sandbox_kind
+from butterfly.code.spec_of_program import EXTRACTOR_VERSION, budget, observe
 from butterfly.core.pooling import Result
 from butterfly.errors import UserError
 from butterfly.runs.digest import START, Chain
@@ -62,7 +63,7 @@ class Observation(BaseModel):
     schema_version: Literal[1, 2] = 2
     kind: Literal["butterfly-observation"] = "butterfly-observation"
     program_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    extractor: int = Field(description="The extractor's version (code.extract."
+    extractor: int = Field(description="The extractor's version (code.spec_of_program."
                            "EXTRACTOR_VERSION): an observation of another is made again.")
     expect: dict[str, str] = Field(description="The oracle's code spec on the turn: it chooses "
                                    "the probe inputs tried first and the settings observable.")

@@ -19,8 +19,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from butterfly.core.price import UserPrice
-from butterfly.core.results import TrackName, Usage
+from butterfly.core.scores import TrackName, Usage
+from butterfly.core.user_price import UserPrice
 from butterfly.core.vocab import (
     DEFAULTS,
     ErrorClass,

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 from butterfly.core.asking import n_asked
 from butterfly.errors import UserError
 from butterfly.models.router import RouterConfig
-from butterfly.runs.pricing import check_same_price
 from butterfly.runs.records import RouterRef, RunParams, Shard
+from butterfly.runs.run_price import check_same_price
 from oracle import Scenario
 
 C = TypeVar("C", bound=tuple[Scenario, str, int])

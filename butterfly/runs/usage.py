@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from butterfly.core.efficiency import Spent
-from butterfly.core.price import UserPrice
-from butterfly.core.results import Usage
+from butterfly.core.scores import Usage
 from butterfly.core.turns import ConversationKey
 from butterfly.core.usage import count_problem
+from butterfly.core.user_price import UserPrice
 from butterfly.models.registry import prefix_of
 from butterfly.runs.records import InvalidUsage, Tokens
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from butterfly.core.results import PromptLabel
+from butterfly.core.scores import PromptLabel
 from butterfly.engine.tracks import track
 from butterfly.runs.records import RunManifest
 

@@ -41,7 +41,7 @@ from oracle.readings import Context, Reading, normalise, triggered, triggered_at
 from oracle.replay import Replayer
 
 if TYPE_CHECKING:
-    from butterfly.suite.depth import DepthPlan
+    from butterfly.suite.deep_chains import DepthPlan
 
 COUPLING_PLAYS: Final = (
     ("input_format", "tsv", "delimiter"),
@@ -108,7 +108,8 @@ class Builder:
         self.previous_op: str | None = None
         """The op of the last turn that was not a distractor (second reading 8)."""
         self.plan: DepthPlan | None = None
-        """A deep chain's plan of long-lived changes (``suite.depth``): it may refuse a turn."""
+        """A deep chain's plan of long-lived changes (``suite.deep_chains``): it may refuse a
+        turn."""
 
     @property
     def spec(self) -> dict[str, str]:

@@ -19,7 +19,7 @@ from butterfly.suite.builder import (
     need,
     scenario_seed,
 )
-from butterfly.suite.depth import DepthPlan, asked_of, deep_enough
+from butterfly.suite.deep_chains import DepthPlan, asked_of, deep_enough
 from oracle import MAX_TURNS, OPS, UNDO_OPS, Scenario
 
 DEFAULT_MIX: Final[dict[str, int]] = CHAIN_MIX
@@ -85,7 +85,7 @@ def _chain(b: Builder, length: int, mix: dict[str, int], asked: tuple[int, ...])
     """Exactly ``length`` turns drawn from ``mix`` (the draw is retried unless: some undo or redo
     when the mix has them; from 10 turns, five different ops and a rule switched on; from 20
     turns, every op of the mix and a rule switched on and later off again), with the depth
-    plan of a chain of 40 turns or more asked at ``asked`` (``suite.depth``)."""
+    plan of a chain of 40 turns or more asked at ``asked`` (``suite.deep_chains``)."""
     b.plan = DepthPlan.of(length, asked, b.rng, release=bool(mix.get("undo_earliest")))
     need(b.set())
     while len(b.turns) < length:

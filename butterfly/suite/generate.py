@@ -34,7 +34,7 @@ from oracle import BY_KEY, CATEGORIES, KEYS, Scenario, Turn, check, replay
 from oracle.ops import REGISTRY
 
 GENERATOR_VERSION: Final = "4"
-"""4 (contract v4): chains of 40 turns or more drawn deep (``suite.depth``), and the output
+"""4 (contract v4): chains of 40 turns or more drawn deep (``suite.deep_chains``), and the output
 format's one-reading description where a compression change is in effect (reading 7)."""
 
 DEFAULT_COUNTS: Final[dict[str, int]] = {

@@ -28,10 +28,10 @@ from butterfly.errors import UserError
 from butterfly.files import SUITE_MAX_BYTES, open_regular, read_input
 from butterfly.suite.chains import generate_chains
 from butterfly.suite.code import CODE_COUNTS, generate_code
-from butterfly.suite.depth import depth_rows
+from butterfly.suite.deep_chains import depth_rows
 from butterfly.suite.generate import DEFAULT_COUNTS, GENERATOR_VERSION, generate
 from butterfly.suite.hard import generate_hard
-from butterfly.suite.horizon import generate_horizon
+from butterfly.suite.horizon_chains import generate_horizon
 from butterfly.suite.tracks import suite_track
 from oracle import (
     ASKED_MAX_TURNS,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from butterfly.suite.horizon import HARD_OPS
+from butterfly.suite.horizon_chains import HARD_OPS
 from oracle import OPS, Scenario
 from oracle.replay import Replayer
 

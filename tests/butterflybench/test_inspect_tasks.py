@@ -30,7 +30,7 @@ from fakeserver import FakeServer
 from butterfly.analysis.scoring import score_run
 from butterfly.api.running import run as butterfly_run
 from butterfly.core.metric_registry import METRICS as REGISTRY
-from butterfly.core.results import RunScore
+from butterfly.core.scores import RunScore
 from butterfly.engine.conversation import SAMPLE_SEED_STRIDE
 from butterfly.errors import UserError
 from butterfly.runs.calls import iter_records

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 
 from butterfly.analysis.flips import FlipGrid
 from butterfly.analysis.results import CompareResult
-from butterfly.core.results import BaselineScore, HorizonResult, RunScore
+from butterfly.core.scores import BaselineScore, HorizonResult, RunScore
 from butterfly.runs.records import BudgetSweep, RunParams
 
 FDT_BINS: Final = (*[str(t) for t in range(1, 11)], "none")

@@ -27,7 +27,7 @@ from butterfly.analysis.report.data import (
     UndoCell,
     UndoPanels,
 )
-from butterfly.core.results import Aggregate, HorizonResult
+from butterfly.core.scores import Aggregate, HorizonResult
 from butterfly.errors import UserError
 from oracle import UNDO_OPS
 

@@ -19,7 +19,7 @@ import butterfly
 from butterfly.analysis.transcripts import load
 from butterfly.core.agents import drift_expected_final_match
 from butterfly.core.asking import ASKED_NOTE
-from butterfly.core.horizon import crossing
+from butterfly.core.horizon_metric import crossing
 from butterfly.core.logistic import fit_logistic
 from butterfly.core.metrics import score_scenario
 from butterfly.suite.load import load_suite, resolve_suite

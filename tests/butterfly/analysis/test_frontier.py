@@ -20,7 +20,7 @@ from butterfly.analysis.report.frontier import (
     scenario_costs,
 )
 from butterfly.core.efficiency import paired_means
-from butterfly.core.results import ConversationScore
+from butterfly.core.scores import ConversationScore
 from butterfly.core.stats import ratio_bootstrap
 from butterfly.present.svgdraw import log_ticks
 

@@ -11,7 +11,7 @@ import pytest
 
 import butterfly
 from butterfly.core.agents import drift_expected_final_match
-from butterfly.core.horizon import crossing
+from butterfly.core.horizon_metric import crossing
 from butterfly.core.logistic import fit_logistic
 from butterfly.suite.load import HORIZON_ASK_AT, load_suite, resolve_suite
 from oracle import replay

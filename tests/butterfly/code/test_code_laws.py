@@ -16,8 +16,8 @@ from butterfly.code.catalogue import (
     is_valid,
     visible,
 )
-from butterfly.code.extract import extract
 from butterfly.code.program import render
+from butterfly.code.spec_of_program import extract
 
 
 def test_the_canonical_program_extracts_to_the_canonical_spec() -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from butterfly.code.catalogue import DOMAINS, KEYS, canonical, one_away, visible
-from butterfly.code.extract import extract
 from butterfly.code.program import render
+from butterfly.code.spec_of_program import extract
 
 CHOSEN = ("input_format=tsv", "input_format=json", "output_format=jsonl",
           "output_format=markdown", "delimiter=semicolon", "header_row=no", "encoding=latin-1",

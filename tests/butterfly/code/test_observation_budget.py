@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from butterfly.code import extract, probes, runner
+from butterfly.code import probes, runner, spec_of_program
 from butterfly.code.catalogue import BROKEN, KEYS, UNOBSERVED, canonical, visible
 from butterfly.code.program import render
 
@@ -44,13 +44,13 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The runs the extractor starts (one entry each)."""
     runs: list[int] = []
-    real = extract.run_program
+    real = spec_of_program.run_program
 
     def counting(*args: object, **kwargs: object) -> runner.Outcome:
         runs.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(extract, "run_program", counting)
+    monkeypatch.setattr(spec_of_program, "run_program", counting)
     return runs
 
 
@@ -66,9 +66,9 @@ def _all_broken(observed: dict[str, str]) -> bool:
 
 def test_a_program_that_never_ends_is_broken_at_once(monkeypatch: pytest.MonkeyPatch,
                                                      counted: list[int]) -> None:
-    monkeypatch.setattr(extract, "RUN_SECONDS", 1.0)
+    monkeypatch.setattr(spec_of_program, "RUN_SECONDS", 1.0)
     start = time.monotonic()
-    got = extract.observe(ENDLESS, canonical())
+    got = spec_of_program.observe(ENDLESS, canonical())
     assert _all_broken(got.observed) and len(counted) == 1  # not 36 runs to the wall limit
     assert got.reason is not None and "small probe (the expected input)" in got.reason
     assert "wall-clock limit (1 s)" in got.reason and "every setting broken" in got.reason
@@ -82,7 +82,7 @@ def test_a_program_that_never_ends_is_broken_at_once(monkeypatch: pytest.MonkeyP
 ], ids=["stdout", "eight-files", "many-files"])
 def test_a_flood_ends_the_search_at_its_first_run(program: str, words: str,
                                                   counted: list[int]) -> None:
-    got = extract.observe(program, canonical())
+    got = spec_of_program.observe(program, canonical())
     assert _all_broken(got.observed) and len(counted) == 1
     assert got.reason is not None and words in got.reason
 
@@ -116,10 +116,10 @@ def test_what_a_probe_reads_is_bounded() -> None:
 def test_the_budget_stops_a_slow_program_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each run sleeps 0.7 s: the small probe fits the budget of 1.2 s, the later runs do not;
     what the small probe showed is kept, the rest is broken with the budget named."""
-    monkeypatch.setattr(extract, "BUDGET_SECONDS", 1.2)
+    monkeypatch.setattr(spec_of_program, "BUDGET_SECONDS", 1.2)
     spec = canonical()
     start = time.monotonic()
-    got = extract.observe(_slowed("import time; time.sleep(0.7)"), spec)
+    got = spec_of_program.observe(_slowed("import time; time.sleep(0.7)"), spec)
     assert time.monotonic() - start < 4
     assert got.observed["output_format"] == visible(spec)["output_format"]
     assert got.observed["max_rows"] == BROKEN and got.observed["on_error"] == BROKEN
@@ -127,9 +127,9 @@ def test_the_budget_stops_a_slow_program_and_says_so(monkeypatch: pytest.MonkeyP
 
 
 def test_the_cpu_budget_counts_what_the_runs_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extract, "BUDGET_CPU", 0.3)
+    monkeypatch.setattr(spec_of_program, "BUDGET_CPU", 0.3)
     spec = canonical()
-    got = extract.observe(_slowed("x = sum(range(25_000_000))"), spec)
+    got = spec_of_program.observe(_slowed("x = sum(range(25_000_000))"), spec)
     assert got.observed["input_format"] == spec["input_format"]  # the small probe ran
     assert got.reason is not None and "budget ran out" in got.reason
     assert BROKEN in got.observed.values()
@@ -148,7 +148,7 @@ def test_a_stop_request_ends_a_running_program_at_once(private_tmp: Path) -> Non
 
 def test_the_reference_program_is_unchanged_by_the_budget() -> None:
     spec = canonical()
-    got = extract.observe(render(spec), spec)
+    got = spec_of_program.observe(render(spec), spec)
     assert got == (visible(spec), None) and set(got.observed) == set(KEYS)
 
 

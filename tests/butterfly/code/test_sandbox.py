@@ -28,9 +28,9 @@ from conftest import ROOT
 
 from butterfly.code import sandbox
 from butterfly.code.catalogue import canonical, visible
-from butterfly.code.extract import extract
 from butterfly.code.program import render
 from butterfly.code.runner import CAP, Outcome, run_program
+from butterfly.code.spec_of_program import extract
 
 SHORT = 3.0
 

@@ -1,4 +1,4 @@
-"""The horizon (butterfly/core/horizon.py): its JSON shape, the contract's order of decision
+"""The horizon (butterfly/core/horizon_metric.py): its JSON shape, the contract's order of decision
 (all passed, all failed, not enough data, the fit) with its censored bounds, the interval's
 open ends and never zero width, the Kaplan-Meier survival curve, and recovery of the drift
 agent's known horizon on butterfly-long."""
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from butterfly.core.agents import drift_expected_final_match, drift_spec
-from butterfly.core.horizon import (
+from butterfly.core.horizon_metric import (
     NOT_ENOUGH_DATA,
     Conversation,
     Horizon,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from butterfly.core.horizon import Conversation, horizon
+from butterfly.core.horizon_metric import Conversation, horizon
 from butterfly.core.horizon_text import horizon_line, horizon_words, interval_text, value_text
-from butterfly.core.results import HorizonResult
+from butterfly.core.scores import HorizonResult
 
 
 def _result(convs: list[Conversation]) -> HorizonResult:

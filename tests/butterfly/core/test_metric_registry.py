@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from butterfly.core import results
+from butterfly.core import scores
 from butterfly.core.metric_registry import METRICS, aggregate_fields, metric
 from butterfly.core.metrics import ScenarioScore, aggregate
 from butterfly.core.pooling import Count, Mean
@@ -22,10 +22,10 @@ SCORED = [ScenarioScore(id="s1", category="c", turns=2, turn_match=(True, False)
 def test_aggregate_has_exactly_the_registrys_fields() -> None:
     registry = [(name, kind, field.description) for name, kind, field in aggregate_fields()]
     model = [(name, f.annotation, f.description)
-             for name, f in results.Aggregate.model_fields.items()]
+             for name, f in scores.Aggregate.model_fields.items()]
     assert model == registry
     names = [name for name, _, _ in registry]
-    assert list(results.RunScore.model_fields)[1:len(names) + 1] == names
+    assert list(scores.RunScore.model_fields)[1:len(names) + 1] == names
 
 
 def test_a_metric_cannot_take_another_metrics_field() -> None:
@@ -55,4 +55,4 @@ def test_a_metric_without_its_aggregate_line_is_refused() -> None:
             aggregate(SCORED)
     finally:
         del METRICS["toy_turns"]
-    assert list(aggregate(SCORED).model_dump()) == list(results.Aggregate.model_fields)
+    assert list(aggregate(SCORED).model_dump()) == list(scores.Aggregate.model_fields)

@@ -20,8 +20,8 @@ from butterfly.core.prompts import (
 )
 from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
 from butterfly.errors import UserError
-from butterfly.runs.options import make_params as make_params_of
 from butterfly.runs.records import RunParams
+from butterfly.runs.run_flags import make_params as make_params_of
 from butterfly.suite.load import load_suite
 
 

@@ -21,7 +21,7 @@ from butterfly.core.prompts import restate_message
 from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
 from butterfly.present.display import horizon_line
-from butterfly.runs.options import parse_ask_at
+from butterfly.runs.run_flags import parse_ask_at
 from butterfly.suite.load import load_manifest, load_suite
 from oracle import replay
 

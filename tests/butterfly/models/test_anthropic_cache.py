@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from butterfly import api
-from butterfly.core.caching import cache_marks, marked
+from butterfly.core.cache_marks import cache_marks, marked
 
 MODEL = "anthropic/claude-sonnet-4-5"
 USAGE = {"input_tokens": 10, "output_tokens": 4, "cache_creation_input_tokens": 20}

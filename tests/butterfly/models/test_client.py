@@ -9,7 +9,7 @@ import random
 import pytest
 from fakeserver import FakeServer
 
-from butterfly.models.cache import Cache
+from butterfly.models.answer_cache import Cache
 from butterfly.models.client import ModelClient
 from butterfly.models.litellm_seam import FatalProviderError, LiteLLMProvider
 from butterfly.models.openai_http import OpenAIHTTPProvider

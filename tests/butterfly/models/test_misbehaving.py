@@ -15,9 +15,9 @@ import aiohttp
 import pytest
 from fakeserver import FakeServer
 
-from butterfly.core.extract import MAX_CHARS
+from butterfly.core.find_json import MAX_CHARS
 from butterfly.core.vocab import DEFAULTS
-from butterfly.models.cache import Cache
+from butterfly.models.answer_cache import Cache
 from butterfly.models.client import ModelClient, capped, fits
 from butterfly.models.litellm_seam import LiteLLMProvider, unconverted
 from butterfly.models.openai_http import OpenAIHTTPProvider, read_body

@@ -238,7 +238,7 @@ def test_an_empty_model_name_after_the_prefix_is_refused() -> None:
 
 def test_via_is_checked_recorded_and_not_part_of_the_answer_key() -> None:
     from butterfly.core.options import RunOptions
-    from butterfly.runs.options import make_params as make_params_of
+    from butterfly.runs.run_flags import make_params as make_params_of
 
     def make_params(**options: Any) -> Any:
         return make_params_of(RunOptions(**options))

@@ -14,7 +14,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from butterfly.models import prices
+from butterfly.models import price_map
 from butterfly.models.litellm_seam import SHIPPED, litellm, shipped_rates
 
 MODELS = ["openai/gpt-4o-mini", "openai/gpt-4o", "openai/gpt-4.1-nano", "openai/o3-mini",
@@ -33,10 +33,10 @@ def test_our_price_is_litellms(model: str, prompt: int, completion: int,
                   total_tokens=prompt + completion, prompt_tokens_details=details)
     p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
                                   completion_tokens=completion, usage_object=usage)
-    ours = prices.cost_usd(model, prompt, completion, cached)
+    ours = price_map.cost_usd(model, prompt, completion, cached)
     assert ours is not None and ours == pytest.approx(round(p + c, 10), rel=1e-9, abs=1e-12)
     # the litellm transport: the same sum over the rates litellm resolves, litellm's to the bit
-    assert prices.cost_usd(model, prompt, completion, cached, shipped_rates) == round(p + c, 10)
+    assert price_map.cost_usd(model, prompt, completion, cached, shipped_rates) == round(p + c, 10)
 
 
 @pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5"])
@@ -54,7 +54,7 @@ def test_claudes_cache_writes_cost_what_litellm_charges(model: str, cached: int,
                       cached_tokens=cached, cache_creation_tokens=written),
                   cache_read_input_tokens=cached, cache_creation_input_tokens=written)
     p, c = litellm.cost_per_token(model=model, usage_object=usage)
-    for rates in (prices.rates(model), shipped_rates(model)):
+    for rates in (price_map.rates(model), shipped_rates(model)):
         assert rates is not None and rates.written == pytest.approx(1.25 * rates.prompt)
         assert rates.usd(prompt, completion, cached, written) == pytest.approx(p + c, rel=1e-9)
 
@@ -62,32 +62,32 @@ def test_claudes_cache_writes_cost_what_litellm_charges(model: str, cached: int,
 @pytest.mark.parametrize("model", ["openai/fake", "hosted_vllm/Qwen/Qwen2.5-7B",
                                    "openai/claude-haiku-4-5"])
 def test_an_unpriced_model_costs_none(model: str) -> None:
-    assert prices.cost_usd(model, 10, 5) is None
+    assert price_map.cost_usd(model, 10, 5) is None
     with pytest.raises(Exception):  # noqa: B017 - litellm raises for a model it does not price
         litellm.cost_per_token(model=model, prompt_tokens=10, completion_tokens=5)
 
 
 def test_no_tokens_no_price() -> None:
-    assert prices.cost_usd("openai/gpt-4o-mini", None, 5) is None
+    assert price_map.cost_usd("openai/gpt-4o-mini", None, 5) is None
 
 
 def test_the_price_file_is_read_once_and_each_model_decided_once() -> None:
-    prices.rates.cache_clear()
-    prices.cost_usd("openai/unpriced-x", 1, 1)
-    prices.cost_usd("openai/unpriced-x", 2, 2)
-    prices.cost_usd("openai/gpt-4o-mini", 2, 2)
-    info = prices.rates.cache_info()
+    price_map.rates.cache_clear()
+    price_map.cost_usd("openai/unpriced-x", 1, 1)
+    price_map.cost_usd("openai/unpriced-x", 2, 2)
+    price_map.cost_usd("openai/gpt-4o-mini", 2, 2)
+    info = price_map.rates.cache_info()
     assert (info.misses, info.hits) == (2, 1)
-    assert prices._price_map.cache_info().misses <= 1
+    assert price_map._price_map.cache_info().misses <= 1
 
 
 def test_the_price_file_is_the_locked_litellms_public_map() -> None:
     """``litellm.model_cost`` as shipped (the litellm transport's map), the fields butterfly
     reads: ``tools/price_map.py`` rewrites the file when litellm moves."""
-    shipped = json.loads(prices.PRICE_FILE.read_text(encoding="utf-8"))
+    shipped = json.loads(price_map.PRICE_FILE.read_text(encoding="utf-8"))
     fix = "run .venv/bin/python tools/price_map.py"
     assert shipped["litellm"] == importlib.metadata.version("litellm"), fix
-    assert shipped["models"] == prices.project({k: litellm.model_cost[k] for k in SHIPPED}), fix
+    assert shipped["models"] == price_map.project({k: litellm.model_cost[k] for k in SHIPPED}), fix
     assert len(shipped["models"]) > 1000
 
 
@@ -104,10 +104,10 @@ def hook(event, args):
         opened.append(os.path.realpath(os.fsdecode(args[0])))
 
 sys.addaudithook(hook)
-from butterfly.models import prices, tokens
+from butterfly.models import price_map, tokens
 
 for model in sys.argv[1:]:
-    prices.rates(model), prices.window(model), prices.cost_usd(model, 1000, 100)
+    price_map.rates(model), price_map.window(model), price_map.cost_usd(model, 1000, 100)
     tokens.counter_for(model).encode("Set compression to gzip; undo the change before that.")
 ours = len(opened)
 open(os.path.join(folders[0], "__init__.py"), "rb").close()  # the control: seen as private
@@ -131,7 +131,7 @@ def test_no_file_of_litellms_package_is_read_for_prices_or_tokens() -> None:
     assert not seen["litellm"]
     assert [p.rsplit("/", 1)[1] for p in seen["private"]] == ["__init__.py"]  # the control only
     ours = ROOT / "butterfly" / "models" / "data" / "tokenizers"
-    read = {prices.PRICE_FILE, *(ours / f for f in ("deepseek_tokenizer.json",
+    read = {price_map.PRICE_FILE, *(ours / f for f in ("deepseek_tokenizer.json",
                                                    "anthropic_tokenizer.json",
                                                    "fb374d419588a4632f3f557e76b4b70aebbca790",
                                                    "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"))}

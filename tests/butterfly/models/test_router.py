@@ -20,7 +20,7 @@ import butterfly
 from butterfly.analysis.scoring import score_run
 from butterfly.core.prompts import messages
 from butterfly.errors import UserError
-from butterfly.models.cache import cache_key
+from butterfly.models.answer_cache import cache_key
 from butterfly.models.provider import Request
 from butterfly.models.registry import check_router
 from butterfly.models.router import load_router
@@ -290,7 +290,7 @@ def test_a_routed_call_is_priced_as_one_server_prices_it(tmp_path: Path) -> None
     import asyncio
 
     from butterfly.models.litellm_seam import RouterProvider, shipped_rates
-    from butterfly.models.prices import cost_usd
+    from butterfly.models.price_map import cost_usd
 
     request = Request(model="g", messages=({"role": "user", "content": "x"},),
                       temperature=0.0, max_tokens=8, seed=0)

@@ -1,5 +1,5 @@
 """A price the user gives (``--price``, ``--price-per-mtok``): read and checked, turned into
-rates (``prices.rates_for``), and one sum per answer (``prices.charge``): cost and what the
+rates (``price_map.rates_for``), and one sum per answer (``price_map.charge``): cost and what the
 cached prompt tokens saved; reasoning tokens counted once whichever way a server reports them
 (``wire.billed_completion``)."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from butterfly.core import wire
-from butterfly.core.price import UserPrice, per_mtok
+from butterfly.core.user_price import UserPrice, per_mtok
 from butterfly.errors import UserError
-from butterfly.models import prices
-from butterfly.runs.pricing import check_same_price, load_price, user_price
+from butterfly.models import price_map
+from butterfly.runs.run_price import check_same_price, load_price, user_price
 
 PRICE = UserPrice(input_per_mtok=2.0, output_per_mtok=8.0, cached_input_per_mtok=0.5)
 
@@ -47,27 +47,27 @@ def test_a_price_file_is_read_and_checked(tmp_path: Path) -> None:
 
 
 def test_the_users_price_wins_over_the_map() -> None:
-    mapped = prices.rates("openai/gpt-4o-mini")
+    mapped = price_map.rates("openai/gpt-4o-mini")
     assert mapped is not None
-    assert prices.rates_for("openai/gpt-4o-mini") == mapped
-    assert prices.rates_for("openai/gpt-4o-mini", PRICE) == prices.Rates(2e-6, 8e-6, 0.5e-6)
-    assert prices.rates_for("hosted_vllm/mine") is None
-    assert prices.rates_for("hosted_vllm/mine", PRICE) == prices.Rates(2e-6, 8e-6, 0.5e-6)
+    assert price_map.rates_for("openai/gpt-4o-mini") == mapped
+    assert price_map.rates_for("openai/gpt-4o-mini", PRICE) == price_map.Rates(2e-6, 8e-6, 0.5e-6)
+    assert price_map.rates_for("hosted_vllm/mine") is None
+    assert price_map.rates_for("hosted_vllm/mine", PRICE) == price_map.Rates(2e-6, 8e-6, 0.5e-6)
     no_cache = UserPrice(input_per_mtok=2, output_per_mtok=8)
-    assert prices.rates_for("x/y", no_cache) == prices.Rates(2e-6, 8e-6, 2e-6)
+    assert price_map.rates_for("x/y", no_cache) == price_map.Rates(2e-6, 8e-6, 2e-6)
 
 
 def test_charge_prices_cost_and_savings() -> None:
-    r = prices.Rates.of(PRICE)
+    r = price_map.Rates.of(PRICE)
     answer = wire.Response("{}", prompt_tokens=1000, completion_tokens=100, cached_tokens=600)
-    priced = prices.charge(r, answer)
+    priced = price_map.charge(r, answer)
     assert priced.cost_usd == pytest.approx(400 * 2e-6 + 600 * 0.5e-6 + 100 * 8e-6)
     assert priced.saved_usd == pytest.approx(600 * (2e-6 - 0.5e-6))
-    assert prices.charge(r, wire.Response("{}", prompt_tokens=10, completion_tokens=1)
+    assert price_map.charge(r, wire.Response("{}", prompt_tokens=10, completion_tokens=1)
                          ).saved_usd == 0
-    assert prices.charge(None, answer).cost_usd is None
-    assert prices.charge(None, answer).saved_usd is None
-    assert prices.charge(r, wire.Response("{}", completion_tokens=3)).cost_usd is None
+    assert price_map.charge(None, answer).cost_usd is None
+    assert price_map.charge(None, answer).saved_usd is None
+    assert price_map.charge(r, wire.Response("{}", completion_tokens=3)).cost_usd is None
 
 
 @pytest.mark.parametrize(("prompt", "completion", "reasoning", "total", "billed"), [

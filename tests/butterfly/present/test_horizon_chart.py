@@ -18,9 +18,9 @@ from conftest import run_cli
 import butterfly
 from butterfly.analysis.report import report_data
 from butterfly.analysis.report.figures import fitted_curve, series_of
-from butterfly.core.horizon import Conversation, horizon
+from butterfly.core.horizon_metric import Conversation, horizon
 from butterfly.core.horizon_text import horizon_line, horizon_words, value_text
-from butterfly.core.results import HorizonResult
+from butterfly.core.scores import HorizonResult
 from butterfly.present.charts import horizon_chart
 from butterfly.present.report import render_html
 

@@ -233,7 +233,7 @@ RENDERING = ("report", "charts", "headline", "svgdraw", "board", "packing")
 """The report's modules in present/: they word and draw a ReportData, nothing more."""
 COMPUTING = ("butterfly.analysis.scoring", "butterfly.analysis.compare",
              "butterfly.analysis.flips", "butterfly.analysis.regress", "butterfly.core.stats",
-             "butterfly.core.metrics", "butterfly.core.logistic", "butterfly.core.horizon",
+             "butterfly.core.metrics", "butterfly.core.logistic", "butterfly.core.horizon_metric",
              "numpy", "scipy", "matplotlib")
 """What scores or computes a statistic (issue 36: computed in analysis/report, then drawn)."""
 

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from butterfly.cli import build_parser
 from butterfly.core.printable import printable
-from butterfly.core.results import RunScore
+from butterfly.core.scores import RunScore
 from butterfly.core.stats import mean_interval
 
 EVIL = "\x1b[31mred\x1b]0;pwned title\x07\x1b[2J\x1b[H\u202eevil"

@@ -18,9 +18,9 @@ from butterfly.core.asking import asked_turns
 from butterfly.core.prompts import restate_message
 from butterfly.errors import UserError
 from butterfly.runs.merge import merge
-from butterfly.runs.options import parse_ask_at
 from butterfly.runs.records import RunParams
 from butterfly.runs.repair import repair
+from butterfly.runs.run_flags import parse_ask_at
 from butterfly.suite.load import ask_at_of, load_suite, resolve_suite
 from oracle import replay
 

@@ -31,9 +31,9 @@ from inspect_ai.model import GenerateConfig, ModelUsage
 from inspect_ai.scorer import Score
 
 from butterfly import api
-from butterfly.core.price import UserPrice
+from butterfly.core.user_price import UserPrice
 from butterfly.errors import UserError
-from butterfly.models.prices import cost_usd
+from butterfly.models.price_map import cost_usd
 from butterfly.present.messages import imported
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.records import RunParams
@@ -286,7 +286,7 @@ def test_cache_writes_are_carried_and_charged_at_the_write_rate(played: Run,
                                                                 tmp_path: Path) -> None:
     """A Claude log's cache writes (inspect's input_tokens_cache_write, which the solver keeps
     as cache_write_tokens) are recorded and charged as butterfly run charges them."""
-    from butterfly.models.prices import rates_for
+    from butterfly.models.price_map import rates_for
 
     model = "anthropic/claude-sonnet-4-5"
     log = build_log(played)

@@ -18,7 +18,7 @@ from fakeserver import FakeServer
 
 from butterfly import api
 from butterfly.core.usage import invalid
-from butterfly.models.cache import Cache, cache_key
+from butterfly.models.answer_cache import Cache, cache_key
 from butterfly.models.provider import Request, Response
 from butterfly.runs.records import CallRecord
 

@@ -14,9 +14,9 @@ from fakeserver import FakeServer
 import butterfly
 from butterfly.core.prompts import messages
 from butterfly.errors import UserError
-from butterfly.models.cache import cache_key
+from butterfly.models.answer_cache import cache_key
 from butterfly.models.provider import Request
-from butterfly.runs.options import parse_model_args
+from butterfly.runs.run_flags import parse_model_args
 from butterfly.runs.usage import LOCAL_NOTE, UNPRICED_NOTE
 from butterfly.suite.load import load_suite
 from oracle import replay

@@ -20,7 +20,7 @@ from conftest import CODE_SUITE, ROOT, cli_in_process
 from fakeserver import FakeServer
 
 from butterfly import api
-from butterfly.code import extract, runner, sandbox
+from butterfly.code import runner, sandbox, spec_of_program
 from butterfly.code.agents import code_answers
 from butterfly.code.judge import figures_line
 from butterfly.runs import observe
@@ -77,7 +77,7 @@ def _refuse_programs(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a reading command started a sandbox")
 
     for module, name in ((sandbox, "execute_as"), (sandbox, "execute"), (runner, "run_program"),
-                         (extract, "run_program"), (observe, "observe")):
+                         (spec_of_program, "run_program"), (observe, "observe")):
         monkeypatch.setattr(module, name, refuse)
 
 

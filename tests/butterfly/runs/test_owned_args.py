@@ -22,7 +22,7 @@ from fakeserver import FakeServer
 
 import butterfly
 from butterfly.errors import UserError
-from butterfly.runs.options import OWNED, parse_model_args
+from butterfly.runs.run_flags import OWNED, parse_model_args
 
 VALUE: dict[str, Any] = {"model": "other-model", "temperature": 1.5, "seed": 7,
                          "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],

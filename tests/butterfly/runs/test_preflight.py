@@ -15,7 +15,7 @@ from fakeserver import FakeServer
 
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
-from butterfly.models.cache import Cache, cache_file
+from butterfly.models.answer_cache import Cache, cache_file
 from butterfly.models.provider import Request, Response
 
 

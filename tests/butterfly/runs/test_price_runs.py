@@ -18,7 +18,7 @@ from fakeserver import FakeServer
 from butterfly import api
 from butterfly.analysis.listing import list_runs
 from butterfly.analysis.report import report_data
-from butterfly.core.price import UserPrice
+from butterfly.core.user_price import UserPrice
 from butterfly.errors import UserError
 from butterfly.present.display import usage_line
 from butterfly.present.text import runs_text

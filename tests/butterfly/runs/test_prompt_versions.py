@@ -15,7 +15,7 @@ import butterfly
 from butterfly.analysis.listing import find_runs
 from butterfly.analysis.report import report_data
 from butterfly.core.prompts import PROMPT_VERSION
-from butterfly.core.results import PromptLabel
+from butterfly.core.scores import PromptLabel
 from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
 from butterfly.engine.tracks import SPEC, Reading
 from butterfly.present.display import score_tables

@@ -1,4 +1,5 @@
-"""Deep chains (contract v4, section 8; ``butterfly.suite.depth``): the plan of long-lived changes
+"""Deep chains (contract v4, section 8; ``butterfly.suite.deep_chains``): the plan of long-lived
+changes
 covers every band of every ask point, every generator emits only chains that pass the depth
 guard, the frozen suites pass it and their older versions are refused, and on butterfly-horizon
 the horizon means what it says (the recency agents' horizons track their windows; the drift
@@ -15,11 +16,11 @@ import pytest
 from butterfly.api import audit_depth, generate, validate
 from butterfly.core.agents import drift_expected_final_match, drift_spec
 from butterfly.core.asking import asked_turns
-from butterfly.core.horizon import Conversation, crossing, horizon
+from butterfly.core.horizon_metric import Conversation, crossing, horizon
 from butterfly.core.logistic import fit_logistic
 from butterfly.errors import UserError
 from butterfly.suite.chains import generate_chains
-from butterfly.suite.depth import ANCHOR_KEYS, asked_of, deep_enough, plan
+from butterfly.suite.deep_chains import ANCHOR_KEYS, asked_of, deep_enough, plan
 from butterfly.suite.load import HORIZON_ASK_AT, ROOT, dumps_suite, load_suite, resolve_suite
 from oracle import COUPLINGS, Scenario, check, replay
 from oracle.catalogue import APPLICABILITY

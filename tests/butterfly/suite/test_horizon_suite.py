@@ -12,7 +12,7 @@ import pytest
 from conftest import run_inproc as run_cli
 
 from butterfly.suite.builder import scenario_seed
-from butterfly.suite.horizon import HARD_OPS, generate_horizon_chain
+from butterfly.suite.horizon_chains import HARD_OPS, generate_horizon_chain
 from butterfly.suite.load import (
     BUILTINS,
     HORIZON_ASK_AT,

@@ -1,7 +1,7 @@
 """The user's price of a run (``--price FILE``, ``--price-per-mtok IN,OUT[,CACHED]``): read,
 checked, and kept across a resume.
 
-The file is a small JSON object (:class:`butterfly.core.price.UserPrice`, JSON Schema in
+The file is a small JSON object (:class:`butterfly.core.user_price.UserPrice`, JSON Schema in
 ``docs/schemas/price.schema.json``): ``{"input_per_mtok": 0.15, "output_per_mtok": 0.6,
 "cached_input_per_mtok": 0.075}``, USD per million tokens. A resume keeps the recorded price:
 another price (or none, for a run given one) is refused, so that every call of a run is priced
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from butterfly.core.price import PriceFields, UserPrice, per_mtok
+from butterfly.core.user_price import PriceFields, UserPrice, per_mtok
 from butterfly.errors import UserError
 from butterfly.files import parse_json, read_input
 

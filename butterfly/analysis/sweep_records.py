@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from butterfly.core.pooling import Interval, Result
-from butterfly.core.results import RunScore
+from butterfly.core.scores import RunScore
 from butterfly.core.vocab import RunStatus
 from butterfly.runs.dryrun import Bill, DryRun
 

@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field, WithJsonSchema
 from butterfly.core.pooling import Interval as Interval
 from butterfly.core.pooling import Result
 from butterfly.core.pooling import Share as Share
-from butterfly.core.price import UserPrice
+from butterfly.core.user_price import UserPrice
 from butterfly.core.vocab import TRACKS
 
 TrackName = Annotated[str, WithJsonSchema({"enum": list(TRACKS), "type": "string"})]

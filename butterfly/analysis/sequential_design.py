@@ -2,7 +2,8 @@
 scenario regressed from model A to model B (:class:`butterfly.analysis.regress.Sequential` for
 ``ebh``, :class:`butterfly.analysis.regress.GroupSequential` for ``gs``), and the typed result.
 
-The answers are drawn by :mod:`butterfly.runs.sequential` (round r plays repeat r, seed + r, of
+The answers are drawn by :mod:`butterfly.runs.sequential_draws` (round r plays repeat r,
+seed + r, of
 every still-active scenario for A and B into two ordinary run directories; re-running replays
 the recorded answers). The design sees one pass/fail pair per active scenario per round;
 e-values are those at each scenario's stopping time.

@@ -3,7 +3,7 @@
 One strict, versioned record, :class:`UserPrice`: US dollars per million input, output and
 (optionally) cached-input tokens. The run manifest records it (``params.price``), and every
 call of the run is priced by it instead of litellm's offline price map
-(:func:`butterfly.models.prices.rates_for`). Its JSON Schema is published as
+(:func:`butterfly.models.price_map.rates_for`). Its JSON Schema is published as
 ``docs/schemas/price.schema.json``; docs/cost.md ("Prices") says how it is used.
 """
 

@@ -1,5 +1,5 @@
 """Playing ``butterfly sequential``: draw answers of two models pair by pair per scenario,
-round by round, until a design (``analysis.sequential``) says each scenario is decided, looks
+round by round, until a design (``analysis.sequential_design``) says each scenario is decided, looks
 fine (``--stop-fine``) or reached the cap.
 
 Round r plays repeat r (seed + r) of every still-active scenario for model A and for model B,
@@ -21,9 +21,9 @@ from typing import Protocol
 
 import numpy as np
 
-from butterfly.core.price import UserPrice
 from butterfly.core.printable import printable
 from butterfly.core.turns import CallKey
+from butterfly.core.user_price import UserPrice
 from butterfly.core.vocab import RunStatus
 from butterfly.errors import BudgetStopped, RunFailed, UserError
 from butterfly.models.client import ModelClient, OnWait
@@ -37,7 +37,6 @@ from butterfly.models.registry import (
 from butterfly.models.router import RouterConfig
 from butterfly.runs.budget import Budget
 from butterfly.runs.lock import writer_lock
-from butterfly.runs.options import check_routed
 from butterfly.runs.play import (
     Conversation,
     Player,
@@ -46,6 +45,7 @@ from butterfly.runs.play import (
     play_conversation,
 )
 from butterfly.runs.records import RunParams
+from butterfly.runs.run_flags import check_routed
 from butterfly.runs.shards import router_ref
 from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
 from oracle import Scenario, replay

@@ -31,8 +31,8 @@ from butterfly.files import parse_json, read_input
 from butterfly.models.client import ANSWER_CAP
 from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
-from butterfly.runs.pricing import user_price
 from butterfly.runs.records import RouterRef, RunParams
+from butterfly.runs.run_price import user_price
 from butterfly.runs.shards import parse_shard
 from butterfly.runs.store import redact_url
 from butterfly.suite.load import ResolvedSuite

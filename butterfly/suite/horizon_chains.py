@@ -36,7 +36,7 @@ from butterfly.suite.builder import (
     need,
     scenario_seed,
 )
-from butterfly.suite.depth import DepthPlan, asked_of, deep_enough
+from butterfly.suite.deep_chains import DepthPlan, asked_of, deep_enough
 from oracle import ASKED_MAX_TURNS, Scenario
 
 HORIZON_MIX: Final[dict[str, int]] = {
