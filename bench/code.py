@@ -40,7 +40,10 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 
 from butterfly.code import probes  # noqa: E402
 from butterfly.code import spec_of_program as extract_module  # noqa: E402
-from butterfly.code.catalogue import (  # noqa: E402
+from butterfly.code.program import render  # noqa: E402
+from butterfly.code.runner import run_program  # noqa: E402
+from butterfly.code.spec_of_program import ARGS, extract  # noqa: E402
+from butterfly.core.code_catalogue import (  # noqa: E402
     DOMAINS,
     INPUT_SIDE,
     KEYS,
@@ -49,9 +52,6 @@ from butterfly.code.catalogue import (  # noqa: E402
     one_away,
     visible,
 )
-from butterfly.code.program import render  # noqa: E402
-from butterfly.code.runner import run_program  # noqa: E402
-from butterfly.code.spec_of_program import ARGS, extract  # noqa: E402
 
 TARGET_CPU = 0.5
 """Seconds of CPU per observed program (issue 23: the model stays the bottleneck)."""

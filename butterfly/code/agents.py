@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from butterfly.code.catalogue import DOMAINS, KEYS, apply_couplings, is_valid
 from butterfly.code.conversation import answer_text, code_spec
 from butterfly.code.program import render
 from butterfly.code.rewrite import refactor
 from butterfly.core.agents import agent_specs
+from butterfly.core.code_catalogue import DOMAINS, KEYS, apply_couplings, is_valid
 from oracle import Scenario, replay, targeted
 
 CODE_AGENTS: Final = ("oracle", "noop", "last-edit", "lifo", "no-coupling", "refactor",

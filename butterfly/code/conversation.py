@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from butterfly.code.catalogue import COUPLINGS, DOMAINS, KEYS, canonical
 from butterfly.code.program import render
+from butterfly.core.code_catalogue import COUPLINGS, DOMAINS, KEYS, canonical
 from butterfly.core.prompts import CHANGES, Message
 from oracle import Scenario
 from oracle.catalogue import BY_KEY

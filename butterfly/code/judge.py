@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from butterfly.code.catalogue import BROKEN, KEYS, UNOBSERVED
+from butterfly.core.code_catalogue import BROKEN, KEYS, UNOBSERVED
 from butterfly.core.scores import CodeScore
 
 

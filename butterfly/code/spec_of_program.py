@@ -20,8 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final, NamedTuple
 
 from butterfly.code import probes
-from butterfly.code.catalogue import BROKEN, DOMAINS, INPUT_SIDE, KEYS, UNOBSERVED, observable
 from butterfly.code.runner import Budget, Outcome, Spent, run_program
+from butterfly.core.code_catalogue import BROKEN, DOMAINS, INPUT_SIDE, KEYS, UNOBSERVED, observable
 
 EXTRACTOR_VERSION: Final = 3
 """Bumped whenever a change can observe a program differently: cached observations of another

@@ -3,7 +3,7 @@
 Pure data and small functions. Domains are the spec track's (``oracle.catalogue``) minus what the
 standard library cannot produce (parquet, zstd); the couplings are those among these settings.
 It lives in ``core`` so that the suite generator (``butterfly.suite.code``) may draw from it;
-``butterfly.code.catalogue`` re-exports every public name.
+``butterfly.core.code_catalogue`` re-exports every public name.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ conversation played through kaggle-benchmarks, each answer's program observed in
 sandbox, and scored as ``butterfly run --track code`` + ``butterfly score`` score it.
 
 Inlined into the notebook beside :mod:`butterfly.kaggle.runner`, so it may import only
-``core``, the code modules the notebook inlines (``code.catalogue``, ``program``,
-``conversation``, ``probes``, ``sandbox``, ``runner``, ``extract``, ``judge``), ``engine``, the
+``core``, the code modules the notebook inlines (``program``, ``conversation``, ``probes``,
+``sandbox``, ``runner``, ``spec_of_program``, ``judge``), ``engine``, the
 notebook's modules before it and ``oracle``. Nothing is rewritten here: the turns are the
 engine's on the code track (its messages ``code.conversation``'s, an answer read by
 ``program_of``), each program is observed by ``code.spec_of_program`` (the notebook's I/O, in the

@@ -80,7 +80,6 @@ MODULES: Final = (
     "butterfly/errors.py",
     "butterfly/code/__init__.py",
     "butterfly/core/code_catalogue.py",
-    "butterfly/code/catalogue.py",
     "butterfly/code/program.py",
     "butterfly/code/conversation.py",
     "butterfly/code/probes.py",

@@ -39,10 +39,10 @@ from typing import IO, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from butterfly.code.catalogue import KEYS
 from butterfly.code.runner import sweep_stale
 from butterfly.code.sandbox import ENV, bubblewrap_problem, sandbox_kind
 from butterfly.code.spec_of_program import EXTRACTOR_VERSION, budget, observe
+from butterfly.core.code_catalogue import KEYS
 from butterfly.core.pooling import Result
 from butterfly.errors import UserError
 from butterfly.runs.digest import START, Chain

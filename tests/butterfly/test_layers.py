@@ -56,7 +56,7 @@ NOTEBOOK_INLINED = {
     "butterfly.kaggle.restate": {"core", "engine", "kaggle"},
     "butterfly.kaggle.code_track": {"core", "code", "engine", "kaggle"},
     **{f"butterfly.code.{m}": {"core", "code"}
-       for m in ("catalogue", "program", "conversation", "probes", "child", "guard", "runner",
+       for m in ("program", "conversation", "probes", "child", "guard", "runner",
                  "spec_of_program", "judge")},
     "butterfly.code.sandbox": {"core", "code", "errors"},
     **{f"butterfly.engine.{m}": {"core", "code", "engine"} for m in ("tracks", "conversation")},

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from butterfly.analysis.report.data import PackedTurn, PageConversation, PageScenario
 from butterfly.analysis.transcripts import PROGRAMS, VIEWS, with_reasoning
-from butterfly.code.catalogue import BROKEN
+from butterfly.core.code_catalogue import BROKEN
 from butterfly.core.transcript import Transcript, TranscriptTurn, conversation_of
 from butterfly.runs.reader import Run
 from oracle import KEYS, Scenario, replay

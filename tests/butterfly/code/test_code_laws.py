@@ -8,7 +8,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from butterfly.code.catalogue import (
+from butterfly.code.program import render
+from butterfly.code.spec_of_program import extract
+from butterfly.core.code_catalogue import (
     DOMAINS,
     KEYS,
     apply_couplings,
@@ -16,8 +18,6 @@ from butterfly.code.catalogue import (
     is_valid,
     visible,
 )
-from butterfly.code.program import render
-from butterfly.code.spec_of_program import extract
 
 
 def test_the_canonical_program_extracts_to_the_canonical_spec() -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from butterfly.code.catalogue import DOMAINS, KEYS, canonical, one_away, visible
 from butterfly.code.program import render
 from butterfly.code.spec_of_program import extract
+from butterfly.core.code_catalogue import DOMAINS, KEYS, canonical, one_away, visible
 
 CHOSEN = ("input_format=tsv", "input_format=json", "output_format=jsonl",
           "output_format=markdown", "delimiter=semicolon", "header_row=no", "encoding=latin-1",

@@ -11,10 +11,10 @@ import io
 import pytest
 
 from butterfly.code import probes
-from butterfly.code.catalogue import canonical
 from butterfly.code.program import render
 from butterfly.code.runner import Outcome
 from butterfly.code.spec_of_program import extract, limit_sizes, read_limit
+from butterfly.core.code_catalogue import canonical
 
 IDS = [f"r{i}" for i in range(7)]
 OUTPUTS = {
@@ -82,18 +82,18 @@ def test_a_stray_carriage_return_is_no_line_ending() -> None:
 
 
 def test_utf16_through_bz2_has_no_mark_and_reads_as_utf16() -> None:
-    from butterfly.code.catalogue import apply_couplings, canonical, visible
     from butterfly.code.program import render
     from butterfly.code.spec_of_program import extract
+    from butterfly.core.code_catalogue import apply_couplings, canonical, visible
 
     spec = apply_couplings({**canonical(), "encoding": "utf-16", "compression": "bz2"})
     assert extract(render(spec), spec) == visible(spec)
 
 
 def test_a_program_two_input_edits_behind_is_read_not_broken() -> None:
-    from butterfly.code.catalogue import canonical, visible
     from butterfly.code.program import render
     from butterfly.code.spec_of_program import extract
+    from butterfly.core.code_catalogue import canonical, visible
 
     spec = {**canonical(), "output_format": "csv"}
     expect = {**spec, "encoding": "latin-1", "header_row": "no"}

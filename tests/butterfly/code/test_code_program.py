@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from butterfly.code.catalogue import KEYS, canonical, is_valid, one_away
 from butterfly.code.program import render
 from butterfly.code.runner import run_program
+from butterfly.core.code_catalogue import KEYS, canonical, is_valid, one_away
 
 SPECS = [canonical(), *one_away()]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from butterfly.code import probes, runner, spec_of_program
-from butterfly.code.catalogue import BROKEN, KEYS, UNOBSERVED, canonical, visible
 from butterfly.code.program import render
+from butterfly.core.code_catalogue import BROKEN, KEYS, UNOBSERVED, canonical, visible
 
 ENDLESS = "while True:\n    pass\n"
 FLOOD = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"

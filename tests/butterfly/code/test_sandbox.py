@@ -27,10 +27,10 @@ import pytest
 from conftest import ROOT
 
 from butterfly.code import sandbox
-from butterfly.code.catalogue import canonical, visible
 from butterfly.code.program import render
 from butterfly.code.runner import CAP, Outcome, run_program
 from butterfly.code.spec_of_program import extract
+from butterfly.core.code_catalogue import canonical, visible
 
 SHORT = 3.0
 
