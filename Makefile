@@ -6,6 +6,12 @@
 #               (pins kept where they still fit); `make lock UPGRADE=1` moves every pin to the
 #               newest release pyproject.toml allows
 PYTHON ?= python3
+# Python writes its bytecode caches (.venv's and the checkout's __pycache__, both ignored by git)
+# even where the environment sets PYTHONDONTWRITEBYTECODE: make test starts some 300 interpreters
+# (the CLI in a child process, xdist workers, notebook kernels, sandboxed programs), and each
+# would otherwise compile numpy, pydantic, litellm and butterfly again from source
+# (docs/install.md, "Bytecode": `butterfly score` of a small run, 1.5 s -> 0.9 s).
+unexport PYTHONDONTWRITEBYTECODE
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
