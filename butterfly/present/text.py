@@ -24,6 +24,7 @@ from butterfly.core.asking import ask_label
 from butterfly.core.efficiency_text import money, per_correct_cell
 from butterfly.core.printable import printable
 from butterfly.core.vocab import ErrorClass
+from butterfly.present.bill import table
 from butterfly.runs.play import wait_note
 
 if TYPE_CHECKING:  # calibrate imports scipy: a type only
@@ -82,9 +83,7 @@ def runs_text(lines: list[RunLine]) -> str:
                      _cached(x),
                      str(x.reasoning_tokens or 0)))
     cells = [[printable(c, newlines=False) for c in r] for r in rows]  # paths, names: data
-    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in cells)
+    return "\n".join(table(cells, left=len(head)))
 
 
 def flips_text(grid: FlipGrid) -> str:
