@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -268,9 +269,7 @@ def sequential_text(result: SequentialResult) -> str:
         if row["verdict"] == "REGRESSED":
             lines.append(f"  {row['id']:32s} A {row['a_pass']}/{row['pairs']}  "
                          f"B {row['b_pass']}/{row['pairs']}  {stat[0]} = {row[stat]:.3g}")
-    stops: dict[str, int] = {}
-    for row in r["scenarios"]:
-        stops[row["stopped"]] = stops.get(row["stopped"], 0) + 1
+    stops = Counter(row["stopped"] for row in r["scenarios"])
     lines.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
     lines.append(f"answers used: {r['answers_used']} (a fixed design at the cap: "
                  f"{r['answers_cap']})")
