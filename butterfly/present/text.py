@@ -61,11 +61,10 @@ def runs_text(lines: list[RunLine]) -> str:
         return "no run directories found"
     head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "mode", "source",
             "status", "final match", "cost", "per correct", "cached (saved)", "reasoning")
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
     for x in lines:
         if x.error is not None:
-            rows.append((x.path, "-", "-", "-", "-", "-", "-", "-", "-", "unreadable", "-",
-                         x.error[:60], "", "", ""))
+            rows.append((x.path, *["-"] * 8, "unreadable", "-", x.error[:60], "", "", ""))
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
