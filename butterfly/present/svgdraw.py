@@ -145,11 +145,14 @@ def steps(points: Sequence[tuple[float, float]]) -> str:
     return " ".join(out)
 
 
+def open_svg(width: int, height: int, cls: str, label: str) -> str:
+    return (f'<svg class="{cls}" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" {NS} role="img" aria-label="{esc(label)}">')
+
+
 def svg(width: int, height: int, cls: str, label: str, parts: Sequence[str]) -> str:
     """One whole SVG of ``parts``, labelled for a screen reader."""
-    return "".join([f'<svg class="{cls}" width="{width}" height="{height}" '
-                    f'viewBox="0 0 {width} {height}" {NS} role="img" aria-label="{esc(label)}">',
-                    *parts, "</svg>"])
+    return "".join([open_svg(width, height, cls, label), *parts, "</svg>"])
 
 
 @dataclass(frozen=True, slots=True)
