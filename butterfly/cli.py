@@ -138,7 +138,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", help="output file (default: stdout)")
     g.add_argument("--manifest", help="with --suite or --ask-at: also write its manifest here "
                    "(with --ask-at, default: beside --out, NAME.manifest.json)")
-    g.set_defaults(func=commands.cmd_generate)
 
     v = sub.add_parser("validate", help="check suite files; first violation on stderr")
     v.add_argument("files", nargs="+", metavar="SUITE", help="suite files or frozen suites' names")
@@ -150,15 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "docs/ladder.md)")
     v.add_argument("--track", choices=TRACKS, help="also hold every suite to this track's rules "
                    "(default: its manifest's track; code: code-catalogue values, no drop turns)")
-    v.set_defaults(func=commands.cmd_validate)
 
     o = sub.add_parser("oracle", help="print the oracle's spec after every turn")
     o.add_argument("file", metavar="SUITE.jsonl", help="the suite to replay")
-    o.set_defaults(func=commands.cmd_oracle)
 
     sc = sub.add_parser("schema", help="write the JSON Schemas of every record format")
     sc.add_argument("--out-dir", default="docs/schemas", help="directory to write them to")
-    sc.set_defaults(func=commands.cmd_schema)
 
     r = sub.add_parser("run", help="run a suite against a model (default: the embedded SmolLM2)")
     add_run(r)
@@ -166,18 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "print the calls, prompt, completion and cached-prefix tokens and the cost "
                    "the run would send, per slice of the suite and in total (docs/cost.md)")
     r.add_argument("--json", action="store_true", help="with --dry-run: print it as JSON")
-    r.set_defaults(func=commands.cmd_run)
 
     sw = _documented(sub, "sweep")
     add_sweep(sw)
-    sw.set_defaults(func=commands.cmd_sweep)
 
     mg = _documented(sub, "merge")
     mg.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the run directories of "
                     "shards 1/N .. N/N, in any order")
     mg.add_argument("--out", required=True, metavar="RUN", help="the merged run directory "
                     "(new or empty)")
-    mg.set_defaults(func=commands.cmd_merge)
 
     ii = _documented(sub, "import-inspect")
     ii.add_argument("log", metavar="LOG", help="an inspect eval log (.eval or .json)")
@@ -188,21 +181,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "log's)")
     add_option(ii, "price")
     add_option(ii, "price_per_mtok")
-    ii.set_defaults(func=commands.cmd_import_inspect)
 
     rr = _documented(sub, "repair")
     rr.add_argument("run", metavar="RUN", help="a run directory")
     rr.add_argument("flags", nargs=argparse.REMAINDER, metavar="RUN FLAGS",
                     help="when RUN's manifest is lost: --model M [--suite S --limit N ...] as "
                     "given to butterfly run")
-    rr.set_defaults(func=_repair)
 
     ob = _documented(sub, "observe")
     ob.add_argument("run", metavar="RUN", help="a code-track run directory")
     ob.add_argument("--allow-fallback", action="store_true", help="as root without "
                     "bubblewrap: observe in the fallback sandbox anyway (it cannot stop a "
                     "program from reading this user's files)")
-    ob.set_defaults(func=commands.cmd_observe)
 
     s = sub.add_parser("score", help="score a run directory")
     s.add_argument("run", metavar="RUN", help="a run directory")
@@ -212,14 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--protocol", choices=PROTOCOLS,
                    help="re-parse the raw answers as this output protocol defines them "
                    "(json-first: the object opening an answer; json-last: closing it)")
-    s.set_defaults(func=commands.cmd_score)
 
     ex = sub.add_parser("export", help="tidy CSV rows of runs, one per turn or conversation")
     ex.add_argument("runs", nargs="+", metavar="RUN", help="run directories")
     ex.add_argument("--csv", required=True, metavar="FILE", help="output file ('-': stdout)")
     ex.add_argument("--level", choices=("turn", "conversation"), default="conversation",
                     help="one row per turn, or per conversation (default)")
-    ex.set_defaults(func=commands.cmd_export)
 
     rs = sub.add_parser("runs", help="every run directory under DIR: model, suite, prompt "
                         "version, layouts, repeats, mode and ask points, source (inspect: imported "
@@ -227,18 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("dir", nargs="?", default="runs", metavar="DIR",
                     help="where to look (default runs)")
     rs.add_argument("--json", action="store_true", help="one JSON object per run directory")
-    rs.set_defaults(func=commands.cmd_runs)
 
     f = sub.add_parser("flips", help="per scenario, one character per run for each layout; "
                        "stable / layout-sensitive / runs-differ / noisy")
     f.add_argument("runs", nargs="+", metavar="RUN", help="run directories of one suite")
     f.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    f.set_defaults(func=commands.cmd_flips)
 
     au = sub.add_parser("audit", help="scenarios whose verdict flips across repeats of a layout")
     au.add_argument("runs", nargs="+", metavar="RUN", help="run directories made with --repeats")
     au.add_argument("--json", action="store_true", help="one JSON list on stdout")
-    au.set_defaults(func=commands.cmd_audit)
 
     sh = sub.add_parser("show", help="a conversation's transcript turn by turn, with the spec "
                         "diff against the oracle (without --scenario: each scenario's verdict "
@@ -252,7 +237,6 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--full", action="store_true", help="print raw answers whole")
     sh.add_argument("--lines", type=int, default=12, metavar="N",
                     help="lines of each raw answer to print")
-    sh.set_defaults(func=commands.cmd_show)
 
     rp = sub.add_parser("report", help="one self-contained HTML report of one or more runs: "
                         "leaderboard, tables, charts, flips, transcripts")
@@ -263,7 +247,6 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--compare-method", choices=COMPARE_METHODS, default="bh",
                     help="the compare section's method (runs of one suite; as butterfly compare)")
     rp.add_argument("--q", type=float, default=0.1, help="the compare section's q")
-    rp.set_defaults(func=commands.cmd_report)
 
     cp = sub.add_parser("compare", help="scenarios that regressed (and improved) from RUN_A to "
                         "RUN_B, with false-discovery control (docs/statistics.md)")
@@ -280,7 +263,6 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--layout", help="the layout to compare (each run's first when not given)")
     cp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap interval")
     cp.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    cp.set_defaults(func=commands.cmd_compare)
 
     ca = sub.add_parser("calibrate", help="false alarms, FDR, power and answers of every "
                         "regression method on a run's repeats (null pair, injected drops)")
@@ -296,7 +278,6 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--json", action="store_true",
                     help="one object keyed by method: fdr, power, false_alarms, answers for "
                     "null, 0.3 and 0.6")
-    ca.set_defaults(func=commands.cmd_calibrate)
 
     nb = sub.add_parser("notebook", help="the Kaggle notebook, built from the package")
     nb_sub = nb.add_subparsers(dest="notebook_command", metavar="ACTION", required=True)
@@ -305,7 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
                      "given)")
     nbb.add_argument("--check", action="store_true",
                      help="write nothing; exit 1 if the file differs from a fresh build")
-    nbb.set_defaults(func=commands.cmd_notebook)
 
     sq = sub.add_parser("sequential", help="draw answers of two models pair by pair per "
                         "scenario until each is decided; the regressions and answers spent")
@@ -340,7 +320,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_limits(sq)
     add_cache(sq)
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    sq.set_defaults(func=commands.cmd_sequential)
 
     pa = sub.add_parser("parse", help="parse one raw answer from stdin (exit 3: abstention)")
     pa.add_argument("--parse", choices=PARSE_MODES, default=D.parse,
@@ -350,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--protocol", choices=PROTOCOLS,
                     help="json-first: the object opening the answer; json-last: closing it "
                     "(default: the whole answer, or the last object)")
-    pa.set_defaults(func=commands.cmd_parse)
+    for name, command in sub.choices.items():  # `butterfly NAME` runs commands.cmd_NAME
+        command.set_defaults(func=_repair if name == "repair"
+                             else getattr(commands, f"cmd_{name.replace('-', '_')}"))
     return p
 
 

@@ -19,16 +19,17 @@ def usd(x: float | None) -> str:
     return f"{x:,.4f}" if x < 100 else f"{x:,.2f}"
 
 
-def _row(b: Bill) -> tuple[str, ...]:
+def bill_row(b: Bill, label: str | None = None) -> tuple[str, ...]:
+    """A bill's row: its slice (or ``label``), calls, tokens and cost."""
     cached = "-" if b.cached_tokens is None else f"{b.cached_tokens:,}"
-    return (b.slice, f"{b.calls:,}", f"{b.prompt_tokens:,}", f"{b.completion_tokens:,}", cached,
-            usd(b.cost_usd))
+    return (b.slice if label is None else label, f"{b.calls:,}", f"{b.prompt_tokens:,}",
+            f"{b.completion_tokens:,}", cached, usd(b.cost_usd))
 
 
-def table(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    """Rows as aligned text: the first column left, the others right."""
+def table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
+    """Rows as aligned text: the first ``left`` columns aligned left, the others right."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+    return ["  ".join(c.ljust(w) if i < left else c.rjust(w)
                       for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
             for r in rows]
 
@@ -65,7 +66,7 @@ def bill_text(d: DryRun) -> str:
     if d.recorded:
         lines.append(f"{d.recorded:,} calls already recorded in the run directory are not sent "
                      "again; the rows count what a resume would send")
-    lines += ["", *table([HEAD, *(_row(b) for b in d.slices), _row(d.total)]), ""]
+    lines += ["", *table([HEAD, *(bill_row(b) for b in d.slices), bill_row(d.total)]), ""]
     lines += [printable(n) for n in notes(d)]
     lines += [window_line(d)]
     if d.max_cost is not None:

@@ -207,6 +207,24 @@ def _label(text_: str) -> str:
     return printable(text_, newlines=False)
 
 
+def _title(x: float, y: float, words: str) -> str:
+    """A chart's (or a panel's) title, centred on ``x``."""
+    return text(x, y, words, size=13, anchor="middle", fill="#222")
+
+
+def _caption(x: float, y: float, words: str, rotate: int | None = None) -> str:
+    """An axis' caption centred on (x, y); ``rotate=-90`` for a y axis."""
+    return text(x, y, words, size=12, anchor="middle", rotate=rotate)
+
+
+def _keyed(width: int, cls: str, label: str, parts: list[str], keys: Sequence[tuple[str, str]],
+           left: float, top: float, span: float, rows: bool = False) -> str:
+    """A chart: its ``parts`` with the legend of ``keys`` below them from ``top``, the chart as
+    tall as the legend needs."""
+    drawn, height = legend(keys, left, top, span, rows=rows)
+    return svg(width, round(top + height + 4), cls, label, [*parts, drawn])
+
+
 def first_divergent_chart(fd: FirstDivergent, labels: Sequence[str]) -> str:
     """Bars: per bin, one bar per run, its height the share of the run's conversations whose
     first divergent turn is the bin's; the legend below."""
@@ -228,18 +246,14 @@ def first_divergent_chart(fd: FirstDivergent, labels: Sequence[str]) -> str:
     mid = Span(0, len(fd.bins), left, right)
     parts.append(x_ticks(mid, [(b + 0.5, name) for b, name in enumerate(fd.bins)], bottom))
     asked = " (over asked turns only where a run asked at chosen turns)" if fd.asked else ""
-    parts += [text(width / 2, 18, "Where conversations first go wrong", size=13,
-                   anchor="middle", fill="#222"),
-              text((left + right) / 2, bottom + 36,
-                   f"first divergent turn{asked} (none = matched throughout)", size=12,
-                   anchor="middle"),
-              text(16, (top + bottom) / 2, "conversations (%)", size=12, anchor="middle",
-                   rotate=-90)]
-    keys, height = legend([(series(i), _label(x)) for i, x in enumerate(labels)], left,
-                          bottom + 48, right - left)
-    total = round(bottom + 48 + height + 4)
-    return svg(width, total, "chart", "Where conversations first go wrong: the first "
-               "divergent turn of each run's conversations", [*parts, keys])
+    parts += [_title(width / 2, 18, "Where conversations first go wrong"),
+              _caption((left + right) / 2, bottom + 36,
+                       f"first divergent turn{asked} (none = matched throughout)"),
+              _caption(16, (top + bottom) / 2, "conversations (%)", rotate=-90)]
+    return _keyed(width, "chart", "Where conversations first go wrong: the first divergent "
+                  "turn of each run's conversations", parts,
+                  [(series(i), _label(x)) for i, x in enumerate(labels)],
+                  left, bottom + 48, right - left)
 
 
 def spaced(lengths: Sequence[int]) -> list[int]:
@@ -280,22 +294,17 @@ def horizon_chart(runs: Sequence[HorizonSeries]) -> str:
         parts.append(path(steps([(xs.at(t), y.at(v)) for t, v in s.survival]), series(i),
                           id=f"survival-{i}",
                           data_steps=";".join(f"{t} {v:.6f}" for t, v in s.survival)))
-    parts += [
-        text((l0 + l1) / 2, 18, "Final match by chain length, logistic fit", size=13,
-             anchor="middle", fill="#222"),
-        text((r0 + r1) / 2, 18, "Survival of turn match (Kaplan-Meier)", size=13,
-             anchor="middle", fill="#222"),
-        text((l0 + l1) / 2, bottom + 36, "chain length (turns, log scale)", size=12,
-             anchor="middle"),
-        text((r0 + r1) / 2, bottom + 36, "turn (0: before the first)", size=12, anchor="middle"),
-        text(16, (top + bottom) / 2, "final match (%)", size=12, anchor="middle", rotate=-90),
-        text(r0 - 40, (top + bottom) / 2, "matched at every turn so far (%)", size=12,
-             anchor="middle", rotate=-90)]
-    keys, height = legend([(series(i), f"{_label(s.label)}: horizon {horizon_words(s.horizon)}")
-                           for i, s in enumerate(runs)], l0, bottom + 48, r1 - l0, rows=True)
-    total = round(bottom + 48 + height + 4)
-    return svg(width, total, "chart", "Final match by chain length with the horizon, and the "
-               "survival of turn match", [*parts, keys])
+    parts += [_title((l0 + l1) / 2, 18, "Final match by chain length, logistic fit"),
+              _title((r0 + r1) / 2, 18, "Survival of turn match (Kaplan-Meier)"),
+              _caption((l0 + l1) / 2, bottom + 36, "chain length (turns, log scale)"),
+              _caption((r0 + r1) / 2, bottom + 36, "turn (0: before the first)"),
+              _caption(16, (top + bottom) / 2, "final match (%)", rotate=-90),
+              _caption(r0 - 40, (top + bottom) / 2, "matched at every turn so far (%)",
+                       rotate=-90)]
+    return _keyed(width, "chart", "Final match by chain length with the horizon, and the "
+                  "survival of turn match", parts,
+                  [(series(i), f"{_label(s.label)}: horizon {horizon_words(s.horizon)}")
+                   for i, s in enumerate(runs)], l0, bottom + 48, r1 - l0, rows=True)
 
 
 def _horizon_marks(i: int, s: HorizonSeries, x: Span, y: Span, top: float,
@@ -370,13 +379,9 @@ def frontier_chart(f: Frontier) -> str:
     what = "final match" if f.y_metric == "final match" else "horizon (turns)"
     per = "cost per conversation" if f.x_metric == "cost" else "tokens per conversation"
     unit = "USD, log scale" if f.x_metric == "cost" else "log scale"
-    parts += [text(width / 2, 16, f"What a run costs against its {what.split(' (')[0]}",
-                   size=13, anchor="middle", fill="#222"),
-              text((left + right) / 2, bottom + 34, f"{per} ({unit})", size=12,
-                   anchor="middle"),
-              text(14, (top + bottom) / 2, what, size=12, anchor="middle", rotate=-90)]
-    keys, height = legend([(series(n), _label(p.label) + ("" if p.pareto else " (beaten)"))
-                           for n, p in enumerate(f.points)], left, bottom + 44, right - left)
-    total = round(bottom + 44 + height + 4)
-    return svg(width, total, "chart frontier", f"{what} against {per}: the efficiency frontier",
-               [*parts, keys])
+    parts += [_title(width / 2, 16, f"What a run costs against its {what.split(' (')[0]}"),
+              _caption((left + right) / 2, bottom + 34, f"{per} ({unit})"),
+              _caption(14, (top + bottom) / 2, what, rotate=-90)]
+    return _keyed(width, "chart frontier", f"{what} against {per}: the efficiency frontier",
+                  parts, [(series(n), _label(p.label) + ("" if p.pareto else " (beaten)"))
+                          for n, p in enumerate(f.points)], left, bottom + 44, right - left)

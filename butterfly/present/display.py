@@ -29,7 +29,6 @@ from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
 from butterfly.core.scores import (
     Aggregate,
-    CodeScore,
     HorizonResult,
     RunScore,
     SuiteLabel,
@@ -324,11 +323,6 @@ def content_line(run: Run) -> str:
     return text
 
 
-def code_line(code: CodeScore) -> str:
-    """The code track's line under the score table (worded once, for the notebook too)."""
-    return figures_line(code)
-
-
 def _say(console: Console, text: str, *, highlight: bool = True) -> None:
     """One line under the score tables: control characters escaped, never read as markup (a
     price note or a label may come from a user's file or a model's name)."""
@@ -351,7 +345,7 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
     _say(console, f"effective final match (final match x coverage): "
                   f"{_pct(result.effective_final_match)}")
     if result.code is not None:
-        _say(console, code_line(result.code))
+        _say(console, figures_line(result.code))  # worded once, for the notebook too
     if result.abstention_by_reason:
         _say(console, "abstentions by reason: " + ", ".join(
             f"{k} {v}" for k, v in result.abstention_by_reason.items()))

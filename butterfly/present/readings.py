@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from butterfly.present.bill import table
 from oracle import Scenario
 from oracle.depth import HALF_SHARE, half, tenth
 from oracle.readings import Tally
@@ -21,13 +22,8 @@ def readings_table(label: str, scenarios: Sequence[Scenario], tallies: Sequence[
     for t in tallies:
         rows.append((f"{t.reading.number} {t.reading.name}", f"{t.scenarios} of {n}",
                      str(t.turns), str(t.triggered)))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"{label}: {n} scenarios, {turns} turns; what each second reading would change "
-             "(docs/readings.md)"]
-    for r in rows:
-        lines.append("  " + "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths,
-                                                                                strict=True))))
+             "(docs/readings.md)", *("  " + r for r in table(rows))]
     changed = sum(1 for t in tallies if t.scenarios)
     lines.append(f"  {'valid' if not changed else 'not valid'} under contract v4 (second readings)"
                  if tallies else "")
@@ -46,16 +42,15 @@ def depth_table(label: str, guarded: bool, ask_at: Sequence[int] | None,
         "its ask points (" + ", ".join(str(t) for t in ask_at) + " and each chain's last turn)")
     head = ("ask at", "chains", "shown", "oldest", "median age", "all bands",
             "last t/2 match", "last t/10 match")
-    table = [head] + [
+    cells = [head] + [
         (f"{r.turn:,}", str(r.chains), f"{r.shown:g}", f"{r.oldest:g}", f"{r.median_age:g}",
          f"{r.bands_covered}/{r.chains}", f"{r.half_matches}/{r.chains} (k={half(r.turn)})",
          f"{r.tenth_matches}/{r.chains} (k={tenth(r.turn)})")
         for r in rows
     ]
-    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     lines = [f"{label}: depth at {asked} from 40 turns on (docs/ladder.md, \"Depth\"); ages "
-             "in turns of the changes that show, medians over the chains"]
-    lines += ["  " + "  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in table]
+             "in turns of the changes that show, medians over the chains",
+             *("  " + r for r in table(cells, left=0))]
     lines.append(f"  depth guard: {violation}" if violation else
                  f"  depth guard holds: every band covered, the last t/2 messages match at most "
                  f"{HALF_SHARE:.0%} of chains, the last t/10 none")

@@ -40,6 +40,12 @@ def _clip(raw: str, lines: int | None) -> tuple[str, int]:
     return "\n".join(rows[:lines]), len(rows) - lines
 
 
+def _more(hidden: int, indent: int) -> list[Text]:
+    """The line saying how many lines a clipped text hides (none when it hides none)."""
+    return [Text(f"{' ' * indent}... {hidden} more lines (--full shows them)", style="dim")
+            ] if hidden else []
+
+
 def render(info: ShowInfo, conv: Transcript, *, lines: int | None = 12) -> list[Text]:
     """The transcript as rich Text lines (plain text when the console has no colour)."""
     out: list[Text] = []
@@ -124,9 +130,7 @@ def _answer(row: TranscriptTurn, lines: int | None) -> list[Text]:
     if diff is None or lines is None:
         raw, hidden = _clip(row["raw"] or "", lines)
         out.append(Text("  model: ", style="bold").append(Text(raw.replace("\n", "\n         "))))
-        if hidden:
-            out.append(Text(f"         ... {hidden} more lines (--full shows them)",
-                            style="dim"))
+        out += _more(hidden, 9)
     if diff is None:
         return out
     if not diff:
@@ -136,9 +140,7 @@ def _answer(row: TranscriptTurn, lines: int | None) -> list[Text]:
     for d in shown.splitlines():
         style = "green" if d.startswith("+") else "red" if d.startswith("-") else "dim"
         out.append(Text(f"    {d}", style=style))
-    if hidden:
-        out.append(Text(f"    ... {hidden} more lines (--full shows them)", style="dim"))
-    return out
+    return out + _more(hidden, 4)
 
 
 def _reasoning(row: TranscriptTurn, lines: int | None) -> list[Text]:
@@ -148,10 +150,8 @@ def _reasoning(row: TranscriptTurn, lines: int | None) -> list[Text]:
         return []
     head = Text("  reasoning" + (f" ({tokens} tokens)" if tokens else "") + ": ", style="dim")
     shown, hidden = _clip(text or "(not returned)", lines)
-    out = [head.append(Text(shown.replace("\n", "\n         "), style="dim"))]
-    if hidden:
-        out.append(Text(f"         ... {hidden} more lines (--full shows them)", style="dim"))
-    return out
+    return [head.append(Text(shown.replace("\n", "\n         "), style="dim")),
+            *_more(hidden, 9)]
 
 
 def listing(info: ShowInfo, convs: list[Transcript]) -> list[Text]:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from butterfly.analysis.sweep_records import SweepBill, SweepBudget, SweepResult
 from butterfly.core.printable import printable
-from butterfly.present.bill import budget_line, notes, table, usd
-
-BILL_HEAD = ("budget", "calls", "prompt tokens", "completion tokens", "cached prefix",
-             "cost USD")
+from butterfly.present.bill import HEAD, bill_row, budget_line, notes, table, usd
 
 
 def sweep_bill_text(b: SweepBill) -> str:
@@ -20,20 +17,14 @@ def sweep_bill_text(b: SweepBill) -> str:
     lines = [printable(f"dry run of the sweep {b.name}: {first.model} on {first.suite} at "
                        f"{b.key}={','.join(b.values)}; nothing was sent and nothing written"),
              ""]
-    rows = [BILL_HEAD]
-    for value, d in zip(b.values, b.budgets, strict=True):
-        t = d.total
-        rows.append((f"{b.key}={value}", f"{t.calls:,}", f"{t.prompt_tokens:,}",
-                     f"{t.completion_tokens:,}",
-                     "-" if t.cached_tokens is None else f"{t.cached_tokens:,}", usd(t.cost_usd)))
-    t = b.total
-    rows.append(("total", f"{t.calls:,}", f"{t.prompt_tokens:,}", f"{t.completion_tokens:,}",
-                 "-" if t.cached_tokens is None else f"{t.cached_tokens:,}", usd(t.cost_usd)))
+    rows = [("budget", *HEAD[1:]), *(bill_row(d.total, f"{b.key}={value}")
+                                     for value, d in zip(b.values, b.budgets, strict=True)),
+            bill_row(b.total, "total")]
     lines += [printable(x) for x in table(rows)]
     lines += ["", *(printable(n) for n in notes(first))]
     lines.append("reasoning tokens: not in the bill (a provider reports them only once spent)")
     if b.max_cost is not None:
-        lines.append(budget_line(b.max_cost, t.cost_usd) + " (over the whole sweep)")
+        lines.append(budget_line(b.max_cost, b.total.cost_usd) + " (over the whole sweep)")
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from butterfly.core.asking import ask_label
 from butterfly.core.efficiency_text import money, per_correct_cell
 from butterfly.core.printable import printable
 from butterfly.core.vocab import ErrorClass
+from butterfly.present.bill import table
 from butterfly.runs.play import wait_note
 
 if TYPE_CHECKING:  # calibrate imports scipy: a type only
@@ -59,11 +61,10 @@ def runs_text(lines: list[RunLine]) -> str:
         return "no run directories found"
     head = ("run", "model", "suite", "sha", "prompt", "layouts", "rep", "mode", "source",
             "status", "final match", "cost", "per correct", "cached (saved)", "reasoning")
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
     for x in lines:
         if x.error is not None:
-            rows.append((x.path, "-", "-", "-", "-", "-", "-", "-", "-", "unreadable", "-",
-                         x.error[:60], "", "", ""))
+            rows.append((x.path, *["-"] * 8, "unreadable", "-", x.error[:60], "", "", ""))
             continue
         fm = "-" if x.final_match is None else f"{100 * x.final_match:.1f}% ({x.n_conversations})"
         cost = "-" if x.cost_usd is None else f"${x.cost_usd:.4f}"
@@ -82,9 +83,7 @@ def runs_text(lines: list[RunLine]) -> str:
                      _cached(x),
                      str(x.reasoning_tokens or 0)))
     cells = [[printable(c, newlines=False) for c in r] for r in rows]  # paths, names: data
-    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in cells)
+    return "\n".join(table(cells, left=len(head)))
 
 
 def flips_text(grid: FlipGrid) -> str:
@@ -269,9 +268,7 @@ def sequential_text(result: SequentialResult) -> str:
         if row["verdict"] == "REGRESSED":
             lines.append(f"  {row['id']:32s} A {row['a_pass']}/{row['pairs']}  "
                          f"B {row['b_pass']}/{row['pairs']}  {stat[0]} = {row[stat]:.3g}")
-    stops: dict[str, int] = {}
-    for row in r["scenarios"]:
-        stops[row["stopped"]] = stops.get(row["stopped"], 0) + 1
+    stops = Counter(row["stopped"] for row in r["scenarios"])
     lines.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
     lines.append(f"answers used: {r['answers_used']} (a fixed design at the cap: "
                  f"{r['answers_cap']})")
