@@ -281,10 +281,10 @@ GS_FUTILITY = (0.8, 0.6, 0.45, 0.35)
 
 def gs_looks(available: int, looks: Sequence[int] = GS_LOOKS) -> tuple[int, ...]:
     """The looks of the group-sequential design within ``available`` pairs (the last look is
-    moved down to what is available)."""
+    moved down to what is available; with more pairs than it, the design still ends there)."""
     if available < 1:
         raise ValueError("no pairs")
-    kept = [n for n in looks if n < available]
+    kept = [n for n in looks[:-1] if n < available]
     return (*kept, min(available, looks[-1]))
 
 

@@ -247,9 +247,16 @@ def test_mixture_rates_follow_the_mixture() -> None:
     assert p.mean() == pytest.approx(0.4 * 8 / 9 + 0.3 * 0.5 + 0.2 / 7 + 0.05, abs=0.01)
 
 
-def test_group_sequential_live_form_matches_the_batch_form() -> None:
+def test_the_design_ends_at_its_last_look_whatever_is_available() -> None:
+    assert R.gs_looks(30) == (6, 12, 25, 30)
+    assert R.gs_looks(50) == (6, 12, 25, 50)
+    assert R.gs_looks(100) == R.gs_looks(150) == R.GS_LOOKS  # not 100 twice (found in review)
+
+
+@pytest.mark.parametrize("n", [100, 130])
+def test_group_sequential_live_form_matches_the_batch_form(n: int) -> None:
     rng = np.random.default_rng(5)
-    reps, m, n = 40, 24, 100
+    reps, m = 40, 24
     p = S.mixture_rates(rng, (reps, m))
     a = rng.random((reps, m, n)) < p[..., None]
     b = S.inject(rng.random((reps, m, n)) < p[..., None], rng,
