@@ -144,6 +144,7 @@ def test_the_runner_plays_and_scores_the_code_track_as_the_cli(
     assert [v["answers"][2]["abstention"] for v in verdicts[:1]] == ["no_program"]
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_the_notebook_plays_the_code_track_as_the_cli(
         cli: tuple[dict[str, Any], dict[str, Any], list[Any]], tmp_path: Path,
@@ -189,6 +190,7 @@ def _tree_with_a_code_suite(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 def test_the_build_carries_butterfly_code_once_it_is_frozen(
         tmp_path: Path, notebook_kernel: SharedKernel) -> None:
     """A tree without butterfly-code builds a notebook without it; a tree that has it gets it

@@ -55,6 +55,7 @@ def _same_verdicts(score: dict[str, Any], verdicts: dict[str, Any]) -> None:
     assert verdicts["effective_final_match"] == score["effective_final_match"]
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_the_notebook_plays_another_prompt_and_cuts_an_answer_as_the_cli(
         tmp_path: Path, notebook_kernel: SharedKernel) -> None:
@@ -103,6 +104,7 @@ def test_the_notebook_plays_another_prompt_and_cuts_an_answer_as_the_cli(
     assert "strategy few-shot, protocol json-first, parse structured, layout Q" in _shown(nb)
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_the_notebook_records_an_ask_over_the_context_window_as_the_cli(
         tmp_path: Path, notebook_kernel: SharedKernel) -> None:
@@ -149,6 +151,7 @@ def test_the_notebook_records_an_ask_over_the_context_window_as_the_cli(
     assert verdicts["final_matches"] == 2 and verdicts["n_scenarios"] == 3
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_the_notebook_refuses_what_it_cannot_play_in_one_line(
         tmp_path: Path, notebook_kernel: SharedKernel) -> None:

@@ -50,15 +50,21 @@ def _cells() -> list[dict[str, Any]]:
 # -- the build --------------------------------------------------------------------------------
 
 
-def test_committed_notebook_is_a_fresh_build() -> None:
-    assert NOTEBOOK.read_text(encoding="utf-8") == notebook.build(), (
+@pytest.fixture(scope="module")
+def fresh_build() -> str:
+    """A build of the notebook from this tree, made once for the tests that compare with it."""
+    return notebook.build()
+
+
+def test_committed_notebook_is_a_fresh_build(fresh_build: str) -> None:
+    assert NOTEBOOK.read_text(encoding="utf-8") == fresh_build, (
         "notebooks/butterflybench.ipynb differs from a fresh build: run "
         "`butterfly notebook build --out notebooks/butterflybench.ipynb` and commit it"
     )
 
 
-def test_build_is_deterministic() -> None:
-    assert notebook.build() == notebook.build()
+def test_build_is_deterministic(fresh_build: str) -> None:
+    assert notebook.build() == fresh_build
 
 
 def test_code_cells_are_the_package_sources_verbatim() -> None:
@@ -99,7 +105,8 @@ def test_an_import_outside_the_inlined_modules_fails_the_build() -> None:
                             for p in notebook.MODULES})
 
 
-def test_cli_build_and_check_import_neither_litellm_nor_kbench(tmp_path: Path) -> None:
+def test_cli_build_and_check_import_neither_litellm_nor_kbench(tmp_path: Path,
+                                                              fresh_build: str) -> None:
     out = tmp_path / "nb.ipynb"
     code = (
         "import sys\n"
@@ -112,7 +119,7 @@ def test_cli_build_and_check_import_neither_litellm_nor_kbench(tmp_path: Path) -
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    assert out.read_text(encoding="utf-8") == notebook.build()
+    assert out.read_text(encoding="utf-8") == fresh_build
     out.write_text(out.read_text(encoding="utf-8").replace("ButterflyBench", "Butterfly"))
     r = run_inproc("notebook", "build", "--check", "--out", str(out))
     assert r.returncode == 1 and "differs from a fresh build" in r.stderr
@@ -292,6 +299,7 @@ def cwd(tmp_path: Path) -> Iterator[Path]:
 ANSWER_KEYS = ("model", "messages", "temperature", "seed", "max_tokens")
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_notebook_against_the_fake_server_sends_what_the_cli_sends(
         tmp_path: Path, cwd: Path, notebook_kernel: SharedKernel) -> None:
@@ -333,6 +341,7 @@ def test_notebook_against_the_fake_server_sends_what_the_cli_sends(
     assert cli_final == {v["id"]: v["final_match"] for v in verdicts["scenarios"]}
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("batch", [False, True], ids=["interactive", "batch"])
 def test_a_refused_call_is_a_provider_error_and_no_score(
@@ -468,6 +477,7 @@ def test_model_args_and_no_seed_for_the_notebook() -> None:
     assert bb.seed_args({}) == {"seed": bb.SEED} and bb.seed_args({"BUTTERFLY_NO_SEED": "1"}) == {}
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_notebook_sends_the_cli_model_arguments(tmp_path: Path, cwd: Path,
                                                 notebook_kernel: SharedKernel) -> None:
@@ -518,6 +528,7 @@ def _asked_answer(body: dict[str, Any]) -> str:
     return json.dumps(specs[0] if t == 10 else specs[t])
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_notebook_asks_at_the_suites_turns_as_the_cli_does(
         tmp_path: Path, cwd: Path, notebook_kernel: SharedKernel) -> None:
