@@ -154,11 +154,11 @@ def test_the_notebook_plays_the_code_track_as_the_cli(
     cwd = tmp_path / "working"
     cwd.mkdir()
     with FakeServer(respond) as srv:
-        nb, _ = execute(notebook_kernel, cwd, {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base,
-                              "BUTTERFLY_OPENAI_MODEL": "fake", "BUTTERFLY_N_JOBS": "1",
-                              "BUTTERFLY_MAX_TOKENS": str(MAX_TOKENS),
-                              "BUTTERFLY_SUITE_FILE": str(SUITE), "BUTTERFLY_TRACK": "code",
-                              "BUTTERFLY_SANDBOX": "auto"})
+        env = {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base, "BUTTERFLY_OPENAI_MODEL": "fake",
+               "BUTTERFLY_N_JOBS": "1", "BUTTERFLY_MAX_TOKENS": str(MAX_TOKENS),
+               "BUTTERFLY_SUITE_FILE": str(SUITE), "BUTTERFLY_TRACK": "code",
+               "BUTTERFLY_SANDBOX": "auto"}
+        nb, _ = execute(notebook_kernel, cwd, env)
         nb_bodies = list(srv.requests)
     assert sorted(_key(b) for b in nb_bodies) == sorted(_key(b) for b in bodies)
     cli_by_turn = {_key(b): b["messages"] for b in bodies}
@@ -210,10 +210,10 @@ def test_the_build_carries_butterfly_code_once_it_is_frozen(
     cwd = tmp_path / "working"
     cwd.mkdir()
     with FakeServer(respond) as srv:
-        nb, _ = execute(notebook_kernel, cwd, {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base,
-                              "BUTTERFLY_OPENAI_MODEL": "fake", "BUTTERFLY_N_JOBS": "1",
-                              "BUTTERFLY_SUITE": "butterfly-code",
-                              "BUTTERFLY_SCENARIOS": "code-coupling"}, path=path)
+        env = {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base, "BUTTERFLY_OPENAI_MODEL": "fake",
+               "BUTTERFLY_N_JOBS": "1", "BUTTERFLY_SUITE": "butterfly-code",
+               "BUTTERFLY_SCENARIOS": "code-coupling"}
+        nb, _ = execute(notebook_kernel, cwd, env, path=path)
     shown = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "butterfly-code (code track, chat mode): 1 conversations, 3 calls" in shown
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
