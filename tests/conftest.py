@@ -171,6 +171,18 @@ def code_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def notebook_kernel() -> Iterator[object]:
+    """One Jupyter kernel per worker for the tests that execute the Kaggle notebook, put back
+    before each execution to what a new kernel would hold (tests/notebook_kernel.py): started
+    once instead of once per test, with kaggle-benchmarks' dependencies imported once."""
+    from notebook_kernel import SharedKernel
+
+    kernel = SharedKernel()
+    yield kernel
+    kernel.shutdown()
+
+
+@pytest.fixture(scope="session")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One headless Chromium for the tests that use it (tests/browser.py: offline), started
     once per worker: a test sizes its viewport and loads its page. A missing browser is a

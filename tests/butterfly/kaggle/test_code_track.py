@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_inproc
 from fakeserver import FakeServer
+from notebook_kernel import SharedKernel
 from test_notebook import _need_kbench, execute
 
 from butterfly.code.agents import code_answers
@@ -65,11 +66,11 @@ def cli_figures(tmp_path: Path, api_base: str) -> tuple[dict[str, Any], dict[str
     """``butterfly run --track code`` on the fake server, then ``score``: (per scenario figures,
     the code track's figures)."""
     out = tmp_path / "cli"
-    r = run_cli("run", "--model", "openai/fake", "--api-base", api_base, "--suite", str(SUITE),
-                "--track", "code", "--max-tokens", str(MAX_TOKENS), "--no-cache", "--out",
-                str(out), env={"BUTTERFLY_SANDBOX": "fallback"}, timeout=300)
+    r = run_inproc("run", "--model", "openai/fake", "--api-base", api_base, "--suite",
+                   str(SUITE), "--track", "code", "--max-tokens", str(MAX_TOKENS), "--no-cache",
+                   "--out", str(out), env={"BUTTERFLY_SANDBOX": "fallback"})
     assert r.returncode == 0, r.stderr
-    s = run_cli("score", str(out), "--json", env={"BUTTERFLY_SANDBOX": "fallback"}, timeout=300)
+    s = run_inproc("score", str(out), "--json", env={"BUTTERFLY_SANDBOX": "fallback"})
     assert s.returncode == 0, s.stderr
     score = json.loads(s.stdout)
     run = load_run(out)
@@ -143,19 +144,21 @@ def test_the_runner_plays_and_scores_the_code_track_as_the_cli(
     assert [v["answers"][2]["abstention"] for v in verdicts[:1]] == ["no_program"]
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 def test_the_notebook_plays_the_code_track_as_the_cli(
-        cli: tuple[dict[str, Any], dict[str, Any], list[Any]], tmp_path: Path) -> None:
+        cli: tuple[dict[str, Any], dict[str, Any], list[Any]], tmp_path: Path,
+        notebook_kernel: SharedKernel) -> None:
     _need_kbench()
     per, code, bodies = cli
     cwd = tmp_path / "working"
     cwd.mkdir()
     with FakeServer(respond) as srv:
-        nb, _ = execute(cwd, {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base,
-                              "BUTTERFLY_OPENAI_MODEL": "fake", "BUTTERFLY_N_JOBS": "1",
-                              "BUTTERFLY_MAX_TOKENS": str(MAX_TOKENS),
-                              "BUTTERFLY_SUITE_FILE": str(SUITE), "BUTTERFLY_TRACK": "code",
-                              "BUTTERFLY_SANDBOX": "auto"})
+        env = {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base, "BUTTERFLY_OPENAI_MODEL": "fake",
+               "BUTTERFLY_N_JOBS": "1", "BUTTERFLY_MAX_TOKENS": str(MAX_TOKENS),
+               "BUTTERFLY_SUITE_FILE": str(SUITE), "BUTTERFLY_TRACK": "code",
+               "BUTTERFLY_SANDBOX": "auto"}
+        nb, _ = execute(notebook_kernel, cwd, env)
         nb_bodies = list(srv.requests)
     assert sorted(_key(b) for b in nb_bodies) == sorted(_key(b) for b in bodies)
     cli_by_turn = {_key(b): b["messages"] for b in bodies}
@@ -187,7 +190,9 @@ def _tree_with_a_code_suite(tmp_path: Path) -> Path:
     return root
 
 
-def test_the_build_carries_butterfly_code_once_it_is_frozen(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
+def test_the_build_carries_butterfly_code_once_it_is_frozen(
+        tmp_path: Path, notebook_kernel: SharedKernel) -> None:
     """A tree without butterfly-code builds a notebook without it; a tree that has it gets it
     with its track, and ``SUITE_NAME = "butterfly-code"`` plays the code track by name."""
     if not (ROOT / "scenarios/butterfly-code.jsonl").is_file():  # until the suite lands
@@ -205,10 +210,10 @@ def test_the_build_carries_butterfly_code_once_it_is_frozen(tmp_path: Path) -> N
     cwd = tmp_path / "working"
     cwd.mkdir()
     with FakeServer(respond) as srv:
-        nb, _ = execute(cwd, {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base,
-                              "BUTTERFLY_OPENAI_MODEL": "fake", "BUTTERFLY_N_JOBS": "1",
-                              "BUTTERFLY_SUITE": "butterfly-code",
-                              "BUTTERFLY_SCENARIOS": "code-coupling"}, path=path)
+        env = {"BUTTERFLY_OPENAI_BASE_URL": srv.api_base, "BUTTERFLY_OPENAI_MODEL": "fake",
+               "BUTTERFLY_N_JOBS": "1", "BUTTERFLY_SUITE": "butterfly-code",
+               "BUTTERFLY_SCENARIOS": "code-coupling"}
+        nb, _ = execute(notebook_kernel, cwd, env, path=path)
     shown = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "butterfly-code (code track, chat mode): 1 conversations, 3 calls" in shown
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())

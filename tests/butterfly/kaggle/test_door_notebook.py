@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_inproc
 from fakeserver import FakeServer
+from notebook_kernel import SharedKernel
 from test_door import keys, spec_answer
 from test_notebook import ANSWER_KEYS, _need_kbench, _notebook_env, execute
 
@@ -36,10 +37,11 @@ def _cli(tmp_path: Path, api_base: str, scenarios: list[Scenario], *flags: str
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(s.to_json() + "\n" for s in scenarios), encoding="utf-8")
     out = tmp_path / "cli"
-    r = run_cli("run", "--model", "openai/fake", "--api-base", api_base, "--suite", str(suite),
-                "--max-tokens", "300", "--no-cache", "--retries", "0", "--out", str(out), *flags)
+    r = run_inproc("run", "--model", "openai/fake", "--api-base", api_base, "--suite",
+                   str(suite), "--max-tokens", "300", "--no-cache", "--retries", "0", "--out",
+                   str(out), *flags)
     assert r.returncode == 0, r.stderr
-    s = run_cli("score", str(out), "--json")
+    s = run_inproc("score", str(out), "--json")
     assert s.returncode == 0, s.stderr
     return json.loads(s.stdout)  # type: ignore[no-any-return]
 
@@ -53,9 +55,10 @@ def _same_verdicts(score: dict[str, Any], verdicts: dict[str, Any]) -> None:
     assert verdicts["effective_final_match"] == score["effective_final_match"]
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
-def test_the_notebook_plays_another_prompt_and_cuts_an_answer_as_the_cli(tmp_path: Path
-                                                                          ) -> None:
+def test_the_notebook_plays_another_prompt_and_cuts_an_answer_as_the_cli(
+        tmp_path: Path, notebook_kernel: SharedKernel) -> None:
     """Few-shot (its example answers are the model's messages in the chat), layout Q, protocol
     json-first, a cap of 2,000 characters and one longer answer: the same request bodies turn
     by turn as ``butterfly run``, the next turn's history holding the cut answer."""
@@ -77,7 +80,7 @@ def test_the_notebook_plays_another_prompt_and_cuts_an_answer_as_the_cli(tmp_pat
            **{f"BUTTERFLY_{k.upper()}": v for k, v in given.items()}}
     with FakeServer(respond) as srv:
         env["BUTTERFLY_OPENAI_BASE_URL"] = srv.api_base
-        nb, _ = execute(cwd, env)
+        nb, _ = execute(notebook_kernel, cwd, env)
         mine = list(srv.requests)
     with FakeServer(respond) as srv:
         score = _cli(tmp_path, srv.api_base, scenarios, "--strategy", "few-shot", "--layouts",
@@ -101,9 +104,10 @@ def test_the_notebook_plays_another_prompt_and_cuts_an_answer_as_the_cli(tmp_pat
     assert "strategy few-shot, protocol json-first, parse structured, layout Q" in _shown(nb)
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
-def test_the_notebook_records_an_ask_over_the_context_window_as_the_cli(tmp_path: Path
-                                                                         ) -> None:
+def test_the_notebook_records_an_ask_over_the_context_window_as_the_cli(
+        tmp_path: Path, notebook_kernel: SharedKernel) -> None:
     """Restate mode on butterfly-long, asked at its default points: kaggle-benchmarks' actor
     raises the SDK's 400 for each ask at turn 10 (over the context window); the notebook records
     it as an abstention (reason ``context``) where it used to fail, as the CLI does. (The CLI's
@@ -128,7 +132,7 @@ def test_the_notebook_records_an_ask_over_the_context_window_as_the_cli(tmp_path
            "BUTTERFLY_MODE": "restate"}
     with FakeServer(respond, faults=fault) as srv:
         env["BUTTERFLY_OPENAI_BASE_URL"] = srv.api_base
-        nb, _ = execute(cwd, env)
+        nb, _ = execute(notebook_kernel, cwd, env)
         assert len(srv.requests) == 6
     suite = tmp_path / "chains.jsonl"
     suite.write_text("".join(s.to_json() + "\n" for s in chains), encoding="utf-8")
@@ -147,8 +151,10 @@ def test_the_notebook_records_an_ask_over_the_context_window_as_the_cli(tmp_path
     assert verdicts["final_matches"] == 2 and verdicts["n_scenarios"] == 3
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
-def test_the_notebook_refuses_what_it_cannot_play_in_one_line(tmp_path: Path) -> None:
+def test_the_notebook_refuses_what_it_cannot_play_in_one_line(
+        tmp_path: Path, notebook_kernel: SharedKernel) -> None:
     _need_kbench()
     from nbclient.exceptions import CellExecutionError
 
@@ -157,6 +163,6 @@ def test_the_notebook_refuses_what_it_cannot_play_in_one_line(tmp_path: Path) ->
     env = {**_notebook_env("http://127.0.0.1:9/v1", "fake", FEW[:1], 300),
            "BUTTERFLY_PROTOCOL": "schema"}
     with pytest.raises(CellExecutionError) as info:
-        execute(cwd, env)
+        execute(notebook_kernel, cwd, env)
     assert (info.value.ename, info.value.evalue) == ("Refused", REFUSALS["schema"])
     assert not (cwd / "butterflybench_verdicts.json").exists()

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_inproc
 from fakeserver import FakeServer
+from notebook_kernel import SharedKernel
 
 from butterfly.core.asking import ASKED_NOTE
 from butterfly.core.metrics import aggregate, score_scenario
@@ -49,15 +50,21 @@ def _cells() -> list[dict[str, Any]]:
 # -- the build --------------------------------------------------------------------------------
 
 
-def test_committed_notebook_is_a_fresh_build() -> None:
-    assert NOTEBOOK.read_text(encoding="utf-8") == notebook.build(), (
+@pytest.fixture(scope="module")
+def fresh_build() -> str:
+    """A build of the notebook from this tree, made once for the tests that compare with it."""
+    return notebook.build()
+
+
+def test_committed_notebook_is_a_fresh_build(fresh_build: str) -> None:
+    assert NOTEBOOK.read_text(encoding="utf-8") == fresh_build, (
         "notebooks/butterflybench.ipynb differs from a fresh build: run "
         "`butterfly notebook build --out notebooks/butterflybench.ipynb` and commit it"
     )
 
 
-def test_build_is_deterministic() -> None:
-    assert notebook.build() == notebook.build()
+def test_build_is_deterministic(fresh_build: str) -> None:
+    assert notebook.build() == fresh_build
 
 
 def test_code_cells_are_the_package_sources_verbatim() -> None:
@@ -98,7 +105,8 @@ def test_an_import_outside_the_inlined_modules_fails_the_build() -> None:
                             for p in notebook.MODULES})
 
 
-def test_cli_build_and_check_import_neither_litellm_nor_kbench(tmp_path: Path) -> None:
+def test_cli_build_and_check_import_neither_litellm_nor_kbench(tmp_path: Path,
+                                                              fresh_build: str) -> None:
     out = tmp_path / "nb.ipynb"
     code = (
         "import sys\n"
@@ -111,9 +119,9 @@ def test_cli_build_and_check_import_neither_litellm_nor_kbench(tmp_path: Path) -
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    assert out.read_text(encoding="utf-8") == notebook.build()
+    assert out.read_text(encoding="utf-8") == fresh_build
     out.write_text(out.read_text(encoding="utf-8").replace("ButterflyBench", "Butterfly"))
-    r = run_cli("notebook", "build", "--check", "--out", str(out))
+    r = run_inproc("notebook", "build", "--check", "--out", str(out))
     assert r.returncode == 1 and "differs from a fresh build" in r.stderr
 
 
@@ -220,26 +228,18 @@ def _need_kbench() -> None:
     pytest.importorskip("nbclient", reason="pip install -e '.[kaggle]'")
 
 
-def execute(cwd: Path, env: dict[str, str], timeout: float = 600,
+def execute(kernel: SharedKernel, cwd: Path, env: dict[str, str], timeout: float = 600,
             path: Path = NOTEBOOK) -> tuple[Any, float]:
-    """Execute the committed notebook (or the one at ``path``) in a fresh kernel with ``env``;
-    cwd holds its files."""
+    """Execute the committed notebook (or the one at ``path``), every cell, on ``kernel`` (the
+    ``notebook_kernel`` fixture) as a fresh kernel with ``env`` would; cwd holds its files."""
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.read(str(path), as_version=4)
     nbformat.validate(nb)
-    saved = dict(os.environ)
-    os.environ.update({"KAGGLE_BENCHMARK_MAX_DESCRIPTION_LENGTH": "254",
-                       "KAGGLE_BENCHMARK_MAX_NAME_LENGTH": "100", **env})
-    t0 = time.perf_counter()
-    try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(cwd)}}).execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return nb, time.perf_counter() - t0
+    seconds = kernel.execute(nb, cwd, {"KAGGLE_BENCHMARK_MAX_DESCRIPTION_LENGTH": "254",
+                                       "KAGGLE_BENCHMARK_MAX_NAME_LENGTH": "100", **env},
+                             timeout)
+    return nb, seconds
 
 
 def _notebook_env(api_base: str, model: str, ids: tuple[str, ...], max_tokens: int
@@ -255,15 +255,17 @@ def _subset(tmp_path: Path, ids: tuple[str, ...]) -> Path:
     return path
 
 
-def _cli_run(tmp_path: Path, model: str, api_base: str, ids: tuple[str, ...], max_tokens: int,
-             timeout: float = 600) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _cli_run(tmp_path: Path, model: str, api_base: str, ids: tuple[str, ...], max_tokens: int
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``butterfly run`` on ``ids`` then ``score --json``, in this process: (the score, the
+    call records)."""
     out = tmp_path / "cli-run"
-    r = run_cli("run", "--model", model, "--api-base", api_base, "--suite",
-                str(_subset(tmp_path, ids)), "--protocol", "json", "--max-tokens",
-                str(max_tokens), "--no-cache", "--out", str(out), "--retries", "4",
-                env={"BUTTERFLY_BACKOFF_BASE": "0.01"}, timeout=timeout)
+    r = run_inproc("run", "--model", model, "--api-base", api_base, "--suite",
+                   str(_subset(tmp_path, ids)), "--protocol", "json", "--max-tokens",
+                   str(max_tokens), "--no-cache", "--out", str(out), "--retries", "4",
+                   env={"BUTTERFLY_BACKOFF_BASE": "0.01"})
     assert r.returncode == 0, r.stderr
-    s = run_cli("score", str(out), "--json")
+    s = run_inproc("score", str(out), "--json")
     assert s.returncode == 0, s.stderr
     records = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
     return json.loads(s.stdout), records
@@ -297,13 +299,14 @@ def cwd(tmp_path: Path) -> Iterator[Path]:
 ANSWER_KEYS = ("model", "messages", "temperature", "seed", "max_tokens")
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
-def test_notebook_against_the_fake_server_sends_what_the_cli_sends(tmp_path: Path,
-                                                                    cwd: Path) -> None:
+def test_notebook_against_the_fake_server_sends_what_the_cli_sends(
+        tmp_path: Path, cwd: Path, notebook_kernel: SharedKernel) -> None:
     _need_kbench()
     # a 500 and a 429 on the notebook's first and fourth calls: retried inside the task
     with FakeServer(oracle_or_noop({"gen-drop-03"}), faults=["500", "ok", "ok", "429"]) as srv:
-        nb, _ = execute(cwd, _notebook_env(srv.api_base, "fake", FEW, 300))
+        nb, _ = execute(notebook_kernel, cwd, _notebook_env(srv.api_base, "fake", FEW, 300))
         nb_bodies = list(srv.requests)
         assert [f for _, f in srv.fault_log[:4]] == ["500", "ok", "ok", "429"]
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
@@ -338,9 +341,11 @@ def test_notebook_against_the_fake_server_sends_what_the_cli_sends(tmp_path: Pat
     assert cli_final == {v["id"]: v["final_match"] for v in verdicts["scenarios"]}
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("batch", [False, True], ids=["interactive", "batch"])
-def test_a_refused_call_is_a_provider_error_and_no_score(cwd: Path, batch: bool) -> None:
+def test_a_refused_call_is_a_provider_error_and_no_score(
+        cwd: Path, batch: bool, notebook_kernel: SharedKernel) -> None:
     """Interactive: the outer task raises. Batch (a saved version on Kaggle,
     KAGGLE_KERNEL_RUN_TYPE=batch): kaggle-benchmarks records the outer run as errored, and the
     run cell raises."""
@@ -356,7 +361,7 @@ def test_a_refused_call_is_a_provider_error_and_no_score(cwd: Path, batch: bool)
         env = _notebook_env(srv.api_base, "fake", FEW, 300)
         if batch:
             env["KAGGLE_KERNEL_RUN_TYPE"] = "batch"
-        execute(cwd, env)
+        execute(notebook_kernel, cwd, env)
     assert "provider errors, not model failures" in str(info.value)
     assert "gen-drop-03" in str(info.value) and "403" in str(info.value)
     assert not (cwd / "butterflybench_verdicts.json").exists()
@@ -394,7 +399,8 @@ notebook against a fake server (the tests above: what it sends is what the CLI s
 @pytest.mark.skipif(not REAL_NOTEBOOK, reason="bench/notebook_real.py runs it (docs/install.md)")
 @pytest.mark.timeout(1200)
 @pytest.mark.xdist_group("llama")  # one llama.cpp server at a time (tests/.../test_embedded.py)
-def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) -> None:
+def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path,
+                                                  notebook_kernel: SharedKernel) -> None:
     """The embedded server answers the notebook (kaggle-benchmarks' OpenAI actor), then
     ``butterfly run --model openai/<alias> --api-base``: same messages, temperature 0, seed 0,
     max tokens, no response_format, so the raw answers and the verdicts must be equal.
@@ -420,12 +426,12 @@ def test_notebook_on_smollm2_gives_the_cli_answers(tmp_path: Path, cwd: Path) ->
     max_tokens = 300
     t0 = time.perf_counter()
     with EmbeddedServer(gguf, parallel=1) as srv:
-        _, nb_seconds = execute(cwd, _notebook_env(srv.api_base, srv.model_alias, REAL,
-                                                   max_tokens), timeout=900)
+        env = _notebook_env(srv.api_base, srv.model_alias, REAL, max_tokens)
+        _, nb_seconds = execute(notebook_kernel, cwd, env, timeout=900)
     t1 = time.perf_counter()
     with EmbeddedServer(gguf, parallel=1) as srv:
         score, records = _cli_run(tmp_path, f"openai/{srv.model_alias}", srv.api_base, REAL,
-                                  max_tokens, timeout=900)
+                                  max_tokens)
     cli_seconds = time.perf_counter() - t1
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
     nb_raw = {(v["id"], a["turn"]): a["raw"] for v in verdicts["scenarios"]
@@ -471,8 +477,10 @@ def test_model_args_and_no_seed_for_the_notebook() -> None:
     assert bb.seed_args({}) == {"seed": bb.SEED} and bb.seed_args({"BUTTERFLY_NO_SEED": "1"}) == {}
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
-def test_notebook_sends_the_cli_model_arguments(tmp_path: Path, cwd: Path) -> None:
+def test_notebook_sends_the_cli_model_arguments(tmp_path: Path, cwd: Path,
+                                                notebook_kernel: SharedKernel) -> None:
     """BUTTERFLY_MODEL_ARGS / BUTTERFLY_NO_SEED send what -M ... --no-seed sends."""
     _need_kbench()
     ids = FEW[:1]
@@ -481,14 +489,14 @@ def test_notebook_sends_the_cli_model_arguments(tmp_path: Path, cwd: Path) -> No
            "BUTTERFLY_NO_SEED": "1"}
     with FakeServer(oracle_or_noop(set())) as srv:
         env["BUTTERFLY_OPENAI_BASE_URL"] = srv.api_base
-        execute(cwd, env)
+        execute(notebook_kernel, cwd, env)
         nb_bodies = list(srv.requests)
     with FakeServer(oracle_or_noop(set())) as srv:
         out = tmp_path / "cli"
-        r = run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
+        r = run_inproc("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
                     str(_subset(tmp_path, ids)), "--protocol", "json", "--max-tokens", "300",
-                    "--no-cache", "--out", str(out), "-M", "top_p=0.5", "-M",
-                    "extra_body=" + json.dumps(args["extra_body"]), "--no-seed")
+                       "--no-cache", "--out", str(out), "-M", "top_p=0.5", "-M",
+                       "extra_body=" + json.dumps(args["extra_body"]), "--no-seed")
         assert r.returncode == 0, r.stderr
         cli_bodies = list(srv.requests)
     assert len(nb_bodies) == len(cli_bodies) > 0
@@ -520,8 +528,10 @@ def _asked_answer(body: dict[str, Any]) -> str:
     return json.dumps(specs[0] if t == 10 else specs[t])
 
 
+@pytest.mark.xdist_group("notebook-kernel")  # one worker, one kernel (tests/conftest.py)
 @pytest.mark.timeout(600)
-def test_notebook_asks_at_the_suites_turns_as_the_cli_does(tmp_path: Path, cwd: Path) -> None:
+def test_notebook_asks_at_the_suites_turns_as_the_cli_does(
+        tmp_path: Path, cwd: Path, notebook_kernel: SharedKernel) -> None:
     """BUTTERFLY_MODE=restate on butterfly-long asks at its manifest's points: each ask one
     stateless call with the CLI's body, and the verdicts are ``butterfly score``'s."""
     _need_kbench()
@@ -529,7 +539,7 @@ def test_notebook_asks_at_the_suites_turns_as_the_cli_does(tmp_path: Path, cwd: 
            "BUTTERFLY_MODE": "restate"}
     with FakeServer(_asked_answer) as srv:
         env["BUTTERFLY_OPENAI_BASE_URL"] = srv.api_base
-        nb, _ = execute(cwd, env)
+        nb, _ = execute(notebook_kernel, cwd, env)
         mine = {_ask_key(b): b for b in srv.requests}
         assert len(srv.requests) == 6
     suite = tmp_path / "chains.jsonl"
@@ -537,9 +547,9 @@ def test_notebook_asks_at_the_suites_turns_as_the_cli_does(tmp_path: Path, cwd: 
     suite.write_text("".join(long[i].to_json() + "\n" for i in LONG_IDS), encoding="utf-8")
     with FakeServer(_asked_answer) as srv:
         out = tmp_path / "cli"
-        r = run_cli("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
+        r = run_inproc("run", "--model", "openai/fake", "--api-base", srv.api_base, "--suite",
                     str(suite), "--protocol", "json", "--max-tokens", "300", "--no-cache",
-                    "--mode", "restate", "--ask-at", "5,10,20,40,80", "--out", str(out))
+                       "--mode", "restate", "--ask-at", "5,10,20,40,80", "--out", str(out))
         assert r.returncode == 0, r.stderr
         theirs = {_ask_key(b): b for b in srv.requests}
     assert sorted(mine) == sorted(theirs) == [
@@ -549,7 +559,7 @@ def test_notebook_asks_at_the_suites_turns_as_the_cli_does(tmp_path: Path, cwd: 
         assert set(mine[key]) == set(cli) == set(ANSWER_KEYS), key
         for field in ANSWER_KEYS:
             assert mine[key][field] == cli[field], (key, field)
-    s = run_cli("score", str(out), "--json")
+    s = run_inproc("score", str(out), "--json")
     assert s.returncode == 0, s.stderr
     score = json.loads(s.stdout)
     verdicts = json.loads((cwd / "butterflybench_verdicts.json").read_text())
