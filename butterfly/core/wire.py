@@ -12,6 +12,7 @@ notebook inlines it (``butterfly.kaggle.notebook.MODULES``).
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -290,10 +291,6 @@ def token_count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _json_item(obj: Any, key: str) -> Any:
-    return obj[key]
-
-
 def _json_field(obj: Any, key: str) -> Any:
     return obj.get(key)
 
@@ -331,7 +328,7 @@ class Shape:
     """Whether the malformed error keeps the lookup's error as its cause."""
 
 
-JSON: Final = Shape(_json_item, _json_field, _json_opt, _json_malformed,
+JSON: Final = Shape(operator.getitem, _json_field, _json_opt, _json_malformed,
                     ("reasoning_content", "reasoning"), chained=False)
 """A decoded JSON completion (the fast path; what litellm refused to convert)."""
 OBJECTS: Final = Shape(getattr, getattr, _object_opt, _object_malformed,
