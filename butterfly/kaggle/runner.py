@@ -165,16 +165,6 @@ def long_slice(scenarios: Sequence[Scenario], per_length: int) -> list[Scenario]
     return out
 
 
-def system_text(scenario: Scenario) -> str:
-    """The system message, exactly as the CLI sends it (the same for every scenario)."""
-    return messages_for(scenario, 1, [])[0]["content"]
-
-
-def user_text(scenario: Scenario, turn: int) -> str:
-    """The user's message of ``turn`` (1-based), exactly as the CLI sends it."""
-    return messages_for(scenario, turn, [""] * (turn - 1))[-1]["content"]
-
-
 def messages_for(scenario: Scenario, turn: int, answers: Sequence[str],
                  mode: str = MODE) -> list[Message]:
     """Every message the CLI (``butterfly run --protocol json --mode MODE``) sends for
