@@ -16,7 +16,7 @@ import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from pydantic import JsonValue
@@ -390,21 +390,18 @@ def response(data: Any, shape: Shape, price: Price, raw: bytes = b"") -> Respons
     usage = shape.opt(data, "usage")
     counts = reported(usage, shape.opt)
     problem = first_problem(counts)
+    bare = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
+                    reasoning_content=_reasoning(message, shape))
     if problem is not None:  # never summed, priced or cached: kept as it came, with the reason
-        bare = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
-                        reasoning_content=_reasoning(message, shape))
         return price(invalid(bare, problem, json.dumps(dict(counts), default=repr)[:2000]))
     prompt = token_count(shape.opt(usage, "prompt_tokens"))
     reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens", shape)
     completion = billed_completion(prompt, token_count(shape.opt(usage, "completion_tokens")),
                                    reasoning, token_count(shape.opt(usage, "total_tokens")))
-    answer = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
-                      prompt_tokens=prompt, completion_tokens=completion,
-                      cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens",
-                                            shape),
-                      reasoning_tokens=reasoning, reasoning_content=_reasoning(message, shape),
-                      cache_write_tokens=_written(usage, shape))
-    return price(answer)
+    return price(replace(bare, prompt_tokens=prompt, completion_tokens=completion,
+                         cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens",
+                                               shape),
+                         reasoning_tokens=reasoning, cache_write_tokens=_written(usage, shape)))
 
 
 def _written(usage: Any, shape: Shape) -> int | None:
