@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from butterfly.core.usage import first_problem, invalid, reported
+from butterfly.core.usage import first_problem, reported
 from butterfly.core.vocab import ErrorClass, is_transient_status
 
 REDACTED: Final = "[redacted]"
@@ -116,6 +116,19 @@ class Response:
     an answer has no token counts and no price, and is never cached."""
     raw_usage: str | None = None
     """The provider's token counts as it sent them (JSON), kept when they are invalid."""
+
+
+def invalid(answer: Response, why: str, raw: str | None = None) -> Response:
+    """``answer`` with invalid usage (:mod:`butterfly.core.usage`): no token counts, no price, the
+    reason, and the counts as they came (``raw``; else those the answer held)."""
+    if raw is None:
+        raw = json.dumps({"prompt_tokens": answer.prompt_tokens,
+                          "completion_tokens": answer.completion_tokens,
+                          "cached_tokens": answer.cached_tokens,
+                          "reasoning_tokens": answer.reasoning_tokens})
+    return replace(answer, prompt_tokens=None, completion_tokens=None,
+                   cached_tokens=None, reasoning_tokens=None, cache_write_tokens=None,
+                   cost_usd=None, saved_usd=None, usage_invalid=why, raw_usage=raw)
 
 
 class ProviderError(Exception):
