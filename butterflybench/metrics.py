@@ -67,29 +67,27 @@ def _value(x: float | None) -> float:
     return math.nan if x is None else float(x)
 
 
-def figure(name: str, read: Callable[[Aggregate], float | None]) -> Callable[[], Metric]:
-    """A metric named ``name`` reading one figure of the pooled aggregate."""
+def figure(name: str, read: Callable[[Sequence[SampleScore]], float | None]
+           ) -> Callable[[], Metric]:
+    """A metric named ``name``: ``read`` of every epoch's score (None: NaN)."""
     @metric(name=name, scores="unreduced")
     def make() -> Metric:
         def compute(scores: list[SampleScore]) -> float:
-            return _value(read(pooled(scores)))
+            return _value(read(scores))
         return compute
     return make
 
 
-def _is_number(kind: Any) -> bool:
-    return kind in (int, float, float | None)
-
-
-def _reader(name: str) -> Callable[[Aggregate], float | None]:
-    return lambda a: getattr(a, name)
+def aggregated(name: str) -> Callable[[Sequence[SampleScore]], float | None]:
+    """The figure ``name`` of the pooled aggregate (:func:`pooled`)."""
+    return lambda scores: getattr(pooled(scores), name)
 
 
 def numbers() -> list[str]:
     """The registered metrics whose own figure (``Aggregate``'s field of their name) is a number,
     in the registry's order (a histogram or an interval is not an inspect metric)."""
     return [m.name for m in REGISTRY.values()
-            if any(f == m.name and _is_number(kind) for f, kind, _ in m.fields)]
+            if any(f == m.name and kind in (int, float, float | None) for f, kind, _ in m.fields)]
 
 
 def _answered(e: Mapping[str, Any]) -> bool:
@@ -134,20 +132,15 @@ EFFICIENCY: Final = ("cost_per_correct_usd", "tokens_per_correct", "reasoning_pe
 """The efficiency figures that are inspect metrics (``score --json``'s ``efficiency``)."""
 
 
-def efficiency_figure(name: str) -> Callable[[], Metric]:
-    """A metric named ``name`` reading one efficiency figure of the pooled calls."""
-    @metric(name=name, scores="unreduced")
-    def make() -> Metric:
-        def compute(scores: list[SampleScore]) -> float:
-            return _value(getattr(pooled_efficiency(scores), name))
-        return compute
-    return make
+def spent(name: str) -> Callable[[Sequence[SampleScore]], float | None]:
+    """The efficiency figure ``name`` of the pooled calls (:func:`pooled_efficiency`)."""
+    return lambda scores: getattr(pooled_efficiency(scores), name)
 
 
 METRICS: Final = (
-    *(figure(name, _reader(name)) for name in numbers()),
-    figure("effective_final_match", effective_final_match),
-    *(efficiency_figure(name) for name in EFFICIENCY),
+    *(figure(name, aggregated(name)) for name in numbers()),
+    figure("effective_final_match", lambda scores: effective_final_match(pooled(scores))),
+    *(figure(name, spent(name)) for name in EFFICIENCY),
 )
 """The scorer's metrics: the registry's numbers, effective final match, then the efficiency
 figures."""

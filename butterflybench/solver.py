@@ -42,7 +42,7 @@ from butterfly.core.prompts import Message
 from butterfly.engine.conversation import Answered, Ask, Conversation
 from butterfly.engine.tracks import Parsed
 from butterfly.errors import UserError
-from butterfly.models.provider import CONTEXT_TEXT
+from butterfly.models.provider import says_over_context
 from butterfly.runs.inspect_log import OVER_CONTEXT, OVER_CONTEXT_DETAIL
 from butterfly.runs.records import RunParams
 from butterflybench.suites import META, TURNS, by_id
@@ -55,9 +55,8 @@ truncated answer); the others are kept as inspect says them ("stop", "content_fi
 
 def over_window(e: Exception) -> bool:
     """Whether a call's exception says the request is over the model's context window, as a
-    provider says it (``models.provider.CONTEXT_TEXT``; a rate limit never is)."""
-    low = str(e).lower()
-    return getattr(e, "status_code", None) != 429 and any(t in low for t in CONTEXT_TEXT)
+    provider says it (``models.provider.says_over_context``; a rate limit never is)."""
+    return getattr(e, "status_code", None) != 429 and says_over_context(str(e))
 
 
 def call_config(ask: Ask) -> GenerateConfig:

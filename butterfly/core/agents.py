@@ -52,13 +52,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from oracle import SETTINGS, Rules, Scenario, replay
 from oracle.depth import window_spec, window_specs
-
-SpecFn = Callable[[Scenario], list[dict[str, str]]]
 
 
 class AgentError(ValueError):

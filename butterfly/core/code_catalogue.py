@@ -38,14 +38,6 @@ COUPLINGS: Final[tuple[tuple[str, str, str, str], ...]] = (
 )
 """(trigger, when, forced, then): section 1's couplings that concern only catalogue settings."""
 
-ACTS_ON: Final[Mapping[str, str]] = MappingProxyType({
-    "input_format": "input", "delimiter": "input", "header_row": "input",
-    "encoding": "input and output", "output_format": "output", "null_marker": "output",
-    "line_endings": "output", "quote_style": "output", "compression": "output",
-    "date_format": "output", "sort_order": "records", "max_rows": "records",
-    "deduplicate": "records", "on_error": "records",
-})
-
 INPUT_SIDE: Final[tuple[str, ...]] = ("input_format", "delimiter", "header_row", "encoding")
 """The settings a probe input must match for the program to read it."""
 

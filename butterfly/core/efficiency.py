@@ -57,12 +57,7 @@ class Sum:
     reasoning: int | None = None
 
     def add(self, c: Spent) -> None:
-        self.unpriced = self.unpriced or c.cost_usd is None
-        self.cost += c.cost_usd or 0.0
-        if c.tokens is not None:
-            self.tokens = (self.tokens or 0) + c.tokens
-        if c.reasoning is not None:
-            self.reasoning = (self.reasoning or 0) + c.reasoning
+        self.merge(Sum(c.cost_usd or 0.0, c.cost_usd is None, c.tokens, c.reasoning))
 
     def merge(self, other: Sum) -> None:
         self.unpriced = self.unpriced or other.unpriced
@@ -118,12 +113,17 @@ def _per(total: float | None, n: int, places: int) -> float | None:
     return None if total is None or n == 0 else round(total / n, places)
 
 
-def efficiency_slice(sums: Iterable[Sum], conversations: int, correct: int) -> EfficiencySlice:
-    """The cost and token figures of ``conversations`` complete conversations (their ``sums``)
-    of which ``correct`` matched."""
+def total(sums: Iterable[Sum]) -> Sum:
+    """The totals of these sums together."""
     whole = Sum()
     for s in sums:
         whole.merge(s)
+    return whole
+
+
+def efficiency_slice(whole: Sum, conversations: int, correct: int) -> EfficiencySlice:
+    """The cost and token figures of ``conversations`` complete conversations (``whole``: their
+    totals) of which ``correct`` matched."""
     cost = whole.cost_usd if conversations else None
     tokens = whole.tokens
     return EfficiencySlice(
@@ -167,35 +167,25 @@ def efficiency(calls: Iterable[Spent], verdicts: Mapping[ConversationKey, tuple[
     sums, reasoning = per_conversation(calls)
     latencies = [c.latency_s for c in calls if c.latency_s is not None and c.key in verdicts]
     empty = Sum()
-    overall = efficiency_slice([sums.get(k, empty) for k in verdicts], len(verdicts),
-                               sum(ok for _, ok in verdicts.values()))
+    complete = total(sums.get(k, empty) for k in verdicts)
+    overall = efficiency_slice(complete, len(verdicts), sum(ok for _, ok in verdicts.values()))
     categories = sorted({cat for cat, _ in verdicts.values()})
     by_category = {cat: efficiency_slice(
-        [sums.get(k, empty) for k, (c, _) in verdicts.items() if c == cat],
+        total(sums.get(k, empty) for k, (c, _) in verdicts.items() if c == cat),
         sum(c == cat for c, _ in verdicts.values()),
         sum(ok for c, ok in verdicts.values() if c == cat)) for cat in categories}
     by_turn, pooled = reasoning_by_turn(reasoning, verdicts.keys())
-    late = Sum()
-    for k in incomplete:
-        late.merge(sums.get(k, empty))
+    late = total(sums.get(k, empty) for k in incomplete)
     p50 = round(median(latencies), 6) if latencies else None
     p95 = nearest_rank(latencies, 0.95)
     return Efficiency(
         **dict(overall),
-        reasoning_tokens=_reasoning_total(sums, verdicts.keys()),
+        reasoning_tokens=complete.reasoning,
         reasoning_per_edit=pooled, reasoning_per_edit_by_turn=by_turn,
         latency_calls=len(latencies), latency_median_s=p50,
         latency_p95_s=None if p95 is None else round(p95, 6),
         incomplete=len(incomplete), incomplete_cost_usd=late.cost_usd if incomplete else None,
         by_category=by_category)
-
-
-def _reasoning_total(sums: Mapping[ConversationKey, Sum],
-                               complete: Iterable[ConversationKey]) -> int | None:
-    """The reasoning tokens of the complete conversations' calls (None when none reports)."""
-    got = [sums[k].reasoning for k in complete if k in sums]
-    known = [n for n in got if n is not None]
-    return sum(known) if known else None
 
 
 def scored(calls: Sequence[Spent], scores: Sequence[ConversationScore],

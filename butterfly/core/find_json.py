@@ -125,19 +125,11 @@ def _is_unsure(s: str) -> bool:
     return bool(words) and words[-1] == "unsure" and tuple(words[:-1]) in _UNSURE_LABELS
 
 
-def _contentful_line(text: str, *, last: bool) -> str | None:
-    lines = text.splitlines()
-    for line in reversed(lines) if last else lines:
-        if _WORDS.search(line.lower()):
-            return line
-    return None
-
-
 def _ends_unsure(tail: str) -> bool:
     """The last line with any letter or digit in ``tail`` is UNSURE alone."""
     if "unsure" not in tail.lower():
         return False
-    line = _contentful_line(tail, last=True)
+    line = next((x for x in reversed(tail.splitlines()) if _WORDS.search(x.lower())), None)
     return line is not None and _is_unsure(line)
 
 

@@ -306,6 +306,3 @@ def survival(conversations: Sequence[Conversation]) -> tuple[tuple[int, int, flo
             out.append((t, at_risk, share))
     return tuple(out)
 
-
-__all__ = ["NOT_ENOUGH_DATA", "Bootstrap", "Censored", "Conversation", "Horizon", "crossing",
-           "decide", "horizon", "interval", "survival"]

@@ -85,6 +85,3 @@ def horizon_line(h: HorizonResult) -> str:
     """The one line ``butterfly score`` and the notebook print."""
     return f"horizon: {horizon_words(h)}; final match by chain length: {rates_text(h)}"
 
-
-__all__ = ["horizon_line", "horizon_words", "interval_text", "lengths", "rates_text",
-           "value_text"]

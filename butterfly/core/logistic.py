@@ -121,5 +121,3 @@ def _newton(x: NDArray[np.float64], s: NDArray[np.float64],
     return [Fit(float(b0), float(b1), "firth" if f else "mle")
             for (b0, b1), f in zip(beta, firth, strict=True)]
 
-
-__all__ = ["Fit", "fit_logistic", "fit_many"]

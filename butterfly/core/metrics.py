@@ -247,7 +247,7 @@ def score_conversations(
                    for lay in layouts},
         by_paraphrase=by_paraphrase(pairs),
         by_op=by_op(pairs),
-        baselines=_baselines(per_id, keys, names),
+        baselines={b: _baseline([per_id[b][k.scenario] for k in keys]) for b in names},
         scenarios=[_verdict(k, v) for k, v in scores.items()],
     )
     return aggregate(all_scores), totals, horizon_of(scores)
@@ -264,8 +264,7 @@ def baselines_of(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None = N
         asked = None if ask_at is None else asked_turns(len(s.turns), ask_at)
         for b in names:
             per[b].append(score_scenario(s, _agent_answers(b, s, asked), o, asked))
-    return {b: BaselineScore(**dict(aggregate(v)), by_category=by_category(v))
-            for b, v in per.items()}
+    return {b: _baseline(v) for b, v in per.items()}
 
 
 def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | None:
@@ -322,14 +321,9 @@ def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec
     return scores, per_id
 
 
-def _baselines(per_id: dict[str, dict[str, ScenarioScore]],
-               keys: Sequence[ConversationKey], names: Sequence[str] = BASELINES
-               ) -> dict[str, BaselineScore]:
-    out = {}
-    for b in names:
-        bs = [per_id[b][k.scenario] for k in keys]
-        out[b] = BaselineScore(**dict(aggregate(bs)), by_category=by_category(bs))
-    return out
+def _baseline(scores: Sequence[ScenarioScore]) -> BaselineScore:
+    """A baseline's figures on these conversations, overall and by category."""
+    return BaselineScore(**dict(aggregate(scores)), by_category=by_category(scores))
 
 
 def _verdict(k: ConversationKey, v: ScenarioScore) -> ConversationScore:

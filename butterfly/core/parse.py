@@ -82,10 +82,7 @@ def _strict(s: str) -> Parsed:
 def _strict_at(s: str, position: Position) -> Parsed:
     """Strict under json-first / json-last: exactly one object (or JSON fence) at the position
     the protocol gives it, decoded and checked as in strict."""
-    try:
-        cand = _select(s, position)
-    except _BudgetExhausted:
-        return _abstain("too_large", "the object scan ran out of budget (pathological text)")
+    cand = _select(s, position)
     if cand is None:
         return _abstain("no_json", "the answer holds no JSON object")
     if position == "first" and s[: cand.begins].strip():
@@ -104,10 +101,7 @@ def _strict_at(s: str, position: Position) -> Parsed:
 
 def _located(mode: ParseMode, text: str, position: Position = "last") -> Parsed:
     """structured and lenient: locate the last (or first) object, then decode and check it."""
-    try:
-        cand = _select(text, position)
-    except _BudgetExhausted:
-        return _abstain("too_large", "the object scan ran out of budget (pathological text)")
+    cand = _select(text, position)
     if cand is None:
         if _ends_unsure(text) or _starts_unsure(text):
             return _abstain("unsure", "the answer says UNSURE and holds no JSON object")
@@ -174,6 +168,8 @@ def parse_answer(
     position = position_of(protocol)
     try:
         return _parse(text, mode, truncated, position)
+    except _BudgetExhausted:  # the object scan of strict_at / located gave up
+        return _abstain("too_large", "the object scan ran out of budget (pathological text)")
     except Exception as e:  # the last guard: an abstention, never a crash of the run
         return _abstain("parser_error", _show_exc(e))
 

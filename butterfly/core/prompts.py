@@ -13,6 +13,7 @@ format. The other layouts and modes (issue "prompt sensitivity") reorder the sam
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Final
@@ -121,18 +122,18 @@ def _few_shot_block() -> str:
     return "\n".join(lines)
 
 
+BLOCKS: Final = {"zero-shot": "", "cot": COT, "adaptive-cot": ADAPTIVE_COT}
+"""The strategies' instructions in the system message (few-shot's is built: its examples)."""
+
+
 def strategy_block(strategy: str, sc_base: str = "zero-shot") -> str:
     if strategy == "self-consistency":  # samples its base prompt n times and votes
-        return "" if sc_base == "zero-shot" else strategy_block(sc_base)
-    if strategy == "zero-shot":
-        return ""
+        return strategy_block(sc_base)
     if strategy == "few-shot":
         return _few_shot_block()
-    if strategy == "cot":
-        return COT
-    if strategy == "adaptive-cot":
-        return ADAPTIVE_COT
-    raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+    if strategy not in BLOCKS:
+        raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+    return BLOCKS[strategy]
 
 
 CHANGES: Final = (
@@ -189,17 +190,14 @@ def system_message(strategy: str = "zero-shot", protocol: str = "schema",
 
 SYSTEM: Final = system_message()
 _DEFAULT_STYLE: Final = {("zero-shot", "schema"), ("zero-shot", "json")}
-_SYSTEMS: dict[tuple[str, str, str], str] = {}
 
 
+@functools.cache
 def _system(strategy: str, protocol: str, sc_base: str = "zero-shot") -> str:
     """The system message of a style: :data:`SYSTEM` for the default styles, else built once."""
     if (strategy, protocol) in _DEFAULT_STYLE and sc_base == "zero-shot":
         return SYSTEM
-    key = (strategy, protocol, sc_base)
-    if key not in _SYSTEMS:
-        _SYSTEMS[key] = system_message(strategy, protocol, sc_base)
-    return _SYSTEMS[key]
+    return system_message(strategy, protocol, sc_base)
 
 
 HEDGE: Final = "If the request is unclear, answer UNSURE instead of a spec."

@@ -87,42 +87,30 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
     chosen = None if asked is None else frozenset(asked)
     for t, turn in enumerate(scenario.turns, 1):
         ans = answered[t - 1] if t - 1 < len(answered) else None
-        changed = [k for k in KEYS if o[t][k] != o[t - 1][k]]
-        if ans is None or (chosen is not None and t not in chosen):
-            skipped = chosen is not None and t not in chosen
-            turns.append(TranscriptTurn(
-                turn=t, op=turn.op, user=turn.text, oracle=o[t], oracle_changed=changed,
-                status="not_asked" if skipped else "missing", spec=None, raw=None, samples=[],
-                abstention=None, detail="", wrong=[], collateral=[], missed=[]))
+        skipped = chosen is not None and t not in chosen
+        row = TranscriptTurn(
+            turn=t, op=turn.op, user=turn.text, oracle=o[t],
+            oracle_changed=[k for k in KEYS if o[t][k] != o[t - 1][k]],
+            status="not_asked" if skipped else "missing", spec=None, raw=None, samples=[],
+            abstention=None, detail="", wrong=[], collateral=[], missed=[])
+        turns.append(row)
+        if ans is None or skipped:
             if not skipped:
                 prev, prev_t = None, t
             continue
         spec = ans.spec
-        if spec is None:
-            wrong: list[str] = []
-            collateral: list[str] = []
-            missed: list[str] = []
-        else:
-            wrong = [k for k in KEYS if spec[k] != o[t][k]]
-            collateral = [] if prev is None else collateral_keys(spec, prev, o[t], o[prev_t])
-            missed = [] if prev is None else [
-                k for k in KEYS if o[t][k] != o[prev_t][k] and spec[k] == prev[k]]
-        match = spec is not None and not wrong
+        if spec is not None:
+            row["wrong"] = [k for k in KEYS if spec[k] != o[t][k]]
+            if prev is not None:
+                row["collateral"] = collateral_keys(spec, prev, o[t], o[prev_t])
+                row["missed"] = [k for k in KEYS if o[t][k] != o[prev_t][k] and spec[k] == prev[k]]
+        match = spec is not None and not row["wrong"]
         if not match and first is None:
             first = t
-        turns.append(TranscriptTurn(
-            turn=t, op=turn.op, user=turn.text, oracle=o[t], oracle_changed=changed,
-            status="match" if match else ("abstained" if spec is None else "wrong"),
-            spec=spec,
-            raw=ans.raw,
-            samples=[s.raw or "" for s in ans.samples] if len(ans.samples) > 1 else [],
-            abstention=ans.abstention,
-            detail=ans.detail,
-            wrong=wrong,
-            collateral=collateral,
-            missed=missed,
-            finish_reason=ans.samples[0].finish_reason,
-        ))
+        row.update({"status": "match" if match else ("abstained" if spec is None else "wrong"),
+                    "spec": spec, "raw": ans.raw, "abstention": ans.abstention,
+                    "detail": ans.detail, "finish_reason": ans.samples[0].finish_reason,
+                    "samples": [s.raw or "" for s in ans.samples] if len(ans.samples) > 1 else []})
         prev, prev_t = spec, t
     complete = all(r["status"] != "missing" for r in turns)
     final = turns[-1]["status"] if turns else "missing"

@@ -10,10 +10,8 @@ with ``core.wire``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final
 
 USAGE_CEILING: Final = 100_000_000
 """The most tokens a call may report in any one count: no model's context window comes near
@@ -56,32 +54,3 @@ def reported(usage: Any, opt: Callable[[Any, str], Any]) -> Counts:
 def first_problem(counts: Counts) -> str | None:
     """Why the first count that cannot be right cannot be, or None when all can."""
     return next((p for p in (count_problem(k, v) for k, v in counts) if p), None)
-
-
-class Answer(Protocol):
-    """What :func:`invalid` reads of an answer (``core.wire.Response``, a dataclass)."""
-
-    @property
-    def prompt_tokens(self) -> int | None: ...
-    @property
-    def completion_tokens(self) -> int | None: ...
-    @property
-    def cached_tokens(self) -> int | None: ...
-    @property
-    def reasoning_tokens(self) -> int | None: ...
-
-
-A = TypeVar("A", bound=Answer)
-
-
-def invalid(answer: A, why: str, raw: str | None = None) -> A:
-    """``answer`` (a ``core.wire.Response``) with invalid usage: no token counts, no price, the
-    reason, and the counts as they came (``raw``; else those the answer held)."""
-    if raw is None:
-        raw = json.dumps({"prompt_tokens": answer.prompt_tokens,
-                          "completion_tokens": answer.completion_tokens,
-                          "cached_tokens": answer.cached_tokens,
-                          "reasoning_tokens": answer.reasoning_tokens})
-    return replace(answer, prompt_tokens=None, completion_tokens=None,  # type: ignore[type-var]
-                   cached_tokens=None, reasoning_tokens=None, cache_write_tokens=None,
-                   cost_usd=None, saved_usd=None, usage_invalid=why, raw_usage=raw)

@@ -48,7 +48,6 @@ MODES: Final[tuple[Mode, ...]] = get_args(Mode)
 """chat: the model sees its earlier answers; restate: each turn asked afresh."""
 LAYOUTS: Final[tuple[Layout, ...]] = get_args(Layout)
 """E evidence first; Q question first; H hedged (E plus the UNSURE sentence)."""
-ERROR_CLASSES: Final[tuple[ErrorClass, ...]] = get_args(ErrorClass)
 VIAS: Final[tuple[Via, ...]] = get_args(Via)
 TRACKS: Final[tuple[Track, ...]] = get_args(Track)
 COMPARE_METHODS: Final[tuple[CompareMethod, ...]] = get_args(CompareMethod)

@@ -12,15 +12,16 @@ notebook inlines it (``butterfly.kaggle.notebook.MODULES``).
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from pydantic import JsonValue
 
-from butterfly.core.usage import first_problem, invalid, reported
+from butterfly.core.usage import first_problem, reported
 from butterfly.core.vocab import ErrorClass, is_transient_status
 
 REDACTED: Final = "[redacted]"
@@ -115,6 +116,19 @@ class Response:
     an answer has no token counts and no price, and is never cached."""
     raw_usage: str | None = None
     """The provider's token counts as it sent them (JSON), kept when they are invalid."""
+
+
+def invalid(answer: Response, why: str, raw: str | None = None) -> Response:
+    """``answer`` with invalid usage (:mod:`butterfly.core.usage`): no token counts, no price, the
+    reason, and the counts as they came (``raw``; else those the answer held)."""
+    if raw is None:
+        raw = json.dumps({"prompt_tokens": answer.prompt_tokens,
+                          "completion_tokens": answer.completion_tokens,
+                          "cached_tokens": answer.cached_tokens,
+                          "reasoning_tokens": answer.reasoning_tokens})
+    return replace(answer, prompt_tokens=None, completion_tokens=None,
+                   cached_tokens=None, reasoning_tokens=None, cache_write_tokens=None,
+                   cost_usd=None, saved_usd=None, usage_invalid=why, raw_usage=raw)
 
 
 class ProviderError(Exception):
@@ -290,10 +304,6 @@ def token_count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _json_item(obj: Any, key: str) -> Any:
-    return obj[key]
-
-
 def _json_field(obj: Any, key: str) -> Any:
     return obj.get(key)
 
@@ -331,7 +341,7 @@ class Shape:
     """Whether the malformed error keeps the lookup's error as its cause."""
 
 
-JSON: Final = Shape(_json_item, _json_field, _json_opt, _json_malformed,
+JSON: Final = Shape(operator.getitem, _json_field, _json_opt, _json_malformed,
                     ("reasoning_content", "reasoning"), chained=False)
 """A decoded JSON completion (the fast path; what litellm refused to convert)."""
 OBJECTS: Final = Shape(getattr, getattr, _object_opt, _object_malformed,
@@ -393,21 +403,18 @@ def response(data: Any, shape: Shape, price: Price, raw: bytes = b"") -> Respons
     usage = shape.opt(data, "usage")
     counts = reported(usage, shape.opt)
     problem = first_problem(counts)
+    bare = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
+                    reasoning_content=_reasoning(message, shape))
     if problem is not None:  # never summed, priced or cached: kept as it came, with the reason
-        bare = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
-                        reasoning_content=_reasoning(message, shape))
         return price(invalid(bare, problem, json.dumps(dict(counts), default=repr)[:2000]))
     prompt = token_count(shape.opt(usage, "prompt_tokens"))
     reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens", shape)
     completion = billed_completion(prompt, token_count(shape.opt(usage, "completion_tokens")),
                                    reasoning, token_count(shape.opt(usage, "total_tokens")))
-    answer = Response(text=text, finish_reason=finish if isinstance(finish, str) else None,
-                      prompt_tokens=prompt, completion_tokens=completion,
-                      cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens",
-                                            shape),
-                      reasoning_tokens=reasoning, reasoning_content=_reasoning(message, shape),
-                      cache_write_tokens=_written(usage, shape))
-    return price(answer)
+    return price(replace(bare, prompt_tokens=prompt, completion_tokens=completion,
+                         cached_tokens=_detail(usage, "prompt_tokens_details", "cached_tokens",
+                                               shape),
+                         reasoning_tokens=reasoning, cache_write_tokens=_written(usage, shape)))
 
 
 def _written(usage: Any, shape: Shape) -> int | None:

@@ -26,23 +26,14 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Final
 
 from butterfly.code import sandbox
-from butterfly.code.conversation import SYSTEM, added_messages, code_spec, program_of
+from butterfly.code.conversation import added_messages, code_spec, program_of
 from butterfly.code.judge import broken, figures, figures_line
 from butterfly.code.spec_of_program import extract
 from butterfly.core.prompts import Message
 from butterfly.core.scores import CodeScore
 from butterfly.engine.conversation import Answered
 from butterfly.engine.tracks import track
-from butterfly.kaggle.runner import (
-    Answer,
-    Chat,
-    Judge,
-    Retries,
-    Verdict,
-    play,
-    play_verdict,
-    verdict,
-)
+from butterfly.kaggle.runner import Answer, Chat, Judge, Verdict, play_verdict, verdict
 from butterfly.kaggle.settings import Settings
 from oracle import Scenario, replay
 
@@ -73,35 +64,12 @@ def use_fallback_sandbox(env: MutableMapping[str, str] = os.environ) -> str:
             "bubblewrap (docs/code-track.md).")
 
 
-def system_text() -> str:
-    """The code track's system message, exactly as ``butterfly run --track code`` sends it."""
-    return SYSTEM
-
-
-def user_text(scenario: Scenario, turn: int) -> str:
-    """The user's message of ``turn`` (1-based): the initial program and the first edit, then
-    the spec track's words; exactly as the CLI sends it."""
-    return added_messages(scenario, turn, None if turn == 1 else "")[-1]["content"]
-
-
 def messages_for(scenario: Scenario, turn: int, answers: Sequence[str]) -> list[Message]:
     """Every message the CLI sends for ``turn`` after these earlier answers (chat mode)."""
     out: list[Message] = []
     for t in range(1, turn + 1):
         out += added_messages(scenario, t, answers[t - 2] if t > 1 else None)
     return out
-
-
-def play_code(
-    scenario: Scenario,
-    say: Callable[[str], object],
-    respond: Callable[[], Answer],
-    *,
-    retries: Retries | None = None,
-) -> list[Answer]:
-    """One code conversation (the system message already in the chat): the engine's turns on
-    the code track (:func:`butterfly.kaggle.runner.play`)."""
-    return play(scenario, say, respond, retries=retries, settings=CODE)
 
 
 def observe_cached(observe: Observe = extract) -> Observe:

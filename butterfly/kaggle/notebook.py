@@ -158,10 +158,6 @@ def _quoted(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
-def _lines(text: str) -> list[str]:
-    return text.splitlines(keepends=True)
-
-
 _CELL_MARK: Final = re.compile(r"^# %% (\w+)\n", re.MULTILINE)
 _PLACEHOLDER: Final = re.compile(r"@[A-Z][A-Z0-9_]*@")
 
@@ -184,7 +180,7 @@ def code_cells(text: str, values: dict[str, str]) -> dict[str, str]:
 
 def _cell(kind: str, text: str, n: int) -> dict[str, Any]:
     cell: dict[str, Any] = {"cell_type": kind, "id": f"cell-{n:02d}", "metadata": {},
-                            "source": _lines(text)}
+                            "source": text.splitlines(keepends=True)}
     if kind == "code":
         cell["execution_count"] = None
         cell["outputs"] = []
@@ -304,11 +300,7 @@ def build(root: Path = ROOT) -> str:
         ("markdown", DATA_NOTE),
         *(("code", f"%%butterfly_data {x.path}\n{x.text}") for x in suites),
         ("markdown", "## The run\n"),
-        ("code", code["config"]),
-        ("code", code["estimate"]),
-        ("code", code["model"]),
-        ("code", code["tasks"]),
-        ("code", code["run"]),
+        *(("code", code[name]) for name in ("config", "estimate", "model", "tasks", "run")),
         ("markdown", f"Keep only the `{TASK_NAME}` task and its run: that is the one Kaggle "
                      "saves.\n"),
         ("code", CHOOSE),

@@ -7,7 +7,7 @@ initial spec and every edit up to that turn), and ``BUTTERFLY_ASK_AT`` chooses t
 ``--ask-at`` does (the suite's default ask points when unset). A turn not asked is no call and
 is not scored; the verdicts are :func:`butterfly.kaggle.runner.verdict`'s with the ask points.
 The asks are the engine's (:func:`butterfly.kaggle.runner.converse`); the settings are read by
-:mod:`butterfly.kaggle.settings` (``mode_of`` and ``ask_at_of``, re-exported here). Inlined
+:mod:`butterfly.kaggle.settings` (``mode_of`` and ``ask_at_of``). Inlined
 into the notebook after the runner, so it imports only ``core``, ``engine``, the notebook's
 modules before it and ``oracle``.
 """
@@ -18,12 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import Final, TypedDict
 
 from butterfly.core.prompts import Message
-from butterfly.core.vocab import MODES as MODES  # the modes the notebook plays
 from butterfly.engine.conversation import Conversation
 from butterfly.kaggle.runner import MAX_TOKENS, Answer, Retries, converse, messages_for
 from butterfly.kaggle.settings import PROTOCOL, STRATEGY, Settings
-from butterfly.kaggle.settings import ask_at_of as ask_at_of
-from butterfly.kaggle.settings import mode_of as mode_of
 from oracle import Scenario
 
 

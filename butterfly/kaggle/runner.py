@@ -51,15 +51,10 @@ from butterfly.core.metrics import (
 from butterfly.core.prompts import Message, messages
 from butterfly.core.scores import Aggregate, Efficiency, HorizonResult
 from butterfly.core.turns import ConversationKey
-from butterfly.core.vocab import KAGGLE_RETRY, RetryPolicy
+from butterfly.core.vocab import KAGGLE_RETRY
 from butterfly.core.wire import exception_kind, over_context, redact
 from butterfly.engine.conversation import Answered, Conversation, answered
-from butterfly.kaggle.settings import LAYOUT as LAYOUT  # the notebook's defaults, re-exported
-from butterfly.kaggle.settings import MODE as MODE
-from butterfly.kaggle.settings import PARSE as PARSE
-from butterfly.kaggle.settings import PROTOCOL as PROTOCOL
-from butterfly.kaggle.settings import STRATEGY as STRATEGY
-from butterfly.kaggle.settings import Settings
+from butterfly.kaggle.settings import LAYOUT, MODE, PROTOCOL, STRATEGY, Settings
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -109,13 +104,6 @@ def seed_args(env: Mapping[str, str]) -> dict[str, int]:
     return {} if env.get("BUTTERFLY_NO_SEED", "") == "1" else {"seed": SEED}
 
 
-ATTEMPTS: Final = KAGGLE_RETRY.retries + 1
-BASE_DELAY: Final = KAGGLE_RETRY.base
-MAX_DELAY: Final = KAGGLE_RETRY.cap
-"""A call is tried up to ATTEMPTS times; the waits double from BASE_DELAY, capped at MAX_DELAY
-(2, 4, 8, 16, 32 s: about a minute in all before a scenario is given up). The policy is
-``butterfly.core.vocab``'s and the error classes ``butterfly.core.wire``'s, shared with the
-CLI's client."""
 class ProviderFailure(RuntimeError):
     """A call that still got no answer after every attempt: a provider error, never a model
     failure. The notebook's per-scenario task fails with it, and the scenario gets no verdict."""
@@ -134,20 +122,13 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:300]
 
 
-def call_with_retries(
-    call: Callable[[], T],
-    *,
-    attempts: int = ATTEMPTS,
-    base_delay: float = BASE_DELAY,
-    max_delay: float = MAX_DELAY,
-    sleep: Callable[[float], None] = time.sleep,
-    log: Callable[[str], None] | None = print,
-) -> T:
+def call_with_retries(call: Callable[[], T], *, sleep: Callable[[float], None] = time.sleep,
+                      log: Callable[[str], None] | None = print) -> T:
     """``call()``, retried on transient provider errors by the CLI's retry mechanism
-    (:meth:`RetryPolicy.wait`, without jitter: 2, 4, 8, 16, 32 s). Raises
-    :class:`ProviderFailure` when every attempt failed, and re-raises a non-transient error at
-    once."""
-    policy = RetryPolicy(attempts - 1, base_delay, max_delay, jitter=False)
+    (:data:`butterfly.core.vocab.KAGGLE_RETRY`: up to 6 attempts, waits of exactly 2, 4, 8, 16,
+    32 s, about a minute in all before a scenario is given up; the error classes
+    ``butterfly.core.wire``'s, shared with the CLI's client). Raises :class:`ProviderFailure`
+    when every attempt failed, and re-raises a non-transient error at once."""
     failed = 0
     while True:
         try:
@@ -156,12 +137,12 @@ def call_with_retries(
             if not is_transient(exc):
                 raise
             failed += 1
-            wait = policy.wait(failed)
+            wait = KAGGLE_RETRY.wait(failed)
             if wait is None:
                 raise ProviderFailure(
                     f"no answer after {failed} attempts: {describe(exc)}") from exc
             if log is not None:
-                log(f"attempt {failed}/{attempts} failed ({describe(exc)}); "
+                log(f"attempt {failed}/{KAGGLE_RETRY.retries + 1} failed ({describe(exc)}); "
                     f"retrying in {wait:g} s")
             sleep(wait)
 
@@ -182,16 +163,6 @@ def long_slice(scenarios: Sequence[Scenario], per_length: int) -> list[Scenario]
         if seen[n] <= per_length:
             out.append(s)
     return out
-
-
-def system_text(scenario: Scenario) -> str:
-    """The system message, exactly as the CLI sends it (the same for every scenario)."""
-    return messages_for(scenario, 1, [])[0]["content"]
-
-
-def user_text(scenario: Scenario, turn: int) -> str:
-    """The user's message of ``turn`` (1-based), exactly as the CLI sends it."""
-    return messages_for(scenario, turn, [""] * (turn - 1))[-1]["content"]
 
 
 def messages_for(scenario: Scenario, turn: int, answers: Sequence[str],
@@ -317,13 +288,12 @@ def converse(conv: Conversation, chat: Chat, max_tokens: int, *,
         if judge is not None:
             sample = judge(ask.turn, sample)
         conv.close([sample])
-        rows.append(AnswerRow(turn=ask.turn, raw=sample.raw or "",
-                              output_tokens=None if answer is None else answer.output_tokens,
+        got = answer or Answer("")  # an ask over the context window: no tokens, cost, latency
+        rows.append(AnswerRow(turn=ask.turn, raw=sample.raw or "", output_tokens=got.output_tokens,
                               spec=sample.spec, abstention=sample.abstention,
                               abstention_detail=sample.abstention_detail,
-                              input_tokens=None if answer is None else answer.input_tokens,
-                              cost_usd=None if answer is None else answer.cost_usd,
-                              latency_s=None if answer is None else answer.latency_s))
+                              input_tokens=got.input_tokens, cost_usd=got.cost_usd,
+                              latency_s=got.latency_s))
     return rows
 
 
@@ -479,18 +449,12 @@ def horizon_of(verdicts: Sequence[Verdict]) -> HorizonResult:
     return result
 
 
-def scores_of(verdicts: Sequence[Verdict], scenarios: Mapping[str, Scenario]
-              ) -> list[ScenarioScore]:
-    """Each verdict scored again by ``butterfly score``'s scorer, from its answers' specs."""
-    return [score_scenario(scenarios[v["id"]], [a["spec"] for a in v["answers"]],
-                           asked=v["asked"]) for v in verdicts]
-
-
 def figures(verdicts: Sequence[Verdict], scenarios: Mapping[str, Scenario]) -> Aggregate:
     """The figures ``butterfly score`` reports for the same answers (``core.metrics.
     aggregate``, every metric of the registry): final and turn match, wobble, first divergent
-    turn, abstention, ..."""
-    return aggregate(scores_of(verdicts, scenarios))
+    turn, abstention, ...), each verdict scored again from its answers' specs."""
+    return aggregate([score_scenario(scenarios[v["id"]], [a["spec"] for a in v["answers"]],
+                                     asked=v["asked"]) for v in verdicts])
 
 
 def figures_line(agg: Aggregate, ask_at: Sequence[int] | None) -> str:

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from butterfly.core import wire
-from butterfly.core.usage import invalid
 from butterfly.core.user_price import UserPrice
+from butterfly.core.wire import invalid
 
 PRICE_FILE: Final = Path(__file__).parent / "data" / "prices.json"
 """litellm's price map as butterfly keeps it: ``{"litellm": VERSION, "models": {NAME: ENTRY}}``

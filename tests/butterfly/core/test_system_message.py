@@ -73,8 +73,7 @@ def test_the_docs_show_the_system_message_verbatim() -> None:
 
 
 def test_the_kaggle_notebook_sends_them() -> None:
-    sent = messages(SCENARIO, 1, [], runner.LAYOUT, runner.MODE, runner.STRATEGY,
-                    runner.PROTOCOL)
+    sent = runner.messages_for(SCENARIO, 1, [])
     assert CHANGES in sent[0]["content"] and VALUES in sent[1]["content"]
     # the committed notebook holds these very prompts: tests/butterfly/kaggle/test_notebook.py
     # checks that it is a fresh build of the package

@@ -24,7 +24,7 @@ from notebook_kernel import SharedKernel
 from test_notebook import _need_kbench, execute
 
 from butterfly.code.agents import code_answers
-from butterfly.code.conversation import code_spec, program_block
+from butterfly.code.conversation import SYSTEM, code_spec, program_block, user_message
 from butterfly.code.judge import broken
 from butterfly.code.program import render
 from butterfly.kaggle import code_track as ct
@@ -54,7 +54,7 @@ def answer(sid: str, turn: int) -> str:
 
 def _key(body: dict[str, Any]) -> tuple[str, int]:
     users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-    sid = next(i for i, s in SCENARIOS.items() if ct.user_text(s, 1) == users[0])
+    sid = next(i for i, s in SCENARIOS.items() if user_message(s, 1) == users[0])
     return sid, len(users)
 
 
@@ -99,7 +99,7 @@ def nb_figures(verdicts: list[Any]) -> dict[str, Any]:
 def _play(s: Scenario, cli_by_turn: dict[tuple[str, int], Any]) -> list[bb.Answer]:
     """Play ``s`` with the runner's loop against the script, checking every request's messages
     against the CLI's."""
-    chat: list[dict[str, str]] = [{"role": "system", "content": ct.system_text()}]
+    chat: list[dict[str, str]] = [{"role": "system", "content": SYSTEM}]
 
     def reply() -> bb.Answer:
         assert chat == cli_by_turn[_key({"messages": chat})]  # the CLI's messages
@@ -107,8 +107,8 @@ def _play(s: Scenario, cli_by_turn: dict[tuple[str, int], Any]) -> list[bb.Answe
         chat.append({"role": "assistant", "content": text})
         return bb.Answer(text, 100)
 
-    answers = ct.play_code(s, lambda text: chat.append({"role": "user", "content": text}),
-                           reply, retries=lambda call: call())
+    answers = bb.play(s, lambda text: chat.append({"role": "user", "content": text}), reply,
+                      retries=lambda call: call(), settings=ct.CODE)
     for t in range(1, len(s.turns) + 1):
         assert ct.messages_for(s, t, [a.text for a in answers]) == cli_by_turn[(s.id, t)]
     return answers

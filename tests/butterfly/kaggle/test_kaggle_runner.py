@@ -20,6 +20,7 @@ from butterfly.core.asking import ASKED_NOTE, asked_line
 from butterfly.core.prompts import restate_message
 from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
+from butterfly.kaggle import settings as st
 from butterfly.present.display import horizon_line
 from butterfly.runs.run_flags import parse_ask_at
 from butterfly.suite.load import load_manifest, load_suite
@@ -84,7 +85,7 @@ def _post(api_base: str, messages: list[dict[str, str]]) -> bb.Answer:
 
 @pytest.mark.parametrize("ask", ["5,10,20,40,80", "last", "7,12", "all"])
 def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) -> None:
-    ask_at = rs.ask_at_of(ask, "restate", None)
+    ask_at = st.ask_at_of(ask, "restate", None)
     assert ask_at == parse_ask_at(ask)
     with FakeServer(_asker) as srv:
         answers = [rs.play_asked(s, ask_at, lambda m: _post(srv.api_base, m)) for s in CHAINS]
@@ -129,15 +130,15 @@ def test_restate_settings_read_as_the_cli_reads_them() -> None:
     assert default is not None and default.ask_at == [5, 10, 20, 40, 80]
     cli = api.run_params(RunOptions(model="script/oracle", suite="butterfly-long",
                                     mode="restate"))
-    assert rs.ask_at_of("", "restate", default.ask_at) == cli.ask_at == (5, 10, 20, 40, 80)
-    assert rs.ask_at_of("", "restate", None) is None and rs.ask_at_of("", "chat", [5]) is None
-    assert rs.mode_of("") == "chat" and rs.mode_of(" restate ") == "restate"
+    assert st.ask_at_of("", "restate", default.ask_at) == cli.ask_at == (5, 10, 20, 40, 80)
+    assert st.ask_at_of("", "restate", None) is None and st.ask_at_of("", "chat", [5]) is None
+    assert st.mode_of("") == "chat" and st.mode_of(" restate ") == "restate"
     for bad, match in [(("x", "restate"), "takes turns"), (("0", "restate"), "takes turns"),
                        (("5", "chat"), "for BUTTERFLY_MODE=restate")]:
         with pytest.raises(ValueError, match=match):
-            rs.ask_at_of(*bad, None)
+            st.ask_at_of(*bad, None)
     with pytest.raises(ValueError, match="plays chat or restate"):
-        rs.mode_of("asked")
+        st.mode_of("asked")
 
 
 def test_the_estimate_cell_picks_the_asked_run() -> None:

@@ -181,7 +181,7 @@ def test_retries_wait_then_give_up_as_a_provider_failure() -> None:
 
 def test_play_sends_the_cli_conversation_and_retries_without_repeating_the_user() -> None:
     s = SCENARIOS["hw-indirect-same-format"]
-    chat: list[dict[str, str]] = [{"role": "system", "content": bb.system_text(s)}]
+    chat: list[dict[str, str]] = [bb.messages_for(s, 1, [])[0]]
     seen: list[list[dict[str, str]]] = []
     failures = iter([True, False, False, True, False])
 
@@ -274,7 +274,8 @@ def _cli_run(tmp_path: Path, model: str, api_base: str, ids: tuple[str, ...], ma
 def _conversation_key(body: dict[str, Any]) -> tuple[str, int]:
     """(scenario id, turn) of a request, from its first user message and its user count."""
     users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-    sid = next(i for i, s in SCENARIOS.items() if bb.user_text(s, 1) == users[0])
+    sid = next(i for i, s in SCENARIOS.items()
+               if bb.messages_for(s, 1, [])[-1]["content"] == users[0])
     return sid, len(users)
 
 

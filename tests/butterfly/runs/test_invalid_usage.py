@@ -17,7 +17,7 @@ from conftest import cli_in_process
 from fakeserver import FakeServer
 
 from butterfly import api
-from butterfly.core.usage import invalid
+from butterfly.core.wire import invalid
 from butterfly.models.answer_cache import Cache, cache_key
 from butterfly.models.provider import Request, Response
 from butterfly.runs.records import CallRecord
