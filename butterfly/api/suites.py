@@ -209,10 +209,7 @@ class DepthReport(Result):
 def audit_depth(files: list[str]) -> list[DepthReport]:
     """The depth of each suite at its ask points of 40 turns or more: how old the changes that
     show are, and how often a recency window (the last t/2 or t/10 messages) matches."""
-    out = []
-    for path in (resolve_suite(f) for f in files):
-        out.append(_depth_of(path, load_suite(path, readings=False)))
-    return out
+    return [_depth_of(path, load_suite(path, readings=False)) for path in map(resolve_suite, files)]
 
 
 def _depth_of(path: Path, scenarios: list[Scenario]) -> DepthReport:

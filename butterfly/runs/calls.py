@@ -66,6 +66,10 @@ class CallView:
         return CallKey(self.scenario, self.turn, self.layout, self.repeat, self.sample)
 
 
+Record = CallView | CallRecord
+"""A call as read: its record whole, or its slim view (what every reader of a call takes)."""
+
+
 @dataclass
 class Compactor:
     """Makes views of records, sharing equal specs, token counts and strings between them."""

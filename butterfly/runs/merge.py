@@ -32,7 +32,7 @@ from butterfly.core.vocab import RunStatus
 from butterfly.errors import UserError
 from butterfly.runs.digest import Chain
 from butterfly.runs.lock import LOCK, writer_lock
-from butterfly.runs.observe import OBSERVATIONS, SEAL, carry
+from butterfly.runs.observe import OBSERVATIONS, SEAL, carry, complete_lines
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, MergedShard, RunManifest, RunParams, Shard
 from butterfly.runs.scope import conversation_keys, select
@@ -132,20 +132,6 @@ def _distinct(paths: Sequence[Path]) -> None:
         seen[real] = p
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of a calls file, one at a time; a torn last line (no newline: a
-    kill mid-write) is left out, as every reader does."""
-    try:
-        with path.open("rb") as f:
-            for n, line in enumerate(f, 1):
-                if line.endswith(b"\n"):
-                    yield n, line
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
 def _slice_of(path: Path, m: RunManifest) -> frozenset[ConversationKey]:
     suite = load_suite(path / SUITE_COPY, played=True)
     return frozenset(conversation_keys(select(suite, m.params), m.params))
@@ -156,7 +142,7 @@ def _copy(path: Path, m: RunManifest, out: IO[bytes], chain: Chain) -> Iterator[
     (the merged file's digest), and yield them."""
     keys = _slice_of(path, m)
     src = path / CALLS
-    for n, line in _lines(src):
+    for n, line in enumerate(complete_lines(src), 1):
         try:
             rec = CallRecord.model_validate_json(line)
         except ValidationError as e:

@@ -51,6 +51,7 @@ from butterfly.runs.store import (
     manifest_and_json,
     new_manifest,
     now,
+    suite_sha256,
     write_manifest,
 )
 from butterfly.suite.load import load_suite
@@ -98,17 +99,10 @@ def _found(out: Path) -> str | None:
     return None
 
 
-def _suite_sha(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
 def _rebuilt(out: Path, who: Identity) -> RunManifest:
     """A manifest from the flags given: the suite copy must be that suite."""
-    sha = _suite_sha(who.suite_path)
-    if (out / SUITE_COPY).exists() and _suite_sha(out / SUITE_COPY) != sha:
+    sha = suite_sha256(who.suite_path)
+    if (out / SUITE_COPY).exists() and suite_sha256(out / SUITE_COPY) != sha:
         raise UserError(f"repair: {out / SUITE_COPY} is not the suite {who.suite_path} (sha256 "
                         f"{sha[:12]}): give the --suite the run was made with")
     chosen = select(load_suite(who.suite_path, played=True), who.params)
@@ -274,10 +268,10 @@ def _suite_copy(out: Path, manifest: RunManifest) -> None:
     """Put back an edited or lost suite copy from the suite file the manifest names, when that
     file is the suite the run played."""
     copy, sha = out / SUITE_COPY, manifest.suite.sha256
-    if copy.is_file() and _suite_sha(copy) == sha:
+    if copy.is_file() and suite_sha256(copy) == sha:
         return
     source = Path(manifest.suite.path)
-    if not source.is_file() or _suite_sha(source) != sha:
+    if not source.is_file() or suite_sha256(source) != sha:
         raise UserError(f"repair: {copy} is not the suite the run played (sha256 {sha[:12]}) "
                         f"and neither is {source}: copy that suite to {copy} first")
     copy.write_bytes(source.read_bytes())

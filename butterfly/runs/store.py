@@ -10,7 +10,6 @@ Reading a run for analysis is :mod:`butterfly.runs.reader`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -47,7 +46,7 @@ from butterfly.runs.records import (
 )
 from butterfly.runs.shards import check_resume
 from butterfly.runs.versions import prompt_label, version_name
-from butterfly.suite.load import ROOT
+from butterfly.suite.load import ROOT, sha256_file
 from oracle import Scenario
 
 MANIFEST: Final = "manifest.json"
@@ -227,7 +226,7 @@ def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path,
     check_resume(out, old.model, old.params, params)
     state = read_state(out, old, repair=True)
     copy = out / SUITE_COPY
-    if not copy.is_file() or hashlib.sha256(copy.read_bytes()).hexdigest() != old.suite.sha256:
+    if not copy.is_file() or sha256_file(copy) != old.suite.sha256:
         _copy_suite(suite_path, copy)  # restore the copy from the (checked) suite file
     manifest = old.model_copy(update={"params": params, "updated_at": now(), "status": "running",
                                       "failure": None,
@@ -265,11 +264,27 @@ def _unstarted(out: Path, old: RunManifest) -> bool:
             and (not calls.exists() or calls.stat().st_size == 0))
 
 
-def _suite_sha(suite_path: Path) -> str:
+def suite_sha256(suite_path: Path) -> str:
+    """The sha256 of a suite file's bytes; one line when it cannot be read."""
     try:
-        return hashlib.sha256(suite_path.read_bytes()).hexdigest()
+        return sha256_file(suite_path)
     except OSError as e:
         raise UserError(f"{suite_path}: cannot read: {e.strerror or e}") from None
+
+
+def _started(out: Path, model: str, suite_path: Path, suite_sha: str, params: RunParams
+             ) -> RunManifest | None:
+    """The run ``out`` holds, checked to be this one (its content against its seal, then its
+    model, suite, parameters and prompt); None when it holds none, or one that never recorded
+    a call."""
+    if not (out / MANIFEST).exists():
+        return None
+    old, obj = manifest_and_json(out)
+    if _unstarted(out, old):
+        return None
+    check_content(out / MANIFEST, old, obj)
+    _check_same_run(out, old, model, suite_path, suite_sha, params)
+    return old
 
 
 def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
@@ -278,13 +293,11 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
     A directory whose run never recorded a call is started afresh. The caller holds the
     directory's :func:`butterfly.runs.lock.writer_lock`. ``link``: the budget sweep the run is
     one budget of (``butterfly sweep``), recorded in a new manifest and checked on a resume."""
-    suite_sha = _suite_sha(suite_path)
-    if (out / MANIFEST).exists():
-        old, obj = manifest_and_json(out)
-        if not _unstarted(out, old):
-            check_content(out / MANIFEST, old, obj)
-            _check_same_run(out, old, model, suite_path, suite_sha, params)
-            return _resume(out, old, params, suite_path, link)
+    suite_sha = suite_sha256(suite_path)
+    old = _started(out, model, suite_path, suite_sha, params)
+    if old is not None:
+        return _resume(out, old, params, suite_path, link)
+    if (out / MANIFEST).exists():  # a run that never recorded a call: started afresh
         for name in (MANIFEST, CALLS, SUITE_COPY):
             with contextlib.suppress(FileNotFoundError):
                 (out / name).unlink()
@@ -327,18 +340,15 @@ def peek_state(out: Path | None, model: str, suite_path: Path, scenarios: Sequen
     """What :func:`open_run` would start from, read without writing anything (``run
     --dry-run``): the recorded calls of ``out`` when it holds this run (refused as a resume
     would be), else an empty run held in memory."""
-    suite_sha = _suite_sha(suite_path)
-    if out is not None and (out / MANIFEST).exists():
-        old, obj = manifest_and_json(out)
-        if not _unstarted(out, old):
-            check_content(out / MANIFEST, old, obj)
-            _check_same_run(out, old, model, suite_path, suite_sha, params)
-            _check_same_scope(out, old.params, params)
-            check_resume(out, old.model, old.params, params)
-            state = read_state(out, old)  # a torn last line is skipped, not cut off
-            state.manifest = old.model_copy(update={"params": params})
-            return state
-    return RunState(new_manifest(model, suite_path, suite_sha, scenarios, params))
+    suite_sha = suite_sha256(suite_path)
+    old = None if out is None else _started(out, model, suite_path, suite_sha, params)
+    if out is None or old is None:
+        return RunState(new_manifest(model, suite_path, suite_sha, scenarios, params))
+    _check_same_scope(out, old.params, params)
+    check_resume(out, old.model, old.params, params)
+    state = read_state(out, old)  # a torn last line is skipped, not cut off
+    state.manifest = old.model_copy(update={"params": params})
+    return state
 
 
 def note_transport(out: Path, state: RunState, way: Transport) -> None:
