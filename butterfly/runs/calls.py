@@ -23,7 +23,6 @@ from typing import Final
 from pydantic import ValidationError
 
 from butterfly.core.scores import Usage
-from butterfly.core.turns import CallKey
 from butterfly.core.user_price import UserPrice
 from butterfly.errors import UserError
 from butterfly.runs.records import CallError, CallRecord, InvalidUsage, Tokens
@@ -60,10 +59,6 @@ class CallView:
     """Set when the provider's token counts could not be right (no tokens, no price)."""
     latency_s: float | None = None
     """The call's latency; None for an answer the cache served (no call was sent)."""
-
-    @property
-    def key(self) -> CallKey:
-        return CallKey(self.scenario, self.turn, self.layout, self.repeat, self.sample)
 
 
 Record = CallView | CallRecord

@@ -118,7 +118,7 @@ def check_counts(out: Path, manifest: RunManifest, answered: int, errors: int) -
             "or re-run the run's command to ask the missing calls again")
 
 
-def check_suite_copy(out: Path, manifest: RunManifest, copy: Path) -> None:
+def check_suite_copy(manifest: RunManifest, copy: Path) -> None:
     try:
         sha = hashlib.sha256(copy.read_bytes()).hexdigest()
     except OSError as e:

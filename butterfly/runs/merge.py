@@ -36,6 +36,7 @@ from butterfly.runs.observe import OBSERVATIONS, SEAL, carry, complete_lines
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, MergedShard, RunManifest, RunParams, Shard
 from butterfly.runs.scope import conversation_keys, select
+from butterfly.runs.shards import served
 from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, ask_flag, now, write_manifest
 from butterfly.runs.usage import total_usage
 from butterfly.suite.load import load_suite
@@ -69,10 +70,6 @@ def _scope(p: RunParams) -> str:
             f"{','.join(p.layouts)}, --repeats {p.repeats}, {ask_flag(p.ask_at)}")
 
 
-def _served(m: RunManifest) -> tuple[str, ...]:
-    return m.params.router.models if m.params.router is not None else (m.model,)
-
-
 def _differences(a: RunManifest, b: RunManifest) -> str | None:
     """What makes two shards parts of different sweeps (None: the same sweep)."""
     pa, pb = a.params, b.params
@@ -80,7 +77,8 @@ def _differences(a: RunManifest, b: RunManifest) -> str | None:
         (a.suite.sha256, b.suite.sha256, lambda m: f"suite {m.suite.path} (sha256 "
                                                    f"{m.suite.sha256[:12]})"),
         (a.model, b.model, lambda m: f"model {m.model}"),
-        (_served(a), _served(b), lambda m: f"deployments serving {', '.join(_served(m))}"),
+        (served(a.model, pa), served(b.model, pb),
+         lambda m: f"deployments serving {', '.join(served(m.model, m.params))}"),
         (pa.answer_key(), pb.answer_key(), lambda m: "answer-changing parameters "
                                                      f"{m.params.answer_key()}"),
         (pa.parse, pb.parse, lambda m: f"--parse {m.params.parse}"),

@@ -45,7 +45,7 @@ from butterfly.code.spec_of_program import EXTRACTOR_VERSION, budget, observe
 from butterfly.core.code_catalogue import KEYS
 from butterfly.core.pooling import Result
 from butterfly.errors import UserError
-from butterfly.runs.digest import START, Chain
+from butterfly.runs.digest import Chain
 from butterfly.runs.records import SHA256, Strict
 
 OBSERVATIONS: Final = "observations.jsonl"
@@ -159,7 +159,7 @@ def read_observations(run_dir: Path) -> Observations:
     (one clear line naming what was edited); never runs a program."""
     path, seal = run_dir / OBSERVATIONS, _seal(run_dir)
     covers = 0 if seal is None else seal.observations
-    out, at_seal = Observations(), START if covers == 0 else None
+    out, sealed = Observations(), Chain()  # sealed: the digest at the last line covered
     for n, line in enumerate(complete_lines(path), 1):
         obs = _parsed(path, n, line)
         unlinked = obs.schema_version == 1 and obs.chain_sha256 is None  # made before seals
@@ -175,31 +175,22 @@ def read_observations(run_dir: Path) -> Observations:
             if obs.schema_version == 2 and obs.extractor == EXTRACTOR_VERSION:
                 out.known.setdefault(key_of_observation(obs), obs)
             if n == covers:
-                at_seal = out.chain.sha256
+                sealed = Chain(out.chain.records, out.chain.sha256)
         else:
             out.unsealed += 1
-    if seal is not None and (at_seal is None or at_seal != seal.observations_sha256):
+    if seal is not None and (sealed.records, sealed.sha256) != (covers, seal.observations_sha256):
         what = (f"holds {out.chain.records} line(s), but {SEAL} covers {covers}: lines were "
-                "removed" if at_seal is None else
+                "removed" if sealed.records != covers else
                 f"line {covers} (the last {SEAL} covers) is not the observation written there: "
                 "it was edited")
         raise UserError(f"{path}: the observations' digest breaks: {what}; {WAY_BACK}")
     if out.unsealed:  # the chain a writer continues is the sealed lines'
-        out.chain = _chain_to(path, covers)
+        out.chain = sealed
     return out
 
 
 def key_of_observation(obs: Observation) -> Key:
     return obs.program_sha256, json.dumps({k: obs.expect[k] for k in KEYS})
-
-
-def _chain_to(path: Path, lines: int) -> Chain:
-    chain = Chain()
-    for line in complete_lines(path):
-        if chain.records == lines:
-            break
-        chain.add(line)
-    return chain
 
 
 class ObservationLog:

@@ -187,7 +187,7 @@ def load_run(path: Path | str) -> Run:
     if not (out / MANIFEST).is_file():
         raise UserError(f"{out}: not a run directory (no {MANIFEST})")
     manifest = read_manifest(out)
-    check_suite_copy(out, manifest, out / SUITE_COPY)
+    check_suite_copy(manifest, out / SUITE_COPY)
     suite = tuple(load_suite(out / SUITE_COPY, played=True))
     state = read_state(out, manifest)
     check_counts(out, manifest, state.tally.answered, state.tally.errors)

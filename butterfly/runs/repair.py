@@ -18,7 +18,6 @@ request only (no reader or resume ever repairs anything).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.calls import Tally
-from butterfly.runs.digest import START, Chain
+from butterfly.runs.digest import Chain
 from butterfly.runs.integrity import ParseCheck, key_of
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.reader import load_run
@@ -160,23 +159,20 @@ class Old:
 
     def __init__(self, manifest: RunManifest) -> None:
         self.seal = manifest.seal
-        self.running = START
+        self.running = Chain()
 
     def contradicts(self, n: int, rec: CallRecord | None) -> bool:
         """Whether line ``n``'s link says line ``n - 1`` was changed."""
         if rec is None or rec.chain_sha256 is None:
             return False
-        bad = n > 1 and rec.chain_sha256 != self.running
-        self.running = rec.chain_sha256
+        bad = n > 1 and rec.chain_sha256 != self.running.sha256
+        self.running.sha256 = rec.chain_sha256
         return bad
-
-    def add(self, line: bytes) -> None:
-        self.running = hashlib.sha256(self.running.encode("ascii") + line).hexdigest()
 
     def contradicts_end(self, n: int) -> bool:
         """Whether the seal says line ``n``, the last, was changed."""
         return (self.seal is not None and self.seal.records == n
-                and self.seal.calls_sha256 != self.running)
+                and self.seal.calls_sha256 != self.running.sha256)
 
 
 def _read(n: int, line: bytes, kept: Kept) -> CallRecord | None:
@@ -254,7 +250,7 @@ def _kept(out: Path, manifest: RunManifest, rebuilt: bool, suite: Path) -> Kept:
                                     "after it)")
                 pending = None
             writer.flush(pending)
-            old.add(line)
+            old.running.add(line)
             pending = None if rec is None else (n, rec)
         if pending is not None and old.contradicts_end(pending[0]):
             kept.dropped.append(f"line {pending[0]}: not the record written there (the "

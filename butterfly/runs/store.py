@@ -31,7 +31,6 @@ from butterfly.core.vocab import RunStatus, Transport
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor, Tally, iter_records
-from butterfly.runs.calls import read_calls as read_calls  # re-exported: callers read it here
 from butterfly.runs.digest import UNSEALED, Chain, Digest, Links, check_content, sealed
 from butterfly.runs.integrity import CallIndex, ParseCheck
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
@@ -272,21 +271,6 @@ def suite_sha256(suite_path: Path) -> str:
         raise UserError(f"{suite_path}: cannot read: {e.strerror or e}") from None
 
 
-def _started(out: Path, model: str, suite_path: Path, suite_sha: str, params: RunParams
-             ) -> RunManifest | None:
-    """The run ``out`` holds, checked to be this one (its content against its seal, then its
-    model, suite, parameters and prompt); None when it holds none, or one that never recorded
-    a call."""
-    if not (out / MANIFEST).exists():
-        return None
-    old, obj = manifest_and_json(out)
-    if _unstarted(out, old):
-        return None
-    check_content(out / MANIFEST, old, obj)
-    _check_same_run(out, old, model, suite_path, suite_sha, params)
-    return old
-
-
 def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenario],
              params: RunParams, link: BudgetSweep | None = None) -> RunState:
     """Create the run directory, or reopen it for resuming after checking it is the same run.
@@ -294,10 +278,12 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
     directory's :func:`butterfly.runs.lock.writer_lock`. ``link``: the budget sweep the run is
     one budget of (``butterfly sweep``), recorded in a new manifest and checked on a resume."""
     suite_sha = suite_sha256(suite_path)
-    old = _started(out, model, suite_path, suite_sha, params)
-    if old is not None:
-        return _resume(out, old, params, suite_path, link)
-    if (out / MANIFEST).exists():  # a run that never recorded a call: started afresh
+    if (out / MANIFEST).exists():
+        old, obj = manifest_and_json(out)
+        if not _unstarted(out, old):
+            check_content(out / MANIFEST, old, obj)
+            _check_same_run(out, old, model, suite_path, suite_sha, params)
+            return _resume(out, old, params, suite_path, link)
         for name in (MANIFEST, CALLS, SUITE_COPY):
             with contextlib.suppress(FileNotFoundError):
                 (out / name).unlink()
@@ -341,14 +327,17 @@ def peek_state(out: Path | None, model: str, suite_path: Path, scenarios: Sequen
     --dry-run``): the recorded calls of ``out`` when it holds this run (refused as a resume
     would be), else an empty run held in memory."""
     suite_sha = suite_sha256(suite_path)
-    old = None if out is None else _started(out, model, suite_path, suite_sha, params)
-    if out is None or old is None:
-        return RunState(new_manifest(model, suite_path, suite_sha, scenarios, params))
-    _check_same_scope(out, old.params, params)
-    check_resume(out, old.model, old.params, params)
-    state = read_state(out, old)  # a torn last line is skipped, not cut off
-    state.manifest = old.model_copy(update={"params": params})
-    return state
+    if out is not None and (out / MANIFEST).exists():
+        old, obj = manifest_and_json(out)
+        if not _unstarted(out, old):
+            check_content(out / MANIFEST, old, obj)
+            _check_same_run(out, old, model, suite_path, suite_sha, params)
+            _check_same_scope(out, old.params, params)
+            check_resume(out, old.model, old.params, params)
+            state = read_state(out, old)  # a torn last line is skipped, not cut off
+            state.manifest = old.model_copy(update={"params": params})
+            return state
+    return RunState(new_manifest(model, suite_path, suite_sha, scenarios, params))
 
 
 def note_transport(out: Path, state: RunState, way: Transport) -> None:
