@@ -74,8 +74,6 @@ class ParseCheck:
     def __init__(self, path: Path, params: RunParams) -> None:
         self.path = path
         self.params = params
-        self.mode = params.parse
-        self.protocol = params.protocol
         self.track = track(params.track)
         self._seen: dict[tuple[str, bool], tuple[dict[str, str] | None, str | None]] = {}
 
@@ -102,8 +100,8 @@ class ParseCheck:
             stored = "abstention" if rec.spec is None else "spec"
             raise UserError(
                 f"{self.path}:{n}: the stored {stored} is not the parse of the stored raw "
-                f"answer (--parse {self.mode}, --protocol {self.protocol}): the record was "
-                f"edited; {WAY_BACK}")
+                f"answer (--parse {self.params.parse}, --protocol {self.params.protocol}): the "
+                f"record was edited; {WAY_BACK}")
 
 
 def check_counts(out: Path, manifest: RunManifest, answered: int, errors: int) -> None:

@@ -46,7 +46,7 @@ from butterfly.core.code_catalogue import KEYS
 from butterfly.core.pooling import Result
 from butterfly.errors import UserError
 from butterfly.runs.digest import Chain
-from butterfly.runs.records import SHA256, Strict
+from butterfly.runs.records import SHA256, StrictModel
 
 OBSERVATIONS: Final = "observations.jsonl"
 SEAL: Final = "observations.seal"
@@ -56,7 +56,7 @@ WAY_BACK: Final = (f"observations are a record of what the programs did, made ag
                    "butterfly observe RUN")
 
 
-class Observation(Strict):
+class Observation(StrictModel):
     """One program observed against one expected spec (version 2: linked into the digest of
     the lines before it, and why settings are broken by a limit)."""
 
@@ -80,7 +80,7 @@ class Observation(Strict):
         "evidence\"); null in version 1, made before observations were sealed."))
 
 
-class ObservationSeal(Strict):
+class ObservationSeal(StrictModel):
     """``observations.seal``: the lines of ``observations.jsonl`` it covers and the digest at
     the last of them."""
 

@@ -50,7 +50,7 @@ where the track says so): a resume keeps them all."""
 
 
 
-class Strict(BaseModel):
+class StrictModel(BaseModel):
     """A record's shape, strict: no field beyond those declared, none changed once made."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -60,13 +60,13 @@ RegisteredTrack = Annotated[TrackName, AfterValidator(registered)]
 """A track's name, checked against the registry (``butterfly.engine.tracks.TRACKS``)."""
 
 
-class SuiteRef(Strict):
+class SuiteRef(StrictModel):
     path: str = Field(description="The suite file the run was started with.")
     sha256: str = Field(pattern=SHA256)
     n_scenarios: int
 
 
-class Shard(Strict):
+class Shard(StrictModel):
     """``--shard I/N``: this run plays slice I of N of the sweep's conversations."""
 
     index: int = Field(ge=1, description="I, from 1.")
@@ -82,7 +82,7 @@ class Shard(Strict):
         return f"{self.index}/{self.count}"
 
 
-class RouterRef(Strict):
+class RouterRef(StrictModel):
     """``--router FILE``: which router file served the run, never its secrets."""
 
     path: str = Field(description="The router file the run was started (or last resumed) with.")
@@ -95,7 +95,7 @@ class RouterRef(Strict):
                                          "(credentials cut), sorted.")
 
 
-class RunParams(Strict):
+class RunParams(StrictModel):
     """Every parameter of a run. ``answer_key()`` is the part that changes answers."""
 
     model_config = ConfigDict(allow_inf_nan=False)
@@ -183,7 +183,7 @@ class RunParams(Strict):
         return self
 
 
-class MergedShard(Strict):
+class MergedShard(StrictModel):
     """One shard a merged run was joined from (``butterfly merge``)."""
 
     path: str
@@ -191,7 +191,7 @@ class MergedShard(Strict):
     status: RunStatus
 
 
-class Seal(Strict):
+class Seal(StrictModel):
     """What a reader checks a run's content against (docs/running.md, "Tamper evidence")."""
 
     records: int = Field(ge=0, description="The lines of calls.jsonl the seal covers (all of "
@@ -204,7 +204,7 @@ class Seal(Strict):
                         "status and the two fields above.")
 
 
-class Repair(Strict):
+class Repair(StrictModel):
     """``butterfly repair``: when and how the run directory was rebuilt."""
 
     at: str
@@ -214,7 +214,7 @@ class Repair(Strict):
     found: str = Field(description="What the digest found before the repair.")
 
 
-class BudgetSweep(Strict):
+class BudgetSweep(StrictModel):
     """``butterfly sweep``: the budget sweep a run is one budget of (contract v4, section 9):
     one model over one suite at several values of one model argument (reasoning effort, a
     thinking budget, max tokens), each an ordinary run directory linked to the others by this
@@ -241,7 +241,7 @@ class BudgetSweep(Strict):
         return self.values[self.index]
 
 
-class InspectSource(Strict):
+class InspectSource(StrictModel):
     """``butterfly import-inspect``: the inspect eval log a run was made from (docs/inspect.md,
     "Importing an inspect log")."""
 
@@ -261,7 +261,7 @@ class InspectSource(Strict):
                                    "none. The records' costs are butterfly's own prices.")
 
 
-class RunManifest(Strict):
+class RunManifest(StrictModel):
     schema_version: Literal[1, 2, 3] = Field(
         MANIFEST_SCHEMA_VERSION, description="3: may name the inspect log it was imported from "
         "(issue 26); 2: sealed (issue 21); 1: made before the digest, read unsealed.")
@@ -316,7 +316,7 @@ class RunManifest(Strict):
         return self
 
 
-class Tokens(Strict):
+class Tokens(StrictModel):
     """Tokens of one call, as the provider reports them (null where it does not)."""
 
     prompt: int | None = None
@@ -329,7 +329,7 @@ class Tokens(Strict):
                                     "and billed at the cache-write rate.")
 
 
-class InvalidUsage(Strict):
+class InvalidUsage(StrictModel):
     """Token counts a provider reported that cannot be right (issue 34): kept as they came,
     never summed or priced."""
 
@@ -338,17 +338,17 @@ class InvalidUsage(Strict):
     raw: str = Field(description="The counts as the provider sent them (JSON).")
 
 
-class CallError(Strict):
+class CallError(StrictModel):
     kind: ErrorClass
     message: str
 
 
-class Message(Strict):
+class Message(StrictModel):
     role: Literal["system", "user", "assistant"]
     content: str
 
 
-class CallRecord(Strict):
+class CallRecord(StrictModel):
     """One model call: what was sent, what came back, and what the parser made of it."""
 
     schema_version: Literal[1, 2] = Field(RUN_SCHEMA_VERSION, description="2: linked into the "
