@@ -62,9 +62,9 @@ def generate(*, suite: str | None = None, count: int | None = None, seed: int | 
         scenarios, manifest = build_builtin(suite)
         return Generated(scenarios=scenarios, manifest=manifest)
     s = 0 if seed is None else seed
-    if ask_at is not None:
-        return _asked(lengths, per_length, ops, count, s, track, ask_at, paraphrase_variants)
     try:
+        if ask_at is not None:
+            return _asked(lengths, per_length, ops, count, s, track, ask_at, paraphrase_variants)
         drawn = (_chains(lengths, per_length, ops, count, s, track) if lengths is not None
                  else _mixed(count, ops, per_length, s, track))
         return Generated(scenarios=_variants(drawn, paraphrase_variants))
@@ -128,11 +128,7 @@ def _asked(lengths: str | list[int] | None, per_length: int | None, ops: str | N
     points = _whole_numbers(ask_at, "--ask-at", ASKED_MAX_TURNS, "10,100,1000")
     chain_lengths = _lengths(lengths, ASKED_MAX_TURNS)
     per = 12 if per_length is None else per_length
-    try:
-        scenarios = generate_horizon(chain_lengths, per, seed, prefix=f"s{seed}",
-                                     ask_at=points)
-    except GenerationError as e:
-        raise UserError(f"generate: {e}") from None
+    scenarios = generate_horizon(chain_lengths, per, seed, prefix=f"s{seed}", ask_at=points)
     manifest = SuiteManifest(
         name=f"s{seed}", version=1, file="-", generator_version=GENERATOR_VERSION, seed=seed,
         handwritten=None, n_scenarios=len(scenarios), max_turns=ASKED_MAX_TURNS,
@@ -209,10 +205,7 @@ class DepthReport(Result):
 def audit_depth(files: list[str]) -> list[DepthReport]:
     """The depth of each suite at its ask points of 40 turns or more: how old the changes that
     show are, and how often a recency window (the last t/2 or t/10 messages) matches."""
-    out = []
-    for path in (resolve_suite(f) for f in files):
-        out.append(_depth_of(path, load_suite(path, readings=False)))
-    return out
+    return [_depth_of(path, load_suite(path, readings=False)) for path in map(resolve_suite, files)]
 
 
 def _depth_of(path: Path, scenarios: list[Scenario]) -> DepthReport:

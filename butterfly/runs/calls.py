@@ -23,7 +23,6 @@ from typing import Final
 from pydantic import ValidationError
 
 from butterfly.core.scores import Usage
-from butterfly.core.turns import CallKey
 from butterfly.core.user_price import UserPrice
 from butterfly.errors import UserError
 from butterfly.runs.records import CallError, CallRecord, InvalidUsage, Tokens
@@ -61,9 +60,9 @@ class CallView:
     latency_s: float | None = None
     """The call's latency; None for an answer the cache served (no call was sent)."""
 
-    @property
-    def key(self) -> CallKey:
-        return CallKey(self.scenario, self.turn, self.layout, self.repeat, self.sample)
+
+Record = CallView | CallRecord
+"""A call as read: its record whole, or its slim view (what every reader of a call takes)."""
 
 
 @dataclass

@@ -19,12 +19,9 @@ from typing import NamedTuple
 from butterfly.code.conversation import code_spec, program_of
 from butterfly.code.judge import judged
 from butterfly.core.turns import CallKey, Turn, TurnKey
-from butterfly.runs.calls import CallView
+from butterfly.runs.calls import Record
 from butterfly.runs.observe import read_observations
-from butterfly.runs.records import CallRecord
 from oracle import Scenario, replay
-
-Record = CallView | CallRecord
 
 
 class CodeTurns(NamedTuple):

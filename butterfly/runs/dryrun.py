@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,20 +98,11 @@ class Sums:
     completion: int = 0
     cached: int = 0
 
-    def add(self, prompt: int, completion: int, cached: int) -> None:
-        self.calls += 1
+    def add(self, prompt: int, completion: int, cached: int, calls: int = 1) -> None:
+        self.calls += calls
         self.prompt += prompt
         self.completion += completion
         self.cached += cached
-
-
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 SHORT = 4096
@@ -167,7 +159,8 @@ class Meter:
 
     def _shared(self, a: str, b: str) -> int:
         if len(a) <= SHORT and len(b) <= SHORT:
-            return _common(self.tokens(a), self.tokens(b))
+            pairs = zip(self.tokens(a), self.tokens(b), strict=False)
+            return sum(1 for _ in itertools.takewhile(lambda p: p[0] == p[1], pairs))
         return self.long.shared(a, b)
 
     def body(self, messages: Sequence[Mapping[str, str]]) -> int:
@@ -290,10 +283,7 @@ def bills(meter: Meter, names: list[str], rates: Rates | None) -> tuple[list[Bil
     caching = meter.caching is not None
     total = Sums()
     for s in meter.sums.values():
-        total.calls += s.calls
-        total.prompt += s.prompt
-        total.completion += s.completion
-        total.cached += s.cached
+        total.add(s.prompt, s.completion, s.cached, s.calls)
     slices = [bill(n, meter.sums[n], rates, caching) for n in names if n in meter.sums]
     return slices, bill("total", total, rates, caching)
 

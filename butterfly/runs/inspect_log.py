@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from butterfly.core.vocab import Layout, Mode, ParseMode, Protocol, SCBase, Strategy, Track
 from butterfly.errors import UserError
+from butterfly.runs.run_price import first_error
 from butterfly.suite.load import sha256_file
 
 if TYPE_CHECKING:
@@ -134,12 +135,6 @@ class LoggedEval:
         return self.model.removeprefix(BUTTERFLY_PROVIDER)
 
 
-def _first(e: ValidationError) -> str:
-    err = e.errors(include_url=False)[0]
-    where = ".".join(str(x) for x in err["loc"])
-    return f"{where}: {err['msg']}" if where else str(err["msg"])
-
-
 def _load(path: Path) -> EvalLog:
     try:
         from inspect_ai.log import read_eval_log
@@ -164,7 +159,7 @@ def _meta(path: Path, log: EvalLog) -> ButterflyMeta:
     try:
         return ButterflyMeta.model_validate(data)
     except ValidationError as e:
-        raise UserError(f"{path}: eval metadata '{META_KEY}': {_first(e)}") from None
+        raise UserError(f"{path}: eval metadata '{META_KEY}': {first_error(e)}") from None
 
 
 def _turns(path: Path, sample: EvalSample) -> tuple[TurnEntry, ...]:
@@ -175,7 +170,7 @@ def _turns(path: Path, sample: EvalSample) -> tuple[TurnEntry, ...]:
     try:
         return tuple(TurnEntry.model_validate(x) for x in entries)
     except ValidationError as e:
-        raise UserError(f"{where}: store '{TURNS_KEY}': {_first(e)}") from None
+        raise UserError(f"{where}: store '{TURNS_KEY}': {first_error(e)}") from None
 
 
 def _sample(path: Path, sample: EvalSample, epochs: int) -> LoggedSample:

@@ -12,15 +12,9 @@ from butterfly.errors import UserError
 from butterfly.runs.inspect_log import LoggedEval
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
-from butterfly.suite.load import SCENARIOS_DIR, resolve_suite, sha256_file
+from butterfly.runs.store import suite_sha256
+from butterfly.suite.load import SCENARIOS_DIR, resolve_suite
 from oracle import Scenario
-
-
-def _sha(path: Path) -> str:
-    try:
-        return sha256_file(path)
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def find_suite(logged: LoggedEval, given: Path | None) -> Path:
@@ -30,12 +24,12 @@ def find_suite(logged: LoggedEval, given: Path | None) -> Path:
     want, named = logged.meta.suite_sha256, Path(logged.meta.suite_path)
     if given is None and not named.is_file():
         frozen = SCENARIOS_DIR / f"{logged.meta.suite}.jsonl"
-        if "/" in logged.meta.suite or not frozen.is_file() or _sha(frozen) != want:
+        if "/" in logged.meta.suite or not frozen.is_file() or suite_sha256(frozen) != want:
             raise UserError(f"{logged.path}: the suite it played, {named}, is missing: give "
                             "that suite with --suite FILE")
         return frozen
     path = named if given is None else resolve_suite(str(given))  # a file, or a suite's name
-    sha = _sha(path)
+    sha = suite_sha256(path)
     if sha != want:
         raise UserError(f"{path} is not the suite the log played (its sha256 is {sha[:12]}, "
                         f"the log's {want[:12]}): give that suite with --suite FILE")

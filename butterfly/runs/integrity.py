@@ -17,36 +17,20 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
 from butterfly.core.turns import CallKey
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
+from butterfly.runs.calls import Record
 from butterfly.runs.digest import WAY_BACK
-from butterfly.runs.records import CallError, CallRecord, RunManifest, RunParams
+from butterfly.runs.records import CallRecord, RunManifest, RunParams
 from oracle import Scenario
 
-R = TypeVar("R", bound="Keyed")
+R = TypeVar("R", bound=Record)
 
 
-class Keyed(Protocol):
-    """What the index reads of a call (a ``CallRecord`` or its slim view)."""
-
-    @property
-    def scenario(self) -> str: ...
-    @property
-    def turn(self) -> int: ...
-    @property
-    def layout(self) -> str: ...
-    @property
-    def repeat(self) -> int: ...
-    @property
-    def sample(self) -> int: ...
-    @property
-    def error(self) -> CallError | None: ...
-
-
-def key_of(rec: Keyed) -> CallKey:
+def key_of(rec: Record) -> CallKey:
     return CallKey(rec.scenario, rec.turn, rec.layout, rec.repeat, rec.sample)
 
 
@@ -90,8 +74,6 @@ class ParseCheck:
     def __init__(self, path: Path, params: RunParams) -> None:
         self.path = path
         self.params = params
-        self.mode = params.parse
-        self.protocol = params.protocol
         self.track = track(params.track)
         self._seen: dict[tuple[str, bool], tuple[dict[str, str] | None, str | None]] = {}
 
@@ -118,16 +100,8 @@ class ParseCheck:
             stored = "abstention" if rec.spec is None else "spec"
             raise UserError(
                 f"{self.path}:{n}: the stored {stored} is not the parse of the stored raw "
-                f"answer (--parse {self.mode}, --protocol {self.protocol}): the record was "
-                f"edited; {WAY_BACK}")
-
-
-def index_calls(records: Sequence[R], path: Path) -> tuple[dict[CallKey, R], dict[CallKey, R]]:
-    """(answered, failed) of ``records`` in file order (see :class:`CallIndex`)."""
-    index: CallIndex[R] = CallIndex(path)
-    for n, rec in enumerate(records, 1):
-        index.add(n, rec)
-    return index.done, index.failed
+                f"answer (--parse {self.params.parse}, --protocol {self.params.protocol}): the "
+                f"record was edited; {WAY_BACK}")
 
 
 def check_counts(out: Path, manifest: RunManifest, answered: int, errors: int) -> None:
@@ -142,7 +116,7 @@ def check_counts(out: Path, manifest: RunManifest, answered: int, errors: int) -
             "or re-run the run's command to ask the missing calls again")
 
 
-def check_suite_copy(out: Path, manifest: RunManifest, copy: Path) -> None:
+def check_suite_copy(manifest: RunManifest, copy: Path) -> None:
     try:
         sha = hashlib.sha256(copy.read_bytes()).hexdigest()
     except OSError as e:

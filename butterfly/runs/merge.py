@@ -32,10 +32,11 @@ from butterfly.core.vocab import RunStatus
 from butterfly.errors import UserError
 from butterfly.runs.digest import Chain
 from butterfly.runs.lock import LOCK, writer_lock
-from butterfly.runs.observe import OBSERVATIONS, SEAL, carry
+from butterfly.runs.observe import OBSERVATIONS, SEAL, carry, complete_lines
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, MergedShard, RunManifest, RunParams, Shard
 from butterfly.runs.scope import conversation_keys, select
+from butterfly.runs.shards import served
 from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, ask_flag, now, write_manifest
 from butterfly.runs.usage import total_usage
 from butterfly.suite.load import load_suite
@@ -69,10 +70,6 @@ def _scope(p: RunParams) -> str:
             f"{','.join(p.layouts)}, --repeats {p.repeats}, {ask_flag(p.ask_at)}")
 
 
-def _served(m: RunManifest) -> tuple[str, ...]:
-    return m.params.router.models if m.params.router is not None else (m.model,)
-
-
 def _differences(a: RunManifest, b: RunManifest) -> str | None:
     """What makes two shards parts of different sweeps (None: the same sweep)."""
     pa, pb = a.params, b.params
@@ -80,7 +77,8 @@ def _differences(a: RunManifest, b: RunManifest) -> str | None:
         (a.suite.sha256, b.suite.sha256, lambda m: f"suite {m.suite.path} (sha256 "
                                                    f"{m.suite.sha256[:12]})"),
         (a.model, b.model, lambda m: f"model {m.model}"),
-        (_served(a), _served(b), lambda m: f"deployments serving {', '.join(_served(m))}"),
+        (served(a.model, pa), served(b.model, pb),
+         lambda m: f"deployments serving {', '.join(served(m.model, m.params))}"),
         (pa.answer_key(), pb.answer_key(), lambda m: "answer-changing parameters "
                                                      f"{m.params.answer_key()}"),
         (pa.parse, pb.parse, lambda m: f"--parse {m.params.parse}"),
@@ -132,20 +130,6 @@ def _distinct(paths: Sequence[Path]) -> None:
         seen[real] = p
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of a calls file, one at a time; a torn last line (no newline: a
-    kill mid-write) is left out, as every reader does."""
-    try:
-        with path.open("rb") as f:
-            for n, line in enumerate(f, 1):
-                if line.endswith(b"\n"):
-                    yield n, line
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
 def _slice_of(path: Path, m: RunManifest) -> frozenset[ConversationKey]:
     suite = load_suite(path / SUITE_COPY, played=True)
     return frozenset(conversation_keys(select(suite, m.params), m.params))
@@ -156,7 +140,7 @@ def _copy(path: Path, m: RunManifest, out: IO[bytes], chain: Chain) -> Iterator[
     (the merged file's digest), and yield them."""
     keys = _slice_of(path, m)
     src = path / CALLS
-    for n, line in _lines(src):
+    for n, line in enumerate(complete_lines(src), 1):
         try:
             rec = CallRecord.model_validate_json(line)
         except ValidationError as e:

@@ -37,7 +37,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from butterfly.code.runner import sweep_stale
 from butterfly.code.sandbox import ENV, bubblewrap_problem, sandbox_kind
@@ -45,7 +45,8 @@ from butterfly.code.spec_of_program import EXTRACTOR_VERSION, budget, observe
 from butterfly.core.code_catalogue import KEYS
 from butterfly.core.pooling import Result
 from butterfly.errors import UserError
-from butterfly.runs.digest import START, Chain
+from butterfly.runs.digest import Chain
+from butterfly.runs.records import SHA256, StrictModel
 
 OBSERVATIONS: Final = "observations.jsonl"
 SEAL: Final = "observations.seal"
@@ -55,14 +56,13 @@ WAY_BACK: Final = (f"observations are a record of what the programs did, made ag
                    "butterfly observe RUN")
 
 
-class Observation(BaseModel):
+class Observation(StrictModel):
     """One program observed against one expected spec (version 2: linked into the digest of
     the lines before it, and why settings are broken by a limit)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     schema_version: Literal[1, 2] = 2
     kind: Literal["butterfly-observation"] = "butterfly-observation"
-    program_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    program_sha256: str = Field(pattern=SHA256)
     extractor: int = Field(description="The extractor's version (code.spec_of_program."
                            "EXTRACTOR_VERSION): an observation of another is made again.")
     expect: dict[str, str] = Field(description="The oracle's code spec on the turn: it chooses "
@@ -75,20 +75,19 @@ class Observation(BaseModel):
     sandbox: str = Field(description="The sandbox the program ran in (bubblewrap or fallback).")
     seconds: float = Field(ge=0, description="Wall-clock time of the observation.")
     at: str
-    chain_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", description=(
+    chain_sha256: str | None = Field(default=None, pattern=SHA256, description=(
         "The rolling sha256 of every line before this one (docs/running.md, \"Tamper "
         "evidence\"); null in version 1, made before observations were sealed."))
 
 
-class ObservationSeal(BaseModel):
+class ObservationSeal(StrictModel):
     """``observations.seal``: the lines of ``observations.jsonl`` it covers and the digest at
     the last of them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     schema_version: Literal[1] = 1
     kind: Literal["butterfly-observation-seal"] = "butterfly-observation-seal"
     observations: int = Field(ge=0, description="Lines of observations.jsonl covered.")
-    observations_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description=(
+    observations_sha256: str = Field(pattern=SHA256, description=(
         "The rolling sha256 of those lines (64 zeros for none)."))
 
 
@@ -132,8 +131,9 @@ def _seal(run_dir: Path) -> ObservationSeal | None:
                         f"edited or damaged; {WAY_BACK}") from None
 
 
-def _lines(path: Path) -> Iterator[bytes]:
-    """The complete lines of ``path`` (a torn last line, a kill mid-write, left out)."""
+def complete_lines(path: Path) -> Iterator[bytes]:
+    """The complete lines of ``path``, none when it is missing (a torn last line, a kill
+    mid-write, left out, as every reader does)."""
     try:
         f = path.open("rb")
     except FileNotFoundError:
@@ -159,8 +159,8 @@ def read_observations(run_dir: Path) -> Observations:
     (one clear line naming what was edited); never runs a program."""
     path, seal = run_dir / OBSERVATIONS, _seal(run_dir)
     covers = 0 if seal is None else seal.observations
-    out, at_seal = Observations(), START if covers == 0 else None
-    for n, line in enumerate(_lines(path), 1):
+    out, sealed = Observations(), Chain()  # sealed: the digest at the last line covered
+    for n, line in enumerate(complete_lines(path), 1):
         obs = _parsed(path, n, line)
         unlinked = obs.schema_version == 1 and obs.chain_sha256 is None  # made before seals
         if not unlinked and obs.chain_sha256 != out.chain.sha256:
@@ -175,31 +175,22 @@ def read_observations(run_dir: Path) -> Observations:
             if obs.schema_version == 2 and obs.extractor == EXTRACTOR_VERSION:
                 out.known.setdefault(key_of_observation(obs), obs)
             if n == covers:
-                at_seal = out.chain.sha256
+                sealed = Chain(out.chain.records, out.chain.sha256)
         else:
             out.unsealed += 1
-    if seal is not None and (at_seal is None or at_seal != seal.observations_sha256):
+    if seal is not None and (sealed.records, sealed.sha256) != (covers, seal.observations_sha256):
         what = (f"holds {out.chain.records} line(s), but {SEAL} covers {covers}: lines were "
-                "removed" if at_seal is None else
+                "removed" if sealed.records != covers else
                 f"line {covers} (the last {SEAL} covers) is not the observation written there: "
                 "it was edited")
         raise UserError(f"{path}: the observations' digest breaks: {what}; {WAY_BACK}")
     if out.unsealed:  # the chain a writer continues is the sealed lines'
-        out.chain = _chain_to(path, covers)
+        out.chain = sealed
     return out
 
 
 def key_of_observation(obs: Observation) -> Key:
     return obs.program_sha256, json.dumps({k: obs.expect[k] for k in KEYS})
-
-
-def _chain_to(path: Path, lines: int) -> Chain:
-    chain = Chain()
-    for line in _lines(path):
-        if chain.records == lines:
-            break
-        chain.add(line)
-    return chain
 
 
 class ObservationLog:

@@ -82,16 +82,6 @@ class Progress:
 
 
 @dataclass(frozen=True)
-class RunResult:
-    out: Path
-    n_calls: int
-    provider_errors: int
-    incomplete: tuple[str, ...]
-    interrupted: bool = False
-    budget: Budget | None = None
-
-
-@dataclass(frozen=True)
 class Conversation:
     """One conversation to play: what is asked, and where its answers go."""
 
@@ -266,7 +256,7 @@ async def run_suite(
     state: RunState,
     out: Path,
     progress: Progress,
-) -> RunResult:
+) -> None:
     """Play every scenario (at most ``concurrency`` conversations at once) and close the run;
     with ``max_cost``, stop (status ``budget``) before a call could exceed it."""
     params = state.manifest.params
@@ -297,9 +287,7 @@ async def run_suite(
         status: RunStatus = ("interrupted" if interrupted else "failed" if failure else
                              "budget" if budget.stopped else
                              "incomplete" if done_ids else "complete")
-        manifest = close_run(out, state, status, done_ids, failure=failure)
-    return RunResult(out, manifest.n_calls, manifest.n_provider_errors, done_ids,
-                     budget=budget)
+        close_run(out, state, status, done_ids, failure=failure)
 
 
 def pending_calls(scenarios: Sequence[Scenario], state: RunState) -> int:

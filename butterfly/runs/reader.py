@@ -18,19 +18,19 @@ from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_t
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.engine.tracks import Reading, Track, track
 from butterfly.errors import UserError
-from butterfly.runs.calls import CallView, Compactor
+from butterfly.runs.calls import CallView, Compactor, Record
 from butterfly.runs.code_turns import CodeTurns, code_turns
 from butterfly.runs.digest import Digest
 from butterfly.runs.integrity import check_counts, check_one_meaning, check_suite_copy
 from butterfly.runs.lock import writer_alive
-from butterfly.runs.records import CallRecord, RunManifest, RunParams
+from butterfly.runs.records import RunManifest, RunParams
 from butterfly.runs.scope import conversation_keys, played, select
 from butterfly.runs.store import MANIFEST, SUITE_COPY, RunState, read_manifest, read_state
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
 
-def turns(records: Mapping[CallKey, CallView | CallRecord], params: RunParams,
+def turns(records: Mapping[CallKey, Record], params: RunParams,
           parse_mode: ParseMode | None = None,
           protocol: Protocol | None = None,
           compactor: Compactor | None = None) -> dict[TurnKey, Turn]:
@@ -51,11 +51,10 @@ def turns(records: Mapping[CallKey, CallView | CallRecord], params: RunParams,
     return out
 
 
-def _answered(rec: CallView | CallRecord, samples: int) -> bool:
+def _answered(rec: Record, samples: int) -> bool:
     return rec.error is None and rec.raw is not None and rec.sample < samples
 
 
-Record = CallView | CallRecord
 
 
 @dataclass(frozen=True)
@@ -81,10 +80,10 @@ class Again:
                                       "abstention_detail": p.detail})
 
 
-def _voted(records: Mapping[CallKey, CallView | CallRecord], samples: int,
+def _voted(records: Mapping[CallKey, Record], samples: int,
            again: Again | None) -> dict[TurnKey, Turn]:
     """The turns of a self-consistency run: each the vote of all its ``samples``."""
-    grouped: dict[TurnKey, list[CallView | CallRecord]] = {}
+    grouped: dict[TurnKey, list[Record]] = {}
     for key, rec in records.items():
         if _answered(rec, samples):
             grouped.setdefault(TurnKey(key.scenario, key.turn, key.layout, key.repeat),
@@ -188,7 +187,7 @@ def load_run(path: Path | str) -> Run:
     if not (out / MANIFEST).is_file():
         raise UserError(f"{out}: not a run directory (no {MANIFEST})")
     manifest = read_manifest(out)
-    check_suite_copy(out, manifest, out / SUITE_COPY)
+    check_suite_copy(manifest, out / SUITE_COPY)
     suite = tuple(load_suite(out / SUITE_COPY, played=True))
     state = read_state(out, manifest)
     check_counts(out, manifest, state.tally.answered, state.tally.errors)

@@ -15,7 +15,7 @@ log a run was imported from (``butterfly import-inspect``); version 2 manifests 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
@@ -42,24 +42,33 @@ MANIFEST_SCHEMA_VERSION: Literal[3] = 3
 """The manifests' version written now; 2 (before ``imported_from``) and 1 (before the digest)
 are still read."""
 SHA256 = r"^[0-9a-f]{64}$"
+ANSWER_KEY: Final = ("temperature", "max_tokens", "seed", "schema_output", "mode", "strategy",
+                     "protocol", "samples", "sc_base", "model_args", "send_seed",
+                     "max_answer_chars")
+"""The parameters that change a run's answers, in :meth:`RunParams.answer_key` (and its track,
+where the track says so): a resume keeps them all."""
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class StrictModel(BaseModel):
+    """A record's shape, strict: no field beyond those declared, none changed once made."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
 
 RegisteredTrack = Annotated[TrackName, AfterValidator(registered)]
 """A track's name, checked against the registry (``butterfly.engine.tracks.TRACKS``)."""
 
 
-class SuiteRef(BaseModel):
-    model_config = _STRICT
+class SuiteRef(StrictModel):
     path: str = Field(description="The suite file the run was started with.")
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    sha256: str = Field(pattern=SHA256)
     n_scenarios: int
 
 
-class Shard(BaseModel):
+class Shard(StrictModel):
     """``--shard I/N``: this run plays slice I of N of the sweep's conversations."""
 
-    model_config = _STRICT
     index: int = Field(ge=1, description="I, from 1.")
     count: int = Field(ge=1, description="N, the number of shards of the sweep.")
 
@@ -73,12 +82,11 @@ class Shard(BaseModel):
         return f"{self.index}/{self.count}"
 
 
-class RouterRef(BaseModel):
+class RouterRef(StrictModel):
     """``--router FILE``: which router file served the run, never its secrets."""
 
-    model_config = _STRICT
     path: str = Field(description="The router file the run was started (or last resumed) with.")
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the file's content "
+    sha256: str = Field(pattern=SHA256, description="sha256 of the file's content "
                         "as canonical JSON with every secret-named parameter removed "
                         "(docs/scale.md).")
     models: tuple[str, ...] = Field(description="The distinct models the group's deployments "
@@ -87,10 +95,10 @@ class RouterRef(BaseModel):
                                          "(credentials cut), sorted.")
 
 
-class RunParams(BaseModel):
+class RunParams(StrictModel):
     """Every parameter of a run. ``answer_key()`` is the part that changes answers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
     temperature: float = DEFAULTS.temperature
     max_tokens: int = DEFAULTS.max_tokens
     seed: int = DEFAULTS.seed
@@ -151,21 +159,8 @@ class RunParams(BaseModel):
                                 "conversations this run plays; null for a whole run.")
 
     def answer_key(self) -> dict[str, float | int | bool | str | dict[str, JsonValue]]:
-        return {
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "schema_output": self.schema_output,
-            "mode": self.mode,
-            "strategy": self.strategy,
-            "protocol": self.protocol,
-            "samples": self.samples,
-            "sc_base": self.sc_base,
-            "model_args": self.model_args,
-            "send_seed": self.send_seed,
-            "max_answer_chars": self.max_answer_chars,
-            **({"track": self.track} if track(self.track).keyed else {}),
-        }
+        keyed = (*ANSWER_KEY, "track") if track(self.track).keyed else ANSWER_KEY
+        return {name: getattr(self, name) for name in keyed}
 
     @model_validator(mode="after")
     def _protocol_matches_schema_flag(self) -> RunParams:
@@ -188,19 +183,17 @@ class RunParams(BaseModel):
         return self
 
 
-class MergedShard(BaseModel):
+class MergedShard(StrictModel):
     """One shard a merged run was joined from (``butterfly merge``)."""
 
-    model_config = _STRICT
     path: str
     shard: Shard
     status: RunStatus
 
 
-class Seal(BaseModel):
+class Seal(StrictModel):
     """What a reader checks a run's content against (docs/running.md, "Tamper evidence")."""
 
-    model_config = _STRICT
     records: int = Field(ge=0, description="The lines of calls.jsonl the seal covers (all of "
                          "them once the run is closed).")
     calls_sha256: str = Field(pattern=SHA256, description="The rolling digest of those lines: "
@@ -211,10 +204,9 @@ class Seal(BaseModel):
                         "status and the two fields above.")
 
 
-class Repair(BaseModel):
+class Repair(StrictModel):
     """``butterfly repair``: when and how the run directory was rebuilt."""
 
-    model_config = _STRICT
     at: str
     rebuilt_manifest: bool = Field(description="The manifest was lost or unreadable and was "
                                    "rebuilt from the records and the flags given.")
@@ -222,13 +214,12 @@ class Repair(BaseModel):
     found: str = Field(description="What the digest found before the repair.")
 
 
-class BudgetSweep(BaseModel):
+class BudgetSweep(StrictModel):
     """``butterfly sweep``: the budget sweep a run is one budget of (contract v4, section 9):
     one model over one suite at several values of one model argument (reasoning effort, a
     thinking budget, max tokens), each an ordinary run directory linked to the others by this
     record; they compare like repeats."""
 
-    model_config = _STRICT
     name: str = Field(min_length=1, description="The sweep's name: the same in each of its "
                       "runs (by default the folder that holds them).")
     key: str = Field(min_length=1, description="The model argument swept (a -M key, e.g. "
@@ -250,11 +241,10 @@ class BudgetSweep(BaseModel):
         return self.values[self.index]
 
 
-class InspectSource(BaseModel):
+class InspectSource(StrictModel):
     """``butterfly import-inspect``: the inspect eval log a run was made from (docs/inspect.md,
     "Importing an inspect log")."""
 
-    model_config = _STRICT
     log: str = Field(description="The log file as given to import-inspect (.eval or .json).")
     log_sha256: str = Field(pattern=SHA256, description="sha256 of the log file's bytes.")
     inspect_version: str | None = Field(description="The inspect_ai version that wrote the "
@@ -271,8 +261,7 @@ class InspectSource(BaseModel):
                                    "none. The records' costs are butterfly's own prices.")
 
 
-class RunManifest(BaseModel):
-    model_config = _STRICT
+class RunManifest(StrictModel):
     schema_version: Literal[1, 2, 3] = Field(
         MANIFEST_SCHEMA_VERSION, description="3: may name the inspect log it was imported from "
         "(issue 26); 2: sealed (issue 21); 1: made before the digest, read unsealed.")
@@ -327,10 +316,9 @@ class RunManifest(BaseModel):
         return self
 
 
-class Tokens(BaseModel):
+class Tokens(StrictModel):
     """Tokens of one call, as the provider reports them (null where it does not)."""
 
-    model_config = _STRICT
     prompt: int | None = None
     completion: int | None = None
     cached: int | None = Field(None, description="Prompt tokens served from the provider's "
@@ -341,32 +329,28 @@ class Tokens(BaseModel):
                                     "and billed at the cache-write rate.")
 
 
-class InvalidUsage(BaseModel):
+class InvalidUsage(StrictModel):
     """Token counts a provider reported that cannot be right (issue 34): kept as they came,
     never summed or priced."""
 
-    model_config = _STRICT
     reason: str = Field(description="Why: a count negative, not a whole number, above "
                         "100,000,000, or over the model's context window (litellm's map).")
     raw: str = Field(description="The counts as the provider sent them (JSON).")
 
 
-class CallError(BaseModel):
-    model_config = _STRICT
+class CallError(StrictModel):
     kind: ErrorClass
     message: str
 
 
-class Message(BaseModel):
-    model_config = _STRICT
+class Message(StrictModel):
     role: Literal["system", "user", "assistant"]
     content: str
 
 
-class CallRecord(BaseModel):
+class CallRecord(StrictModel):
     """One model call: what was sent, what came back, and what the parser made of it."""
 
-    model_config = _STRICT
     schema_version: Literal[1, 2] = Field(RUN_SCHEMA_VERSION, description="2: linked into the "
                                           "file's digest; 1: made before the digest.")
     chain_sha256: str | None = Field(None, pattern=SHA256, description="The rolling digest of "

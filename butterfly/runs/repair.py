@@ -18,7 +18,6 @@ request only (no reader or resume ever repairs anything).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.calls import Tally
-from butterfly.runs.digest import START, Chain
+from butterfly.runs.digest import Chain
 from butterfly.runs.integrity import ParseCheck, key_of
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.reader import load_run
@@ -51,6 +50,7 @@ from butterfly.runs.store import (
     manifest_and_json,
     new_manifest,
     now,
+    suite_sha256,
     write_manifest,
 )
 from butterfly.suite.load import load_suite
@@ -98,17 +98,10 @@ def _found(out: Path) -> str | None:
     return None
 
 
-def _suite_sha(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
 def _rebuilt(out: Path, who: Identity) -> RunManifest:
     """A manifest from the flags given: the suite copy must be that suite."""
-    sha = _suite_sha(who.suite_path)
-    if (out / SUITE_COPY).exists() and _suite_sha(out / SUITE_COPY) != sha:
+    sha = suite_sha256(who.suite_path)
+    if (out / SUITE_COPY).exists() and suite_sha256(out / SUITE_COPY) != sha:
         raise UserError(f"repair: {out / SUITE_COPY} is not the suite {who.suite_path} (sha256 "
                         f"{sha[:12]}): give the --suite the run was made with")
     chosen = select(load_suite(who.suite_path, played=True), who.params)
@@ -166,23 +159,20 @@ class Old:
 
     def __init__(self, manifest: RunManifest) -> None:
         self.seal = manifest.seal
-        self.running = START
+        self.running = Chain()
 
     def contradicts(self, n: int, rec: CallRecord | None) -> bool:
         """Whether line ``n``'s link says line ``n - 1`` was changed."""
         if rec is None or rec.chain_sha256 is None:
             return False
-        bad = n > 1 and rec.chain_sha256 != self.running
-        self.running = rec.chain_sha256
+        bad = n > 1 and rec.chain_sha256 != self.running.sha256
+        self.running.sha256 = rec.chain_sha256
         return bad
-
-    def add(self, line: bytes) -> None:
-        self.running = hashlib.sha256(self.running.encode("ascii") + line).hexdigest()
 
     def contradicts_end(self, n: int) -> bool:
         """Whether the seal says line ``n``, the last, was changed."""
         return (self.seal is not None and self.seal.records == n
-                and self.seal.calls_sha256 != self.running)
+                and self.seal.calls_sha256 != self.running.sha256)
 
 
 def _read(n: int, line: bytes, kept: Kept) -> CallRecord | None:
@@ -260,7 +250,7 @@ def _kept(out: Path, manifest: RunManifest, rebuilt: bool, suite: Path) -> Kept:
                                     "after it)")
                 pending = None
             writer.flush(pending)
-            old.add(line)
+            old.running.add(line)
             pending = None if rec is None else (n, rec)
         if pending is not None and old.contradicts_end(pending[0]):
             kept.dropped.append(f"line {pending[0]}: not the record written there (the "
@@ -274,10 +264,10 @@ def _suite_copy(out: Path, manifest: RunManifest) -> None:
     """Put back an edited or lost suite copy from the suite file the manifest names, when that
     file is the suite the run played."""
     copy, sha = out / SUITE_COPY, manifest.suite.sha256
-    if copy.is_file() and _suite_sha(copy) == sha:
+    if copy.is_file() and suite_sha256(copy) == sha:
         return
     source = Path(manifest.suite.path)
-    if not source.is_file() or _suite_sha(source) != sha:
+    if not source.is_file() or suite_sha256(source) != sha:
         raise UserError(f"repair: {copy} is not the suite the run played (sha256 {sha[:12]}) "
                         f"and neither is {source}: copy that suite to {copy} first")
     copy.write_bytes(source.read_bytes())

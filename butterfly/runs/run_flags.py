@@ -50,30 +50,26 @@ def parse_layouts(text: str | Sequence[str]) -> tuple[Layout, ...]:
     return layouts  # type: ignore[return-value]
 
 
-_CONVERSATION = ("the conversation", "")
-_MAX_TOKENS = ("the answer's token limit", "--max-tokens")
-_FORMAT = ("the response format", "--protocol / --no-schema")
-_TOOLS = ("tools", "")
-_N = ("the number of answers per call", "--strategy self-consistency --samples N")
-OWNED: Final[dict[str, tuple[str, str]]] = {
-    "model": ("the model", "--model"),
-    **dict.fromkeys(("messages", "prompt", "contents", "system", "system_instruction"),
-                    _CONVERSATION),
-    "temperature": ("the temperature", "--temperature"),
-    **dict.fromkeys(("seed", "random_seed"), ("the seed", "--seed / --no-seed")),
-    **dict.fromkeys(("max_tokens", "max_completion_tokens", "max_new_tokens",
-                     "max_output_tokens", "maxOutputTokens", "num_predict"), _MAX_TOKENS),
-    **dict.fromkeys(("response_format", "format", "output_format", "response_mime_type",
-                     "responseMimeType", "response_schema", "responseSchema",
-                     "response_json_schema", "responseJsonSchema"), _FORMAT),
-    **dict.fromkeys(("tools", "tool_choice", "functions", "function_call"), _TOOLS),
-    **dict.fromkeys(("n", "best_of", "candidate_count", "candidateCount"), _N),
-    **dict.fromkeys(("stream", "stream_options"), ("streaming", "")),
-    **dict.fromkeys(("api_base", "base_url"), ("the server", "--api-base")),
-    "api_key": ("the credentials", ""),
-    "timeout": ("the timeout", "--timeout"),
-    **dict.fromkeys(("num_retries", "max_retries"), ("the retries", "--retries")),
-}
+_OWNERS: Final = (
+    ("the model", "--model", "model"),
+    ("the conversation", "", "messages prompt contents system system_instruction"),
+    ("the temperature", "--temperature", "temperature"),
+    ("the seed", "--seed / --no-seed", "seed random_seed"),
+    ("the answer's token limit", "--max-tokens", "max_tokens max_completion_tokens "
+     "max_new_tokens max_output_tokens maxOutputTokens num_predict"),
+    ("the response format", "--protocol / --no-schema", "response_format format output_format "
+     "response_mime_type responseMimeType response_schema responseSchema response_json_schema "
+     "responseJsonSchema"),
+    ("tools", "", "tools tool_choice functions function_call"),
+    ("the number of answers per call", "--strategy self-consistency --samples N",
+     "n best_of candidate_count candidateCount"),
+    ("streaming", "", "stream stream_options"),
+    ("the server", "--api-base", "api_base base_url"),
+    ("the credentials", "", "api_key"),
+    ("the timeout", "--timeout", "timeout"),
+    ("the retries", "--retries", "num_retries max_retries"),
+)
+OWNED: Final = {name: (what, flag) for what, flag, names in _OWNERS for name in names.split()}
 """Model-argument names the harness owns -> (what they set, the flag that sets it, or ""):
 the manifest records these from the harness's own options, so no model argument may carry
 them, at the top level or nested (:data:`NESTED`)."""
@@ -110,10 +106,6 @@ def check_owned(args: Mapping[str, JsonValue], source: str) -> None:
 def arg_value(text: str) -> JsonValue:
     """A -M VALUE (and a ``butterfly sweep --budget`` value): JSON when it parses, else the
     string."""
-    return _value(text)
-
-
-def _value(text: str) -> JsonValue:
     try:
         value: JsonValue = json.loads(text)
     except ValueError:
@@ -135,7 +127,7 @@ def parse_model_args(pairs: Sequence[str] = (), file: str | Path | None = None
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
             raise UserError(f"-M/--model-arg takes KEY=VALUE, got {pair!r}")
-        one = {key.strip(): _value(text)}
+        one = {key.strip(): arg_value(text)}
         check_owned(one, "-M")
         _merge(out, one)
     return check_model_args(out)

@@ -23,7 +23,8 @@ PriceGiven = str | Path | UserPrice | PriceFields | None
 """What ``RunOptions.price`` takes: a file's path, a price, or its fields as a mapping."""
 
 
-def _first(e: ValidationError) -> str:
+def first_error(e: ValidationError) -> str:
+    """The first of a validation's errors, one line: where (when it says), then what."""
     err = e.errors()[0]
     where = ".".join(str(x) for x in err["loc"])
     return f"{where}: {err['msg']}" if where else str(err["msg"])
@@ -39,7 +40,7 @@ def from_mapping(data: object, where: str) -> UserPrice:
     try:
         return UserPrice.model_validate(dict(data))
     except ValidationError as e:
-        raise UserError(f"{where}: not a price ({_first(e)}; docs/cost.md)") from None
+        raise UserError(f"{where}: not a price ({first_error(e)}; docs/cost.md)") from None
 
 
 def load_price(path: str | Path, flag: str = "--price") -> UserPrice:
@@ -60,7 +61,7 @@ def user_price(price: PriceGiven, price_per_mtok: str | None, side: str = ""
         try:
             return per_mtok(price_per_mtok)
         except ValidationError as e:
-            raise UserError(f"{per}: {_first(e)}") from None
+            raise UserError(f"{per}: {first_error(e)}") from None
         except ValueError as e:
             raise UserError(f"{per}: {e}") from None
     if price is None or isinstance(price, UserPrice | Mapping):

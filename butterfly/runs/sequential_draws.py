@@ -166,10 +166,6 @@ class Plan:
     configs: dict[str, RouterConfig]
     prices: tuple[UserPrice | None, UserPrice | None] = (None, None)
 
-    def price(self, model: str) -> UserPrice | None:
-        """``model``'s price (one model on both sides has one price: the caller checks)."""
-        return self.prices[self.models.index(model)]
-
     def request(self, model: str) -> ModelRequest:
         """How one side's model is reached: the server, or the router group serving it."""
         return ModelRequest(model, self.api_base, self.params.via, self.configs.get(model),
@@ -177,7 +173,8 @@ class Plan:
 
     def side_params(self, model: str) -> RunParams:
         """One side's parameters: the run's, with its price and the router group serving it."""
-        update: dict[str, object] = {"price": self.price(model)}
+        price = self.prices[self.models.index(model)]  # one model on both sides: one price
+        update: dict[str, object] = {"price": price}
         if model in self.configs:
             update["router"] = router_ref(self.configs[model])
         return self.params.model_copy(update=update)

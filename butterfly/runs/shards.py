@@ -69,7 +69,8 @@ def router_ref(config: RouterConfig) -> RouterRef:
                                        for m, b in config.served()))
 
 
-def _served(model: str, params: RunParams) -> tuple[str, ...]:
+def served(model: str, params: RunParams) -> tuple[str, ...]:
+    """The models a run's calls were served as: its router group's, or its model."""
     return params.router.models if params.router is not None else (model,)
 
 
@@ -88,7 +89,7 @@ def check_resume(out: Path, model: str, old: RunParams, params: RunParams) -> No
                         f"{','.join(old.layouts)} and --repeats {old.repeats}: a shard resumes "
                         "with exactly those (its slice depends on them)")
     check_same_price(out, old.price, params.price)
-    if _served(model, old) != _served(model, params):
-        raise UserError(f"--out {out} was served {', '.join(_served(model, old))}; this is "
-                        f"{', '.join(_served(model, params))}: a resume may change the "
+    if served(model, old) != served(model, params):
+        raise UserError(f"--out {out} was served {', '.join(served(model, old))}; this is "
+                        f"{', '.join(served(model, params))}: a resume may change the "
                         "replicas (--router, --api-base), never the model they serve")

@@ -10,7 +10,6 @@ Reading a run for analysis is :mod:`butterfly.runs.reader`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -32,7 +31,6 @@ from butterfly.core.vocab import RunStatus, Transport
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor, Tally, iter_records
-from butterfly.runs.calls import read_calls as read_calls  # re-exported: callers read it here
 from butterfly.runs.digest import UNSEALED, Chain, Digest, Links, check_content, sealed
 from butterfly.runs.integrity import CallIndex, ParseCheck
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
@@ -47,7 +45,7 @@ from butterfly.runs.records import (
 )
 from butterfly.runs.shards import check_resume
 from butterfly.runs.versions import prompt_label, version_name
-from butterfly.suite.load import ROOT
+from butterfly.suite.load import ROOT, sha256_file
 from oracle import Scenario
 
 MANIFEST: Final = "manifest.json"
@@ -227,7 +225,7 @@ def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path,
     check_resume(out, old.model, old.params, params)
     state = read_state(out, old, repair=True)
     copy = out / SUITE_COPY
-    if not copy.is_file() or hashlib.sha256(copy.read_bytes()).hexdigest() != old.suite.sha256:
+    if not copy.is_file() or sha256_file(copy) != old.suite.sha256:
         _copy_suite(suite_path, copy)  # restore the copy from the (checked) suite file
     manifest = old.model_copy(update={"params": params, "updated_at": now(), "status": "running",
                                       "failure": None,
@@ -265,9 +263,10 @@ def _unstarted(out: Path, old: RunManifest) -> bool:
             and (not calls.exists() or calls.stat().st_size == 0))
 
 
-def _suite_sha(suite_path: Path) -> str:
+def suite_sha256(suite_path: Path) -> str:
+    """The sha256 of a suite file's bytes; one line when it cannot be read."""
     try:
-        return hashlib.sha256(suite_path.read_bytes()).hexdigest()
+        return sha256_file(suite_path)
     except OSError as e:
         raise UserError(f"{suite_path}: cannot read: {e.strerror or e}") from None
 
@@ -278,7 +277,7 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
     A directory whose run never recorded a call is started afresh. The caller holds the
     directory's :func:`butterfly.runs.lock.writer_lock`. ``link``: the budget sweep the run is
     one budget of (``butterfly sweep``), recorded in a new manifest and checked on a resume."""
-    suite_sha = _suite_sha(suite_path)
+    suite_sha = suite_sha256(suite_path)
     if (out / MANIFEST).exists():
         old, obj = manifest_and_json(out)
         if not _unstarted(out, old):
@@ -327,7 +326,7 @@ def peek_state(out: Path | None, model: str, suite_path: Path, scenarios: Sequen
     """What :func:`open_run` would start from, read without writing anything (``run
     --dry-run``): the recorded calls of ``out`` when it holds this run (refused as a resume
     would be), else an empty run held in memory."""
-    suite_sha = _suite_sha(suite_path)
+    suite_sha = suite_sha256(suite_path)
     if out is not None and (out / MANIFEST).exists():
         old, obj = manifest_and_json(out)
         if not _unstarted(out, old):

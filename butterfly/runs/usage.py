@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from butterfly.core.efficiency import Spent
 from butterfly.core.scores import Usage
@@ -21,7 +21,9 @@ from butterfly.core.turns import ConversationKey
 from butterfly.core.usage import count_problem
 from butterfly.core.user_price import UserPrice
 from butterfly.models.registry import prefix_of
-from butterfly.runs.records import InvalidUsage, Tokens
+
+if TYPE_CHECKING:  # the calls module sums usage with this one: read for types only
+    from butterfly.runs.calls import Record
 
 UNPRICED_NOTE = ("litellm's offline price map has no price for this model (a local or "
                  "self-hosted model, or a name it does not know): cost not counted (give "
@@ -31,48 +33,14 @@ LOCAL_NOTE = "nothing to pay: the model runs on this machine (a scripted agent o
 unknown for no want of a price, so the note does not ask for one (as the dry run says)."""
 
 
-class Priced(Protocol):
-    """What usage reads of a call (a ``CallRecord`` or its slim view)."""
-
-    @property
-    def raw(self) -> str | None: ...
-    @property
-    def abstention(self) -> str | None: ...
-    @property
-    def tokens(self) -> Tokens: ...
-    @property
-    def cost_usd(self) -> float | None: ...
-    @property
-    def cached(self) -> bool: ...
-    @property
-    def saved_usd(self) -> float | None: ...
-    @property
-    def invalid_usage(self) -> InvalidUsage | None: ...
-
-
-class Call(Priced, Protocol):
-    """What efficiency reads of a call besides its usage."""
-
-    @property
-    def scenario(self) -> str: ...
-    @property
-    def turn(self) -> int: ...
-    @property
-    def layout(self) -> str: ...
-    @property
-    def repeat(self) -> int: ...
-    @property
-    def latency_s(self) -> float | None: ...
-
-
-def answered_nothing(rec: Priced) -> bool:
+def answered_nothing(rec: Record) -> bool:
     """Whether the record stands for no answer at all: a failed call, or an ask over the model's
     context window recorded as an abstention (reason ``context``, answered with nothing: the
     provider refused it, nothing was made or paid)."""
     return rec.raw is None or (rec.raw == "" and rec.abstention == "context")
 
 
-def usage_invalid(rec: Priced) -> bool:
+def usage_invalid(rec: Record) -> bool:
     """Whether a call's token counts cannot be right: marked so when it was made, or, in a
     record made before usage was checked, a count negative or absurd (never summed)."""
     t = rec.tokens
@@ -100,7 +68,7 @@ class UsageTally:
     unpriced_sent: bool = False
     invalid: int = 0
 
-    def add(self, rec: Priced) -> None:
+    def add(self, rec: Record) -> None:
         if answered_nothing(rec):
             return
         self.calls += 1
@@ -141,7 +109,7 @@ class UsageTally:
         )
 
 
-def total_usage(records: Iterable[Priced], price: UserPrice | None = None,
+def total_usage(records: Iterable[Record], price: UserPrice | None = None,
                 model: str | None = None) -> Usage:
     """The usage of ``records`` (see :class:`UsageTally`), priced by ``price`` when the user
     gave one, of the run of ``model``."""
@@ -151,7 +119,7 @@ def total_usage(records: Iterable[Priced], price: UserPrice | None = None,
     return tally.usage(price, model)
 
 
-def spent_of(rec: Call) -> Spent | None:
+def spent_of(rec: Record) -> Spent | None:
     """What an answered call spent, as efficiency reads it (``core.efficiency``); None for a
     record of no answer (:func:`answered_nothing`). A call whose token counts cannot be right
     counts as usage counts it: apart (``invalid_usage_calls``), its tokens and cost in no
