@@ -353,8 +353,3 @@ def count_file(f: BinaryIO) -> int | None:
     except (OSError, EOFError, ValueError):
         pass
     return None
-
-
-def count_records(data: bytes) -> int | None:
-    """:func:`count_file` of bytes in memory."""
-    return count_file(io.BytesIO(data))

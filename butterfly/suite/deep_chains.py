@@ -300,9 +300,7 @@ class DepthPlan:
     def _shadowing(b: Builder, keys: Sequence[str]) -> bool:
         """A change to one of ``keys`` over the changes in effect there, to a value other than
         the initial one (so that it shows)."""
-        order = list(keys)
-        b.rng.shuffle(order)
-        for k in order:
+        for k in b.shuffled(keys):
             values = [v for v in b.domain(k) if v not in (b.initial[k], b.spec[k])]
             if values and b.set([k], value=b.rng.choice(values)):
                 return True

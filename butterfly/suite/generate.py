@@ -175,10 +175,8 @@ def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:
     """One valid scenario of ``category`` from ``seed`` (deterministic)."""
     if category not in _RECIPES:
         raise GenerationError(f"unknown category {category!r}")
-    s = build(_RECIPES[category], seed, 200, category, scenario_id)
-    if s is not None:
-        return s
-    raise GenerationError(f"could not build a valid {category} scenario from seed {seed}")
+    return build(_RECIPES[category], seed, 200, category, scenario_id,
+                 f"a valid {category} scenario")
 
 
 def proportional_counts(n: int, base: dict[str, int] = DEFAULT_COUNTS) -> dict[str, int]:

@@ -40,9 +40,7 @@ def _fresh(b: Builder) -> list[str]:
 
 def _rule_on(b: Builder) -> bool:
     """Switch on a rule whose forced value is not already in force (so ignoring it shows)."""
-    plays = list(COUPLING_PLAYS)
-    b.rng.shuffle(plays)
-    for trigger, when, forced in plays:
+    for trigger, when, forced in b.shuffled(COUPLING_PLAYS):
         then = next(c.then for c in COUPLINGS if c.forced == forced)
         if b.spec[trigger] != when and b.spec[forced] != then and b.set([trigger], value=when):
             return True
@@ -146,13 +144,9 @@ _HARD_CATEGORY: Final = {
 def generate_hard_one(construction: str, seed: int, scenario_id: str) -> Scenario:
     """One scenario of a hard construction that defeats every flawed agent (its final spec
     differs from each one's); candidates that do not are drawn again."""
-    s = builder.build(_HARD[construction], seed, 300, _HARD_CATEGORY[construction], scenario_id,
-                      keep=lambda s: len(defeated(s)) == len(FLAWED_AGENTS))
-    if s is not None:
-        return s
-    raise builder.GenerationError(
-        f"could not build a hard {construction} scenario from seed {seed}"
-    )
+    return builder.build(_HARD[construction], seed, 300, _HARD_CATEGORY[construction],
+                         scenario_id, f"a hard {construction} scenario",
+                         keep=lambda s: len(defeated(s)) == len(FLAWED_AGENTS))
 
 
 def generate_hard(per_construction: int, seed: int, prefix: str = "hard") -> list[Scenario]:
