@@ -201,12 +201,6 @@ def read_encoding(config: Mapping[str, str], reading: probes.Reading,
     return "utf-8" if reading.encoding in ("utf-8", None) else BROKEN
 
 
-def latin_probe(source: str, config: Mapping[str, str], timeout: float, spend: Budget
-                ) -> Outcome:
-    """The encoding probe: the small probe in Latin-1."""
-    return _small(source, {**config, "encoding": "latin-1"}, timeout, spend)
-
-
 def read_errors(outcome: Outcome, quiet: bytes) -> str:
     """The error policy from a run whose input holds one unreadable record."""
     if outcome.status is None or outcome.flooded or outcome.limit is not None:
@@ -263,8 +257,8 @@ def _later(source: str, config: Mapping[str, str], expect: Mapping[str, str], ti
         try:
             limit = pool.submit(observe_limit, source, config, expect, timeout, spend)
             errors = pool.submit(_small, source, config, timeout, spend, 2)
-            latin = (pool.submit(latin_probe, source, config, timeout, spend)
-                     if config["encoding"] == "utf-8" else None)
+            latin = (pool.submit(_small, source, {**config, "encoding": "latin-1"}, timeout, spend)
+                     if config["encoding"] == "utf-8" else None)  # the encoding probe
         except BaseException:
             spend.stop.set()
             raise

@@ -27,8 +27,6 @@ from butterfly.models.provider import Request, Response
 from oracle import Scenario, replay
 from oracle.depth import window_spec
 
-__all__ = ["AGENTS", "ScriptedProvider", "check_agent"]
-
 HELD: Final = 1024
 """Scenarios whose oracle replay (or fixed answers) the provider keeps, the most recently asked:
 conversations are played in suite order, so a run's memory does not grow with its suite."""

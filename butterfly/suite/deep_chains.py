@@ -342,6 +342,3 @@ def asked_of(length: int, ask_at: Sequence[int] | None) -> tuple[int, ...]:
     """The ask points the depth guard reads for a chain of ``length`` turns: the suite's ask
     points up to it and its last turn (only the last when the suite names none)."""
     return tuple(sorted({t for t in (ask_at or ()) if 1 <= t < length} | {length}))
-
-
-__all__ = ["ANCHOR_KEYS", "Anchor", "DepthPlan", "asked_of", "deep_enough", "depth_rows", "plan"]

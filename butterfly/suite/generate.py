@@ -154,7 +154,7 @@ def _indirect_ref(b: Builder) -> None:
     need(b.indirect())
 
 
-_RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
+RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
     "undo_ref": _undo_ref,
     "undo_earliest": _undo_earliest,
     "coupling": _coupling,
@@ -166,16 +166,15 @@ _RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
     "drop_undo": _drop_undo,
     "indirect_ref": _indirect_ref,
 }
-assert tuple(_RECIPES) == CATEGORIES
-RECIPES: Final = _RECIPES
 """The recipe of each category (the code track's generator reuses them on its builder)."""
+assert tuple(RECIPES) == CATEGORIES
 
 
 def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:
     """One valid scenario of ``category`` from ``seed`` (deterministic)."""
-    if category not in _RECIPES:
+    if category not in RECIPES:
         raise GenerationError(f"unknown category {category!r}")
-    return build(_RECIPES[category], seed, 200, category, scenario_id,
+    return build(RECIPES[category], seed, 200, category, scenario_id,
                  f"a valid {category} scenario")
 
 

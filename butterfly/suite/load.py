@@ -451,8 +451,7 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         handwritten=handwritten_file,
         n_scenarios=len(ordered),
         max_turns=limit,
-        counts=dict(Counter(s.category for s in ordered)) if name != "butterfly-40"
-        else dict(DEFAULT_COUNTS),
+        counts=dict(Counter(s.category for s in ordered)),
         lengths=lengths,
         ask_at=None if b.ask_at is None else list(b.ask_at),
         window_k=b.window_k,
