@@ -22,9 +22,6 @@ from butterfly.suite.builder import (
 from butterfly.suite.deep_chains import DepthPlan, asked_of, deep_enough
 from oracle import MAX_TURNS, OPS, UNDO_OPS, Scenario
 
-DEFAULT_MIX: Final[dict[str, int]] = CHAIN_MIX
-"""Op weights of a chain built by length (``core.vocab.CHAIN_MIX``, which ``--help`` shows)."""
-
 MIX_OPS: Final = (*OPS, "indirect", "coupling")
 
 
@@ -120,7 +117,7 @@ def generate_chain(length: int, seed: int, scenario_id: str,
     enough at its ask points ``ask_at`` (and its last turn) for the depth guard."""
     if not 1 <= length <= MAX_TURNS:
         raise GenerationError(f"a chain has 1 to {MAX_TURNS} turns, not {length}")
-    weights = dict(DEFAULT_MIX if mix is None else mix)
+    weights = dict(CHAIN_MIX if mix is None else mix)  # the default, which --help shows
     asked = asked_of(length, ask_at)
     return build(lambda b: _chain(b, length, weights, asked), seed, 50, "long_chain",
                  scenario_id, f"a valid {length}-turn chain",
