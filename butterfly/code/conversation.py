@@ -167,10 +167,6 @@ def fingerprint() -> str:
 
 FENCE: Final = re.compile(r"^[ \t]*```[ \t]*(python3?|py)?[ \t]*\r?\n(.*?)^[ \t]*```[ \t]*$",
                           re.DOTALL | re.MULTILINE | re.IGNORECASE)
-PROGRAM_REASONS: Final = ("empty", "truncated", "no_program", "syntax", "context")
-"""Why a code answer is an abstention: no answer, an answer cut off before its program closed,
-no fenced python block, a program that does not compile, a conversation over the model's
-context window."""
 
 
 @dataclass(frozen=True, slots=True)

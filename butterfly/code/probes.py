@@ -63,7 +63,6 @@ DATES: Final[Mapping[str, str]] = {
     "eu": DAY.strftime("%d/%m/%Y"), "unix": str(calendar.timegm(DAY.timetuple())),
 }
 DELIMITERS: Final[Mapping[str, str]] = {"comma": ",", "tab": "\t", "semicolon": ";", "pipe": "|"}
-CODECS: Final[Mapping[str, str]] = {"utf-8": "utf-8", "latin-1": "latin-1", "utf-16": "utf-16"}
 
 
 def key(config: Mapping[str, str]) -> Config:
@@ -115,7 +114,7 @@ def make_input(config: Mapping[str, str], rows: list[Row], bad_at: int | None = 
             if bad_at is not None:
                 texts[bad_at] = "{not json"
             out.write("\n".join(texts) + "\n")
-    return out.getvalue().encode(CODECS[config["encoding"]])
+    return out.getvalue().encode(config["encoding"])  # utf-8, latin-1 or utf-16: codec names
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,8 +352,3 @@ def count_file(f: BinaryIO) -> int | None:
     except (OSError, EOFError, ValueError):
         pass
     return None
-
-
-def count_records(data: bytes) -> int | None:
-    """:func:`count_file` of bytes in memory."""
-    return count_file(io.BytesIO(data))

@@ -68,10 +68,8 @@ def budget() -> Budget:
 def _run(source: str, data: bytes, timeout: float, spend: Budget, *,
          counted: bool = False) -> Outcome:
     """A run on ``data``: the output kept (small probes), or ``counted`` streamed (row limit)."""
-    if counted:
-        return run_program(source, ARGS, b"", timeout, {ARGS[0]: data}, keep=set(),
-                           tally=(ARGS[1], probes.count_file), budget=spend)
-    return run_program(source, ARGS, b"", timeout, {ARGS[0]: data}, keep={ARGS[1]},
+    keep, tally = (set(), (ARGS[1], probes.count_file)) if counted else ({ARGS[1]}, None)
+    return run_program(source, ARGS, b"", timeout, {ARGS[0]: data}, keep=keep, tally=tally,
                        budget=spend)
 
 
@@ -203,12 +201,6 @@ def read_encoding(config: Mapping[str, str], reading: probes.Reading,
     return "utf-8" if reading.encoding in ("utf-8", None) else BROKEN
 
 
-def latin_probe(source: str, config: Mapping[str, str], timeout: float, spend: Budget
-                ) -> Outcome:
-    """The encoding probe: the small probe in Latin-1."""
-    return _small(source, {**config, "encoding": "latin-1"}, timeout, spend)
-
-
 def read_errors(outcome: Outcome, quiet: bytes) -> str:
     """The error policy from a run whose input holds one unreadable record."""
     if outcome.status is None or outcome.flooded or outcome.limit is not None:
@@ -265,8 +257,8 @@ def _later(source: str, config: Mapping[str, str], expect: Mapping[str, str], ti
         try:
             limit = pool.submit(observe_limit, source, config, expect, timeout, spend)
             errors = pool.submit(_small, source, config, timeout, spend, 2)
-            latin = (pool.submit(latin_probe, source, config, timeout, spend)
-                     if config["encoding"] == "utf-8" else None)
+            latin = (pool.submit(_small, source, {**config, "encoding": "latin-1"}, timeout, spend)
+                     if config["encoding"] == "utf-8" else None)  # the encoding probe
         except BaseException:
             spend.stop.set()
             raise
@@ -317,13 +309,13 @@ def observe(source: str, expect: Mapping[str, str], spend: Budget | None = None,
     spend = budget() if spend is None else spend
     timeout = RUN_SECONDS if timeout is None else timeout
     hidden = set(KEYS) - observable(expect)
+    all_broken = {k: UNOBSERVED if k in hidden else BROKEN for k in KEYS}
     try:
         found = find_input(source, expect, timeout, spend)
     except (Halted, Spent) as e:
-        return Extraction({k: UNOBSERVED if k in hidden else BROKEN for k in KEYS},
-                          f"{e}: every setting broken")
+        return Extraction(all_broken, f"{e}: every setting broken")
     if found is None:
-        return Extraction({k: UNOBSERVED if k in hidden else BROKEN for k in KEYS}, None)
+        return Extraction(all_broken, None)
     config, small, reading = found
     values = read_small(config, reading)
     later, why = _read_later(config, small, reading,

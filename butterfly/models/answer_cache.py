@@ -81,6 +81,12 @@ def _unusable(path: Path, e: Exception) -> UserError:
 
 COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
           "cache_write_tokens")
+ALWAYS = ("text", "finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens",
+          "reasoning_tokens", "cost_usd")
+"""The fields of an answer every row holds (null when unknown)."""
+KEPT = (*ALWAYS, "reasoning_content", "raw_chars", "saved_usd", "cache_write_tokens")
+"""Every field of an answer a row keeps, in order; those after :data:`ALWAYS` only when set
+(a row written before one was kept reads it as null)."""
 
 
 def _response(blob: str) -> Response | None:
@@ -90,11 +96,7 @@ def _response(blob: str) -> Response | None:
         d = json.loads(blob)
         if any(count_problem(k, d.get(k)) for k in COUNTS):
             return None
-        return Response(str(d["text"]), d.get("finish_reason"), d.get("prompt_tokens"),
-                        d.get("completion_tokens"), d.get("cached_tokens"),
-                        d.get("reasoning_tokens"), d.get("cost_usd"),
-                        d.get("reasoning_content"), d.get("raw_chars"), d.get("saved_usd"),
-                        d.get("cache_write_tokens"))
+        return Response(str(d["text"]), **{k: d.get(k) for k in KEPT[1:]})
     except (ValueError, TypeError, KeyError):
         return None
 
@@ -130,21 +132,8 @@ class Cache:
     def put(self, request: Request, response: Response) -> None:
         if response.usage_invalid is not None:  # an answer whose usage cannot be right
             return
-        blob = json.dumps({
-            "text": response.text,
-            "finish_reason": response.finish_reason,
-            "prompt_tokens": response.prompt_tokens,
-            "completion_tokens": response.completion_tokens,
-            "cached_tokens": response.cached_tokens,
-            "reasoning_tokens": response.reasoning_tokens,
-            "cost_usd": response.cost_usd,
-            **({"reasoning_content": response.reasoning_content}
-               if response.reasoning_content is not None else {}),
-            **({"raw_chars": response.raw_chars} if response.raw_chars is not None else {}),
-            **({"saved_usd": response.saved_usd} if response.saved_usd is not None else {}),
-            **({"cache_write_tokens": response.cache_write_tokens}
-               if response.cache_write_tokens is not None else {}),
-        })
+        blob = json.dumps({k: v for k in KEPT
+                           if (v := getattr(response, k)) is not None or k in ALWAYS})
         try:
             self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)",
                              (cache_key(request, self.api_base), blob))

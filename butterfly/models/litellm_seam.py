@@ -156,13 +156,18 @@ def shipped_rates(model: str) -> Rates | None:
     resolves ``model``'s name (None: unpriced); looked up once per model."""
     if model not in RATES:
         with _as_shipped():
-            p, c = _cost(model, 1000, 0), _cost(model, 0, 1000)
-            hit = None if p is None or c is None else _cost(model, 1000, 0, cached=1000)
-            put = None if p is None or c is None else _cost(model, 1000, 0, written=1000)
-        RATES[model] = None if p is None or c is None else Rates(
-            p / 1000, c / 1000, (p if hit is None else hit) / 1000,
-            None if put is None or put == p else put / 1000)
+            RATES[model] = _rates(model)
     return RATES[model]
+
+
+def _rates(model: str) -> Rates | None:
+    """:func:`shipped_rates` of ``model``, read off litellm's prices of 1,000 tokens."""
+    p, c = _cost(model, 1000, 0), _cost(model, 0, 1000)
+    if p is None or c is None:
+        return None
+    hit, put = _cost(model, 1000, 0, cached=1000), _cost(model, 1000, 0, written=1000)
+    return Rates(p / 1000, c / 1000, (p if hit is None else hit) / 1000,
+                 None if put is None or put == p else put / 1000)
 
 
 @functools.cache

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -32,12 +32,6 @@ BODY_LIMIT: Final = 64 << 20
 """The most of a response body the fast path reads (64 MiB): a larger one fails the call
 (``bad_response``) unread. Well above any answer the response-size cap keeps (1,000,000
 characters at most), so only a runaway server reaches it."""
-def request_body(request: Request, model: str) -> dict[str, Any]:
-    """The chat-completions body: litellm's for these models (model arguments as top-level
-    keys, then ``extra_body`` merged over them), :func:`butterfly.core.wire.body`."""
-    return wire.body(request, model)
-
-
 def status_error(status: int, headers: Mapping[str, str], raw: bytes,
                  secrets: tuple[str | None, ...] = ()) -> Exception:
     """An HTTP error answer as our error classes (:func:`butterfly.core.wire.status_kind`)."""
@@ -100,7 +94,7 @@ class OpenAIHTTPProvider:
         return self._session
 
     async def __call__(self, request: Request, timeout: float) -> Response:
-        data = json.dumps(request_body(request, self.model or wire.wire_model(request.model)),
+        data = json.dumps(wire.body(request, self.model or wire.wire_model(request.model)),
                           ensure_ascii=False).encode("utf-8")
         try:
             async with self.session().post(self.url, data=data, headers=self._headers,

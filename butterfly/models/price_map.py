@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -107,16 +107,21 @@ def _number(entry: dict[str, Any], key: str) -> float | None:
         else None
 
 
+def _entries(model: str) -> Iterator[dict[str, Any]]:
+    """The map's entries of ``model`` of its provider: under its whole name, then without the
+    provider's prefix."""
+    provider, _, bare = model.partition("/")
+    for key in (model, bare):
+        entry = _price_map().get(key)
+        if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
+            yield entry
+
+
 @functools.cache
 def rates(model: str) -> Rates | None:
     """The rates of ``model`` (``openai/gpt-4o-mini``, ``hosted_vllm/NAME``), or None when the
     map does not price it as a chat model of that provider."""
-    provider, _, bare = model.partition("/")
-    table = _price_map()
-    for key in (model, bare):
-        entry = table.get(key)
-        if not isinstance(entry, dict) or entry.get("litellm_provider") != provider:
-            continue
+    for entry in _entries(model):
         prompt = _number(entry, "input_cost_per_token")
         completion = _number(entry, "output_cost_per_token")
         if prompt is None or completion is None:
@@ -147,15 +152,11 @@ def window(model: str) -> Window | None:
     """The context window of ``model`` (``openai/gpt-4o-mini``: 128,000 prompt tokens), from
     the same offline map and entry as its rates, read without importing litellm; None when the
     map has no entry of that provider for it (a local or self-hosted model)."""
-    provider, _, bare = model.partition("/")
-    table = _price_map()
-    for key in (model, bare):
-        entry = table.get(key)
-        if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
-            found = Window(_count(_number(entry, "max_input_tokens")),
-                           _count(_number(entry, "max_output_tokens")))
-            if found.prompt is not None or found.completion is not None:
-                return found
+    for entry in _entries(model):
+        found = Window(_count(_number(entry, "max_input_tokens")),
+                       _count(_number(entry, "max_output_tokens")))
+        if found.prompt is not None or found.completion is not None:
+            return found
     return None
 
 

@@ -15,28 +15,21 @@ import re
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Literal, Protocol
+from typing import Protocol
 
 from butterfly.core.wire import (
     CONTEXT_TEXT,
-    REDACTED,
-    TEXT_PARTS,
     ProviderError,
     Request,
     Response,
     answer_text,
     redact,
     says_over_context,
-    token_count,
 )
 from butterfly.errors import UserError
 
-__all__ = ["CONTEXT_TEXT", "REDACTED", "TEXT_PARTS", "ContextOverflow", "FatalProviderError",
-           "Provider", "ProviderError", "Request", "Response", "answer_text", "redact",
-           "refusal", "retry_after_of", "says_over_context", "seconds_of", "token_count"]
-
-Role = Literal["system", "user", "assistant"]
-
+__all__ = ["CONTEXT_TEXT", "ContextOverflow", "FatalProviderError", "Provider", "ProviderError",
+           "Request", "Response", "answer_text", "redact", "refusal", "retry_after_of"]
 
 class Provider(Protocol):
     cacheable: bool

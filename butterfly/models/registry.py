@@ -237,11 +237,6 @@ def transport(model: str, api_base: str | None, via: Via = "auto",
     return entry.transport
 
 
-def takes_fast_path(model: str, api_base: str | None, via: Via = "auto") -> bool:
-    """Whether ``model`` goes over the fast path (else litellm, or a scripted agent)."""
-    return transport(model, api_base, via) == "direct"
-
-
 def check_model_name(model: str) -> None:
     """Refuse a model name no provider can open (a :class:`UserError`), starting nothing."""
     prefix_of(model).check(model)
@@ -272,15 +267,11 @@ def router_config(path: str | Path, model: str) -> RouterConfig:
     return config
 
 
-def uses_cache(model: str, routed: bool = False) -> bool:
-    """Whether ``model``'s answers go through the answer cache (scripted agents' do not)."""
-    return routed or prefix_of(model).transport != "scripted"
-
-
 def check_cache(model: str, cache_path: str | None, routed: bool = False) -> None:
-    """Open (or create) the answer cache ``model`` would use, before a run creates anything:
-    a bad HOME, a missing directory, an unwritable place or a corrupt file is one line."""
-    if cache_path is not None and uses_cache(model, routed):
+    """Open (or create) the answer cache ``model`` would use (scripted agents use none), before
+    a run creates anything: a bad HOME, a missing directory, an unwritable place or a corrupt
+    file is one line."""
+    if cache_path is not None and (routed or prefix_of(model).transport != "scripted"):
         Cache(cache_file(cache_path)).close()
 
 
@@ -289,7 +280,7 @@ def _unpriced(model: str, api_base: str | None, via: Via,
     """The models behind ``model`` that litellm's offline price map does not price."""
     if router is None and not prefix_of(model).priced:
         return [model]
-    if router is None and takes_fast_path(model, api_base, via):
+    if router is None and transport(model, api_base, via) == "direct":  # the fast path
         from butterfly.models.price_map import rates
 
         return [] if rates(model) is not None else [model]
@@ -316,19 +307,10 @@ def check_priced(model: str, api_base: str | None = None, via: Via = "auto",
 
 
 def opener_of(model: str, router: RouterConfig | None = None) -> Opener:
+    """What opens the provider of ``model`` (behind ``router`` when given)."""
     if router is not None:
         return _routed
     return prefix_of(model).opener
-
-
-def open_provider(stack: ExitStack, model: str, scenarios: Sequence[Scenario], *,
-                  concurrency: int = 1, api_base: str | None = None,
-                  via: Via = "auto", router: RouterConfig | None = None,
-                  track: str = "spec") -> Provider:
-    """The provider for ``model`` (behind ``router`` when given); servers it starts are
-    stopped when ``stack`` closes."""
-    return opener_of(model, router)(OpenRequest(stack, model, scenarios, concurrency,
-                                                api_base, via, router, track))
 
 
 def open_client(stack: ExitStack, request: ModelRequest, scenarios: Sequence[Scenario],

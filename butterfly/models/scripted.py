@@ -27,8 +27,6 @@ from butterfly.models.provider import Request, Response
 from oracle import Scenario, replay
 from oracle.depth import window_spec
 
-__all__ = ["AGENTS", "ScriptedProvider", "check_agent"]
-
 HELD: Final = 1024
 """Scenarios whose oracle replay (or fixed answers) the provider keeps, the most recently asked:
 conversations are played in suite order, so a run's memory does not grow with its suite."""
@@ -115,27 +113,23 @@ class ScriptedProvider:
         self._answers = lru_cache(maxsize=HELD)(lambda sid: answers(name, scenarios[sid]))
 
     async def __call__(self, request: Request, timeout: float) -> Response:
+        return Response(text=self._text(request), finish_reason="stop")  # no tokens generated
+
+    def _text(self, request: Request) -> str:
+        """The agent's answer to ``request`` (the scenario and turn its metadata names)."""
         sid = str(request.meta["scenario"])
         turn = int(request.meta["turn"])
-        if self.noisy is not None or self.drift is not None:
-            s = self._scenarios[sid]
-            oracle = self._oracle(sid)
-            if self.noisy is not None:
-                spec = noisy_spec(s, turn, request.seed, self.noisy, oracle)
-            else:
-                spec = drift_spec(s, turn, request.seed, self.drift or 0.0, oracle)
-            text = json.dumps(spec)
-            return Response(text=text, finish_reason="stop")
+        s = self._scenarios[sid]
+        if self.noisy is not None:
+            return json.dumps(noisy_spec(s, turn, request.seed, self.noisy, self._oracle(sid)))
+        if self.drift is not None:
+            return json.dumps(drift_spec(s, turn, request.seed, self.drift, self._oracle(sid)))
         if self.name == BUDGET_AGENT and self.agents.per_request:  # accuracy by the budget
-            text = json.dumps(budget_spec(self._scenarios[sid], turn, request.seed,
-                                          _budget_p(request), self._oracle(sid)))
-            return Response(text=text, finish_reason="stop")
+            return json.dumps(budget_spec(s, turn, request.seed, _budget_p(request),
+                                          self._oracle(sid)))
         if self.window is not None and self.agents.per_request:  # an ask replays K turns
-            s = self._scenarios[sid]
-            text = json.dumps(window_spec(s, turn, self.window) if turn else s.initial)
-            return Response(text=text, finish_reason="stop")
-        text = self._answers(sid)[turn]
-        return Response(text=text, finish_reason="stop")  # no tokens: nothing is generated
+            return json.dumps(window_spec(s, turn, self.window) if turn else s.initial)
+        return self._answers(sid)[turn]
 
     async def aclose(self) -> None:
         return None

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from butterfly.suite.templates import (
     DEEP_REDO,
@@ -42,6 +42,8 @@ from oracle.replay import Replayer
 
 if TYPE_CHECKING:
     from butterfly.suite.deep_chains import DepthPlan
+
+T = TypeVar("T")
 
 COUPLING_PLAYS: Final = (
     ("input_format", "tsv", "delimiter"),
@@ -166,20 +168,22 @@ class Builder:
         after = apply_couplings({**self.spec, key: value})
         return not set(inapplicable(after)) <= set(inapplicable(self.spec))
 
+    def shuffled(self, items: Iterable[T]) -> list[T]:
+        """``items`` in an order drawn from the scenario's random stream."""
+        out = list(items)
+        self.rng.shuffle(out)
+        return out
+
     def word(self, family: str, **fields: str) -> tuple[str, str]:
         """A paraphrase of ``family`` drawn at random: (its text, its id ``family.index``)."""
         i = self.rng.randrange(DRAWN[family])
         return FAMILIES[family][i].format(**fields), f"{family}.{i}"
 
     def set(self, settings: Sequence[str] = KEYS, value: str | None = None) -> bool:
-        order = [k for k in settings if k in self.keys]
-        self.rng.shuffle(order)
-        for key in order:
+        for key in self.shuffled(k for k in settings if k in self.keys):
             s = BY_KEY[key]
-            values = ([v for v in self.domain(key) if v != self.spec[key]] if value is None
-                      else [value])
-            self.rng.shuffle(values)
-            for v in values:
+            for v in self.shuffled([v for v in self.domain(key) if v != self.spec[key]]
+                                   if value is None else [value]):
                 if self.stops_applying(key, v):
                     continue  # rejected by the oracle anyway; skipped before any draw
                 text, para = self.word("set", phrase=s.phrase(v), name=s.name)
@@ -191,9 +195,7 @@ class Builder:
     def drop(self, settings: Sequence[str] = KEYS) -> bool:
         if not self.drops:
             return False
-        order = [k for k in settings if k in self.keys]
-        self.rng.shuffle(order)
-        for key in order:
+        for key in self.shuffled(k for k in settings if k in self.keys):
             if self.stops_applying(key, UNSPECIFIED):
                 continue
             text, para = self.word("drop", name=BY_KEY[key].name)
@@ -225,8 +227,7 @@ class Builder:
 
     def undo_ref(self, prefer_not_last: bool = True) -> bool:
         assigned = self.changed()
-        order = list(dict.fromkeys(assigned))
-        self.rng.shuffle(order)
+        order = self.shuffled(dict.fromkeys(assigned))
         if prefer_not_last and assigned:
             order.sort(key=lambda k: k == assigned[-1])  # stable: the last change goes last
         return any(self.undo_ref_of(key) for key in order)
@@ -238,9 +239,7 @@ class Builder:
         return any(self.undo_ref_of(key) for key in dict.fromkeys(self.changed()))
 
     def distractor(self) -> bool:
-        keys = list(self.keys)
-        self.rng.shuffle(keys)
-        for key in keys[:6]:
+        for key in self.shuffled(self.keys)[:6]:
             s = BY_KEY[key]
             i = self.rng.randrange(DRAWN["distractor"])
             if i in DISTRACTOR_MENTIONS_VALUE:
@@ -270,8 +269,7 @@ class Builder:
             options.append(("indirect.tenfold_rows", "max_rows", tenfold))
         if keys is not None:
             options = [o for o in options if o[1] in keys]
-        self.rng.shuffle(options)
-        for family, key, value in options:
+        for family, key, value in self.shuffled(options):
             text, para = self.word(family)
             if self.add({"op": "set", "setting": key, "value": value, "text": text,
                          "paraphrase": para}):
@@ -285,8 +283,7 @@ class Builder:
     def any_op(self) -> bool:
         """One turn of a random op, weighted towards sets, for long chains."""
         ops = [op for op, weight in LONG_CHAIN.items() for _ in range(weight)]
-        self.rng.shuffle(ops)
-        return any(self.draft(op) for op in ops)
+        return any(self.draft(op) for op in self.shuffled(ops))
 
 
 Hook = Callable[[Builder], bool]
@@ -311,11 +308,12 @@ checks that every op has one)."""
 
 
 def build(recipe: Callable[[Builder], None], seed: int, tries: int, category: str,
-          scenario_id: str, keep: Callable[[Scenario], bool] = lambda s: True,
-          make: Callable[[random.Random], Builder] | None = None) -> Scenario | None:
+          scenario_id: str, what: str, keep: Callable[[Scenario], bool] = lambda s: True,
+          make: Callable[[random.Random], Builder] | None = None) -> Scenario:
     """The first candidate of ``recipe`` (one random stream from ``seed``, ``tries`` candidates
-    at most) that does not give up and that ``keep`` accepts; None if there is none. ``make``
-    starts a candidate (default: a :class:`Builder` from the canonical initial spec)."""
+    at most) that does not give up and that ``keep`` accepts; a :class:`GenerationError`
+    ("could not build a valid ``what``") if there is none. ``make`` starts a candidate
+    (default: a :class:`Builder` from the canonical initial spec)."""
     rng = random.Random(seed)
     for _ in range(tries):
         b = Builder(rng, canonical_initial()) if make is None else make(rng)
@@ -326,7 +324,7 @@ def build(recipe: Callable[[Builder], None], seed: int, tries: int, category: st
         s = b.finish(category, seed, scenario_id)
         if keep(s):
             return s
-    return None
+    raise GenerationError(f"could not build {what} from seed {seed}")
 
 
 def one_reading(

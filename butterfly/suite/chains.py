@@ -22,9 +22,6 @@ from butterfly.suite.builder import (
 from butterfly.suite.deep_chains import DepthPlan, asked_of, deep_enough
 from oracle import MAX_TURNS, OPS, UNDO_OPS, Scenario
 
-DEFAULT_MIX: Final[dict[str, int]] = CHAIN_MIX
-"""Op weights of a chain built by length (``core.vocab.CHAIN_MIX``, which ``--help`` shows)."""
-
 MIX_OPS: Final = (*OPS, "indirect", "coupling")
 
 
@@ -45,9 +42,7 @@ def parse_mix(text: str) -> dict[str, int]:
 
 def _toggle_coupling(b: Builder) -> bool:
     """Switch a rule on (its trigger to the forcing value), or off when it is on."""
-    plays = list(COUPLING_PLAYS)
-    b.rng.shuffle(plays)
-    for trigger, when, _forced in plays:
+    for trigger, when, _forced in b.shuffled(COUPLING_PLAYS):
         if b.spec[trigger] != when:
             if b.set([trigger], value=when):
                 return True
@@ -122,13 +117,11 @@ def generate_chain(length: int, seed: int, scenario_id: str,
     enough at its ask points ``ask_at`` (and its last turn) for the depth guard."""
     if not 1 <= length <= MAX_TURNS:
         raise GenerationError(f"a chain has 1 to {MAX_TURNS} turns, not {length}")
-    weights = dict(DEFAULT_MIX if mix is None else mix)
+    weights = dict(CHAIN_MIX if mix is None else mix)  # the default, which --help shows
     asked = asked_of(length, ask_at)
-    s = build(lambda b: _chain(b, length, weights, asked), seed, 50, "long_chain", scenario_id,
-              keep=lambda s: deep_enough(s, asked), make=make)
-    if s is not None:
-        return s
-    raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
+    return build(lambda b: _chain(b, length, weights, asked), seed, 50, "long_chain",
+                 scenario_id, f"a valid {length}-turn chain",
+                 keep=lambda s: deep_enough(s, asked), make=make)
 
 
 def generate_chains(lengths: Sequence[int], per_length: int, seed: int, prefix: str = "long",

@@ -120,12 +120,8 @@ def _fits(category: str) -> Callable[[Scenario], bool]:
 
 def generate_code_one(category: str, seed: int, scenario_id: str) -> Scenario:
     """One valid code scenario of ``category`` from ``seed`` (deterministic)."""
-    s = build(recipe(category), seed, 300, category, scenario_id, keep=_fits(category),
-              make=start)
-    if s is None:
-        raise GenerationError(f"could not build a valid code {category} scenario from seed "
-                              f"{seed}")
-    return s
+    return build(recipe(category), seed, 300, category, scenario_id,
+                 f"a valid code {category} scenario", keep=_fits(category), make=start)
 
 
 def generate_code(counts: dict[str, int], seed: int, prefix: str = "code") -> list[Scenario]:

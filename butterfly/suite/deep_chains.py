@@ -300,9 +300,7 @@ class DepthPlan:
     def _shadowing(b: Builder, keys: Sequence[str]) -> bool:
         """A change to one of ``keys`` over the changes in effect there, to a value other than
         the initial one (so that it shows)."""
-        order = list(keys)
-        b.rng.shuffle(order)
-        for k in order:
+        for k in b.shuffled(keys):
             values = [v for v in b.domain(k) if v not in (b.initial[k], b.spec[k])]
             if values and b.set([k], value=b.rng.choice(values)):
                 return True
@@ -344,6 +342,3 @@ def asked_of(length: int, ask_at: Sequence[int] | None) -> tuple[int, ...]:
     """The ask points the depth guard reads for a chain of ``length`` turns: the suite's ask
     points up to it and its last turn (only the last when the suite names none)."""
     return tuple(sorted({t for t in (ask_at or ()) if 1 <= t < length} | {length}))
-
-
-__all__ = ["ANCHOR_KEYS", "Anchor", "DepthPlan", "asked_of", "deep_enough", "depth_rows", "plan"]

@@ -154,7 +154,7 @@ def _indirect_ref(b: Builder) -> None:
     need(b.indirect())
 
 
-_RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
+RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
     "undo_ref": _undo_ref,
     "undo_earliest": _undo_earliest,
     "coupling": _coupling,
@@ -166,19 +166,16 @@ _RECIPES: Final[dict[str, Callable[[Builder], None]]] = {
     "drop_undo": _drop_undo,
     "indirect_ref": _indirect_ref,
 }
-assert tuple(_RECIPES) == CATEGORIES
-RECIPES: Final = _RECIPES
 """The recipe of each category (the code track's generator reuses them on its builder)."""
+assert tuple(RECIPES) == CATEGORIES
 
 
 def generate_one(category: str, seed: int, scenario_id: str) -> Scenario:
     """One valid scenario of ``category`` from ``seed`` (deterministic)."""
-    if category not in _RECIPES:
+    if category not in RECIPES:
         raise GenerationError(f"unknown category {category!r}")
-    s = build(_RECIPES[category], seed, 200, category, scenario_id)
-    if s is not None:
-        return s
-    raise GenerationError(f"could not build a valid {category} scenario from seed {seed}")
+    return build(RECIPES[category], seed, 200, category, scenario_id,
+                 f"a valid {category} scenario")
 
 
 def proportional_counts(n: int, base: dict[str, int] = DEFAULT_COUNTS) -> dict[str, int]:

@@ -10,15 +10,6 @@ from butterfly.suite import builder
 from butterfly.suite.builder import COUPLING_PLAYS, PLAIN, Builder, need
 from oracle import COUPLINGS, Rules, Scenario, replay
 
-HARD_CONSTRUCTIONS: Final = (
-    "earliest-after-redo",
-    "trigger-undone-later",
-    "shadow-exposed",
-    "redo-three-deep",
-    "far-reference",
-)
-"""The contract's hardest constructions, one recipe each (``butterfly-hard``: 8 of each)."""
-
 FLAWED_AGENTS: Final[dict[str, Rules]] = {
     "last-edit": Rules(undo=False, guards=False),
     "lifo": Rules(earliest_as_last=True, guards=False),
@@ -40,9 +31,7 @@ def _fresh(b: Builder) -> list[str]:
 
 def _rule_on(b: Builder) -> bool:
     """Switch on a rule whose forced value is not already in force (so ignoring it shows)."""
-    plays = list(COUPLING_PLAYS)
-    b.rng.shuffle(plays)
-    for trigger, when, forced in plays:
+    for trigger, when, forced in b.shuffled(COUPLING_PLAYS):
         then = next(c.then for c in COUPLINGS if c.forced == forced)
         if b.spec[trigger] != when and b.spec[forced] != then and b.set([trigger], value=when):
             return True
@@ -125,34 +114,25 @@ def _far_reference(b: Builder) -> None:
     need(b.plain("undo_earliest"))
 
 
-_HARD: Final[dict[str, Callable[[Builder], None]]] = {
-    "earliest-after-redo": _earliest_after_redo,
-    "trigger-undone-later": _trigger_undone_later,
-    "shadow-exposed": _shadow_exposed,
-    "redo-three-deep": _redo_three_deep,
-    "far-reference": _far_reference,
+_HARD: Final[dict[str, tuple[Callable[[Builder], None], str]]] = {
+    "earliest-after-redo": (_earliest_after_redo, "undo_earliest"),
+    "trigger-undone-later": (_trigger_undone_later, "coupling"),
+    "shadow-exposed": (_shadow_exposed, "undo_last"),
+    "redo-three-deep": (_redo_three_deep, "redo"),
+    "far-reference": (_far_reference, "undo_ref"),
 }
-assert tuple(_HARD) == HARD_CONSTRUCTIONS
-
-_HARD_CATEGORY: Final = {
-    "earliest-after-redo": "undo_earliest",
-    "trigger-undone-later": "coupling",
-    "shadow-exposed": "undo_last",
-    "redo-three-deep": "redo",
-    "far-reference": "undo_ref",
-}
+"""Each hard construction's recipe and the category its scenarios are recorded under."""
+HARD_CONSTRUCTIONS: Final = tuple(_HARD)
+"""The contract's hardest constructions, one recipe each (``butterfly-hard``: 8 of each)."""
 
 
 def generate_hard_one(construction: str, seed: int, scenario_id: str) -> Scenario:
     """One scenario of a hard construction that defeats every flawed agent (its final spec
     differs from each one's); candidates that do not are drawn again."""
-    s = builder.build(_HARD[construction], seed, 300, _HARD_CATEGORY[construction], scenario_id,
-                      keep=lambda s: len(defeated(s)) == len(FLAWED_AGENTS))
-    if s is not None:
-        return s
-    raise builder.GenerationError(
-        f"could not build a hard {construction} scenario from seed {seed}"
-    )
+    recipe, category = _HARD[construction]
+    return builder.build(recipe, seed, 300, category, scenario_id,
+                         f"a hard {construction} scenario",
+                         keep=lambda s: len(defeated(s)) == len(FLAWED_AGENTS))
 
 
 def generate_hard(per_construction: int, seed: int, prefix: str = "hard") -> list[Scenario]:

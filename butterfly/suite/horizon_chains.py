@@ -28,6 +28,7 @@ from typing import Final
 
 from butterfly.suite.builder import (
     COUPLING_PLAYS,
+    HOOKS,
     PLAIN,
     Builder,
     GenerationError,
@@ -98,10 +99,8 @@ def _indirect(b: Builder) -> bool:
 
 def _coupling(b: Builder) -> bool:
     """Switch a rule on (its trigger free), or off again by undoing its trigger's change."""
-    plays = list(COUPLING_PLAYS)
-    b.rng.shuffle(plays)
     live = b.oracle.engine.live
-    for trigger, when, _forced in plays:
+    for trigger, when, _forced in b.shuffled(COUPLING_PLAYS):
         if b.spec[trigger] != when:
             if not live[trigger] and b.set([trigger], value=when):
                 return True
@@ -121,22 +120,15 @@ def _undo_ref(b: Builder) -> bool:
     return any(b.undo_ref_of(k) for k in keys[:4])
 
 
-def _plain(op: str) -> Hook:
-    return lambda b: b.plain(op)
-
-
 _HOOKS: Final[dict[str, Hook]] = {
     "set": _set_free,
     "drop": _drop_free,
-    "distractor": Builder.distractor,
-    "undo_last": _plain("undo_last"),
     "indirect": _indirect,
     "coupling": _coupling,
     "undo_ref": _undo_ref,
-    "undo_earliest": _plain("undo_earliest"),
-    "redo": _plain("redo"),
+    **{op: HOOKS[op] for op in ("distractor", "undo_last", "undo_earliest", "redo")},
 }
-"""The planner's hook per op of :data:`HORIZON_MIX`."""
+"""The planner's hook per op of :data:`HORIZON_MIX` (the builder's where it draws as it does)."""
 
 
 def _turn(b: Builder) -> None:
@@ -147,9 +139,7 @@ def _turn(b: Builder) -> None:
     w = _weights(b)
     ops = [op for op in w if w[op] > 0]
     first = b.rng.choices(ops, [w[op] for op in ops])[0]
-    rest = [op for op in ops if op != first]
-    b.rng.shuffle(rest)
-    for op in (first, *rest):
+    for op in (first, *b.shuffled(op for op in ops if op != first)):
         if _HOOKS[op](b):
             return
     need(b.distractor())
@@ -169,11 +159,8 @@ def generate_horizon_chain(length: int, seed: int, scenario_id: str,
     if not 1 <= length <= ASKED_MAX_TURNS:
         raise GenerationError(f"a chain has 1 to {ASKED_MAX_TURNS:,} turns, not {length}")
     asked = asked_of(length, ask_at)
-    s = build(lambda b: _horizon(b, length, asked), seed, TRIES, "long_chain", scenario_id,
-              keep=lambda s: deep_enough(s, asked))
-    if s is not None:
-        return s
-    raise GenerationError(f"could not build a valid {length}-turn chain from seed {seed}")
+    return build(lambda b: _horizon(b, length, asked), seed, TRIES, "long_chain",
+                 scenario_id, f"a valid {length}-turn chain", keep=lambda s: deep_enough(s, asked))
 
 
 TRIES: Final = 5

@@ -47,7 +47,6 @@ from oracle.replay import played_before_v2
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SCENARIOS_DIR: Final = ROOT / "scenarios"
-DEFAULT_SUITE: Final = "butterfly-40"
 
 
 class SuiteError(UserError):
@@ -355,8 +354,6 @@ BUILTINS: Final = {
     "butterfly-horizon": Builtin(seed=5000, version=2, ask_at=HORIZON_ASK_AT, asked_only=True,
                                  window_k=200),
 }
-BUILTIN_SEEDS: Final = {name: b.seed for name, b in BUILTINS.items()}
-"""Frozen suites the generator can rebuild byte for byte, with their seeds."""
 
 RETIRED: Final = {
     "3a6c7a9abb6b92c8a9e8f408cdd51ac5b83b28ce3d9ac71a246e736de4e52ae9": ("butterfly-40", 1),
@@ -373,26 +370,30 @@ RETIRED: Final = {
 readable and are labelled with their version; docs/suite-changelog.md)."""
 
 
+def _shipped(sha256: str) -> tuple[str, SuiteManifest] | None:
+    """The frozen suite we ship whose content has this sha256, if any: (its name, manifest)."""
+    for name in BUILTINS:
+        manifest = load_manifest(SCENARIOS_DIR / f"{name}.jsonl")
+        if manifest is not None and manifest.sha256 == sha256:
+            return name, manifest
+    return None
+
+
 def frozen_version(sha256: str) -> tuple[str, int] | None:
     """The frozen suite (name, version) whose content has this sha256, if it is one we ship or
     shipped."""
     if sha256 in RETIRED:
         return RETIRED[sha256]
-    for name in BUILTINS:
-        manifest = load_manifest(SCENARIOS_DIR / f"{name}.jsonl")
-        if manifest is not None and manifest.sha256 == sha256:
-            return name, BUILTINS[name].version
-    return None
+    shipped = _shipped(sha256)
+    return None if shipped is None else (shipped[0], BUILTINS[shipped[0]].version)
 
 
 def suite_manifest_of(sha256: str, path: Path) -> SuiteManifest | None:
     """The manifest of the suite whose content has ``sha256``: a frozen suite's we ship, or
     the one beside ``path`` when it describes that content; None otherwise (a retired
     version's, a suite without one)."""
-    for name in BUILTINS:
-        manifest = load_manifest(SCENARIOS_DIR / f"{name}.jsonl")
-        if manifest is not None and manifest.sha256 == sha256:
-            return manifest
+    if (shipped := _shipped(sha256)) is not None:
+        return shipped[1]
     try:
         manifest = load_manifest(path)
     except SuiteError:
@@ -405,15 +406,12 @@ LONG_PER_LENGTH: Final = 12
 HARD_PER_CONSTRUCTION: Final = 8
 
 
-def _listed(turns: tuple[int, ...] | None) -> list[int] | None:
-    return None if turns is None else list(turns)
-
-
 def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
     """Rebuild a frozen suite and its manifest from its seed."""
     if name not in BUILTINS:
         raise SuiteError(f"no built-in suite named {name!r} (known: {', '.join(BUILTINS)})")
-    seed, version = BUILTINS[name].seed, BUILTINS[name].version
+    b = BUILTINS[name]
+    seed = b.seed
     handwritten_file: str | None = None
     lengths: dict[str, int] | None = None
     if name == "butterfly-40":
@@ -437,28 +435,27 @@ def build_builtin(name: str) -> tuple[list[Scenario], SuiteManifest]:
         lengths = {str(HORIZON_LENGTH): HORIZON_CHAINS}
     else:
         ordered = generate_hard(HARD_PER_CONSTRUCTION, seed)
-    limit = (suite_track(BUILTINS[name].track).max_turns
-             or (ASKED_MAX_TURNS if BUILTINS[name].asked_only else turn_limit(name)))
+    limit = (suite_track(b.track).max_turns
+             or (ASKED_MAX_TURNS if b.asked_only else turn_limit(name)))
     too_long = next((s for s in ordered if len(s.turns) > limit), None)
     if too_long is not None:  # pragma: no cover - the builders respect the limit
         raise SuiteError(f"{name}: {too_long.id} has {len(too_long.turns)} turns (limit {limit})")
     text = dumps_suite(ordered)
     manifest = SuiteManifest(
         name=name,
-        version=version,
-        track=BUILTINS[name].track,
+        version=b.version,
+        track=b.track,
         file=f"scenarios/{name}.jsonl",
         generator_version=GENERATOR_VERSION,
         seed=seed,
         handwritten=handwritten_file,
         n_scenarios=len(ordered),
         max_turns=limit,
-        counts=dict(Counter(s.category for s in ordered)) if name != "butterfly-40"
-        else dict(DEFAULT_COUNTS),
+        counts=dict(Counter(s.category for s in ordered)),
         lengths=lengths,
-        ask_at=_listed(BUILTINS[name].ask_at),
-        window_k=BUILTINS[name].window_k,
-        depth=depth_rows(ordered, BUILTINS[name].ask_at),
+        ask_at=None if b.ask_at is None else list(b.ask_at),
+        window_k=b.window_k,
+        depth=depth_rows(ordered, b.ask_at),
         sha256=sha256_text(text),
     )
     return ordered, manifest

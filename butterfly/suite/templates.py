@@ -113,13 +113,8 @@ ONE_READING: Final[dict[str, tuple[str, ...]]] = {
     "undo_ref.2": ("undo_ref.5",),
     "undo_ref.3": ("undo_ref.2", "undo_ref.5"),
     **{f"undo_earliest.{i}": ("undo_earliest.1",) for i in (0, 2, 3, 4, 5)},  # "made first"
-    "redo.0": ("redo.4",),
-    "redo.1": ("redo.4",),
-    "redo.2": ("redo.4",),
-    "redo.3": ("redo.4",),
-    "indirect.same_format.0": ("indirect.same_format.3",),
-    "indirect.same_format.1": ("indirect.same_format.3",),
-    "indirect.same_format.2": ("indirect.same_format.3",),
+    **{f"redo.{i}": ("redo.4",) for i in range(4)},
+    **{f"indirect.same_format.{i}": ("indirect.same_format.3",) for i in range(3)},
 }
 """Drawn paraphrase -> the wordings with one reading that stand in for it where a second
 reading (``oracle.readings``) is triggered, in order of preference (``set.5`` names the

@@ -71,6 +71,3 @@ SUITE_TRACKS: Final[dict[str, SuiteTrack]] = {
 def suite_track(name: str) -> SuiteTrack:
     """The suites of the track ``name``: its own entry, else the spec track's."""
     return SUITE_TRACKS.get(name, SUITE_TRACKS["spec"])
-
-
-__all__ = ["SUITE_TRACKS", "SuiteTrack", "suite_track"]

@@ -33,11 +33,11 @@ OUTPUTS = {
                          ids=["plain", "gzip", "bz2"])
 def test_records_are_counted_in_every_output_format(name, wrap) -> None:  # type: ignore[no-untyped-def]
     for codec in ("utf-8", "utf-16"):
-        assert probes.count_records(wrap(OUTPUTS[name].encode(codec))) == len(IDS), codec
+        assert probes.count_file(io.BytesIO(wrap(OUTPUTS[name].encode(codec)))) == len(IDS), codec
 
 
 def test_a_json_array_cut_short_is_not_counted() -> None:
-    assert probes.count_records(OUTPUTS["json, indented"].rstrip()[:-1].encode()) is None
+    assert probes.count_file(io.BytesIO(OUTPUTS["json, indented"].rstrip()[:-1].encode())) is None
 
 
 def test_inputs_are_built_once_per_configuration() -> None:

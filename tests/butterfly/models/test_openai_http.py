@@ -21,7 +21,7 @@ from butterfly.errors import UserError
 from butterfly.models.litellm_seam import LiteLLMProvider
 from butterfly.models.openai_http import OpenAIHTTPProvider, parse_completion, status_error
 from butterfly.models.provider import FatalProviderError, Provider, ProviderError, Request
-from butterfly.models.registry import check_model_name, open_provider, transport
+from butterfly.models.registry import OpenRequest, check_model_name, opener_of, transport
 
 MESSAGES = ({"role": "system", "content": "Keep the spec."}, {"role": "user", "content": "é?"})
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -216,18 +216,19 @@ def test_routing(model: str, base: str | None, via: str, way: str) -> None:
     if way == "scripted":
         return
     with ExitStack() as stack:
-        provider = open_provider(stack, model, [], api_base=base, via=via)  # type: ignore[arg-type]
+        provider = opener_of(model)(OpenRequest(stack, model, [], api_base=base, via=via))  # type: ignore[arg-type]
     assert isinstance(provider, OpenAIHTTPProvider if way == "direct" else LiteLLMProvider)
 
 
 def test_the_fast_path_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ExitStack() as stack:
-        p = open_provider(stack, "openai/m", [], api_base="http://127.0.0.1:9/v1")
+        p = opener_of("openai/m")(OpenRequest(stack, "openai/m", [], api_base="http://127.0.0.1:9/v1"))
     assert isinstance(p, OpenAIHTTPProvider) and p.api_key == "sk-no-key"
     monkeypatch.setenv("HOSTED_VLLM_API_KEY", "sk-vllm-key")
     with ExitStack() as stack:
-        p = open_provider(stack, "hosted_vllm/m", [], api_base="http://127.0.0.1:9/v1")
+        p = opener_of("hosted_vllm/m")(OpenRequest(stack, "hosted_vllm/m", [],
+                                                   api_base="http://127.0.0.1:9/v1"))
     assert isinstance(p, OpenAIHTTPProvider) and p.api_key == "sk-vllm-key"
 
 
