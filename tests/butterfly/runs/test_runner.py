@@ -199,16 +199,16 @@ def test_sigkill_then_resume_loses_nothing(tmp_path: Path, clean: dict[str, Any]
 
 def test_out_of_another_model_or_suite_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
-                   "--no-cache").returncode == 0
-    r = run_cli("run", "--model", "script/noop", "--out", str(out), "--limit", "2")
+    assert run_inproc("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
+                      "--no-cache").returncode == 0
+    r = run_inproc("run", "--model", "script/noop", "--out", str(out), "--limit", "2")
     assert r.returncode == 1 and "holds a run of script/oracle" in r.stderr
     other = tmp_path / "other.jsonl"
     other.write_text("".join(s.to_json() + "\n" for s in SCENARIOS[:3]))
-    r = run_cli("run", "--model", "script/oracle", "--suite", str(other), "--out", str(out))
+    r = run_inproc("run", "--model", "script/oracle", "--suite", str(other), "--out", str(out))
     assert r.returncode == 1 and "choose another --out" in r.stderr
-    r = run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
-                "--temperature", "0.5")
+    r = run_inproc("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
+                   "--temperature", "0.5")
     assert r.returncode == 1 and "answer-changing" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -340,11 +340,11 @@ def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
 def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) -> None:
     """A run interrupted after its first scenario (its records cut back to it, its manifest
     saying so, as a Ctrl-C leaves it): the rest were never played."""
-    from conftest import rewrite_calls, rewrite_manifest, run_cli
+    from conftest import rewrite_calls, rewrite_manifest
 
     out = tmp_path / "run"
-    assert run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "3",
-                   "--no-cache").returncode == 0
+    assert run_inproc("run", "--model", "script/oracle", "--out", str(out), "--limit", "3",
+                      "--no-cache").returncode == 0
     calls = out / "calls.jsonl"
     first = SCENARIOS[0].id
     kept = [line for line in calls.read_text().splitlines()
@@ -353,7 +353,7 @@ def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) ->
     rewrite_manifest(out, status="interrupted", n_calls=len(kept))
     s = _score(out)
     assert s["not_played"] == 2 and s["incomplete"] == 0 and s["n_scenarios"] == 1
-    text = run_cli("score", str(out)).stdout
+    text = run_inproc("score", str(out)).stdout
     assert "not played" in text and "incomplete" not in text
 
 
