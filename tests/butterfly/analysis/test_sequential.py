@@ -161,7 +161,7 @@ def test_sequential_routes_each_model_over_its_group(tmp_path: Path,
         file = tmp_path / "router.json"
         file.write_text(json.dumps({"model_list": groups}))
         argv = ["sequential", "--model-a", "grp-a", "--model-b", "grp-b", "--router", str(file),
-                "--per-category", "1", "--cap", "2", "--no-cache", "--json",
+                "--limit", "2", "--cap", "2", "--no-cache", "--json",  # each call is routed
                 "--out-a", str(tmp_path / "a"), "--out-b", str(tmp_path / "b")]
         assert main(argv) == 0, capsys.readouterr().err
         assert a.count > 0 and b.count > 0

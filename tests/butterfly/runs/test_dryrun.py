@@ -159,18 +159,23 @@ def test_refusals(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 
 
 def test_a_dry_run_never_imports_litellm(tmp_path: Path) -> None:
-    probe = ("import sys, runpy\n"
-             "sys.argv = ['butterfly'] + sys.argv[1:]\n"
-             "try:\n"
-             "    runpy.run_module('butterfly.cli', run_name='__main__')\n"
-             "except SystemExit as e:\n"
-             "    assert not e.code, e.code\n"
-             "assert 'litellm' not in sys.modules, 'litellm was imported'\n")
-    for model in ("anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini", "gemini/gemini-2.0-flash"):
-        r = subprocess.run([sys.executable, "-c", probe, "run", "--model", model, "--limit", "1",
-                            "--dry-run", "--out", str(tmp_path / "d")], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, (model, r.stderr)
+    """A dry run of each provider's model, one after another in one new interpreter, litellm
+    not imported after any of them."""
+    probe = ("import json, runpy, sys\n"
+             "models, rest = json.loads(sys.argv[1]), sys.argv[2:]\n"
+             "for model in models:\n"
+             "    sys.argv = ['butterfly', 'run', '--model', model, *rest]\n"
+             "    try:\n"
+             "        runpy.run_module('butterfly.cli', run_name='__main__')\n"
+             "    except SystemExit as e:\n"
+             "        assert not e.code, (model, e.code)\n"
+             "    assert 'litellm' not in sys.modules, f'{model}: litellm was imported'\n")
+    models = ["anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini", "gemini/gemini-2.0-flash"]
+    r = subprocess.run([sys.executable, "-c", probe, json.dumps(models), "--limit", "1",
+                        "--dry-run", "--out", str(tmp_path / "d")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert all(f"dry run: {model} on" in r.stdout for model in models), r.stdout
 
 
 def test_known_tokenizers() -> None:

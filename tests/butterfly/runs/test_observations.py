@@ -180,14 +180,21 @@ def test_observations_are_kept_as_each_is_made(run: Path, private_tmp: Path,
     assert not list(private_tmp.glob("bfcode-*"))
 
 
-def _slow_oracle(body: dict[str, Any]) -> str:
-    """The oracle's program for the turn asked, each run of it three seconds longer: with one
-    second, the run observed its last program before the signal took effect under make test's
-    load (seen twice on 2026-12-06), and the run ended 0."""
-    turns = sum(1 for m in body["messages"] if m["role"] == "user")
+def _slow_oracle(slow_under: Path) -> Any:
+    """The oracle's program for the turn asked, each run of it three seconds longer when its
+    sandbox directory is under ``slow_under`` (the killed run's TMPDIR; observing the rest
+    afterwards, in this process, runs them at once): with one second, the run observed its last
+    program before the signal took effect under make test's load (seen twice on 2026-12-06),
+    and the run ended 0."""
     future = "from __future__ import annotations\n"
-    return code_answers("oracle", SCENARIOS[0])[turns].replace(
-        future, future + "import time\ntime.sleep(3)\n", 1)
+    slow = f"os.getcwd().startswith({str(slow_under)!r})"
+    sleep = f"import os, time\ntime.sleep(3 if {slow} else 0)\n"
+
+    def answer(body: dict[str, Any]) -> str:
+        turns = sum(1 for m in body["messages"] if m["role"] == "user")
+        return code_answers("oracle", SCENARIOS[0])[turns].replace(future, future + sleep, 1)
+
+    return answer
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -195,7 +202,7 @@ def test_a_run_killed_mid_observation_keeps_what_it_observed_and_leaves_no_direc
         tmp_path: Path, sig: signal.Signals) -> None:
     tmpdir, out = tmp_path / "tmpdir", tmp_path / "run"
     tmpdir.mkdir()
-    with FakeServer(_slow_oracle) as srv:
+    with FakeServer(_slow_oracle(tmpdir)) as srv:
         proc = subprocess.Popen(
             [sys.executable, "-m", "butterfly.cli", "run", "--model", "openai/fake",
              "--api-base", srv.api_base, "--suite", str(CODE_SUITE), "--limit", "1",

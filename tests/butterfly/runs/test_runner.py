@@ -60,7 +60,7 @@ def _transports(out: Path) -> list[str]:
 
 
 def _score(out: Path) -> dict[str, Any]:
-    r = run_cli("score", str(out), "--json")
+    r = run_inproc("score", str(out), "--json")  # scoring is not what these tests are about
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)  # type: ignore[no-any-return]
 
@@ -87,14 +87,17 @@ def test_clean_run_is_perfect(clean: dict[str, Any]) -> None:
 def test_failing_server_gives_the_same_score(tmp_path: Path, clean: dict[str, Any],
                                              via: str) -> None:
     cycle = ["500", "429:0.05", None, "503", "hang:4", None, "nonjson", "drop", None]
+    faulty = 3 * len(cycle)  # each fault three times, over the first scenarios' turns; then none
     out = tmp_path / "run"
-    with FakeServer(oracle_responder(), faults=lambda i: cycle[i % len(cycle)]) as srv:
+    with FakeServer(oracle_responder(),
+                    faults=lambda i: cycle[i % len(cycle)] if i < faulty else None) as srv:
         r = _run(out, srv, "--retries", "6", "--timeout", "1", via=via)
     assert r.returncode == 0, r.stderr
     assert _transports(out) == ["direct" if via == "auto" else "litellm"]
     recs = _records(out)
     assert len(recs) == N_CALLS and all(x["error"] is None for x in recs)
     assert any(x["attempts"] > 1 for x in recs)
+    assert srv.count > faulty  # every fault of the cycles was met
     got = _score(out)
     for key in ("final_match", "turn_match", "abstention", "change_radius", "undo_recovery"):
         assert got[key] == clean[key], key
@@ -139,14 +142,18 @@ def test_provider_failure_marks_incomplete_then_rerun_completes(
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
 
 
-def slow_oracle_responder() -> Any:
-    respond = oracle_responder()
+class SlowOracle:
+    """The oracle's answers, each 0.15 s late while :attr:`slow` (so that a signal lands
+    mid-run); the resume after it is answered at once."""
 
-    def slow(body: dict[str, Any]) -> str:
-        time.sleep(0.15)
-        return str(respond(body))
+    def __init__(self) -> None:
+        self.respond = oracle_responder()
+        self.slow = True
 
-    return slow
+    def __call__(self, body: dict[str, Any]) -> str:
+        if self.slow:
+            time.sleep(0.15)
+        return str(self.respond(body))
 
 
 def start_run_and_wait(out: Path, srv: FakeServer, calls_done: int) -> subprocess.Popen[str]:
@@ -167,12 +174,13 @@ def start_run_and_wait(out: Path, srv: FakeServer, calls_done: int) -> subproces
 
 
 def test_sigkill_then_resume_loses_nothing(tmp_path: Path, clean: dict[str, Any]) -> None:
-    out = tmp_path / "run"
-    with FakeServer(slow_oracle_responder()) as srv:
+    out, oracle = tmp_path / "run", SlowOracle()
+    with FakeServer(oracle) as srv:
         proc = start_run_and_wait(out, srv, 5)
         calls = out / "calls.jsonl"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        oracle.slow = False
         done_before = calls.read_text().count("\n")
         assert 5 <= done_before < N_CALLS
         with calls.open("a") as f:
@@ -191,16 +199,16 @@ def test_sigkill_then_resume_loses_nothing(tmp_path: Path, clean: dict[str, Any]
 
 def test_out_of_another_model_or_suite_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
-                   "--no-cache").returncode == 0
-    r = run_cli("run", "--model", "script/noop", "--out", str(out), "--limit", "2")
+    assert run_inproc("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
+                      "--no-cache").returncode == 0
+    r = run_inproc("run", "--model", "script/noop", "--out", str(out), "--limit", "2")
     assert r.returncode == 1 and "holds a run of script/oracle" in r.stderr
     other = tmp_path / "other.jsonl"
     other.write_text("".join(s.to_json() + "\n" for s in SCENARIOS[:3]))
-    r = run_cli("run", "--model", "script/oracle", "--suite", str(other), "--out", str(out))
+    r = run_inproc("run", "--model", "script/oracle", "--suite", str(other), "--out", str(out))
     assert r.returncode == 1 and "choose another --out" in r.stderr
-    r = run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
-                "--temperature", "0.5")
+    r = run_inproc("run", "--model", "script/oracle", "--out", str(out), "--limit", "2",
+                   "--temperature", "0.5")
     assert r.returncode == 1 and "answer-changing" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -268,9 +276,9 @@ def test_commands_import_litellm_aiohttp_and_scipy_only_when_they_need_them(
     inspect_ai; no command that compares nothing imports scipy; a report of a pair does (it is
     compared); the fast path calls a provider with aiohttp and without litellm."""
     runs = [tmp_path / "a", tmp_path / "b"]
-    for run, agent in zip(runs, ("script/noop", "script/oracle"), strict=True):
-        assert run_cli("run", "--model", agent, "--out", str(run), "--limit", "3",
-                       "--no-cache").returncode == 0
+    for run, agent in zip(runs, ("script/noop", "script/oracle"), strict=True):  # what to read
+        assert run_inproc("run", "--model", agent, "--out", str(run), "--limit", "3",
+                          "--no-cache").returncode == 0
     a, html = str(runs[0]), str(tmp_path / "r.html")
     light: list[list[str]] = [
         ["validate", str(SUITE)], ["oracle", str(SUITE)], ["score", a], ["flips", a],
@@ -313,11 +321,12 @@ def test_resume_of_a_complete_run_sends_nothing(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    with FakeServer(slow_oracle_responder()) as srv:
+    out, oracle = tmp_path / "run", SlowOracle()
+    with FakeServer(oracle) as srv:
         proc = start_run_and_wait(out, srv, 4)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
+        oracle.slow = False
         assert proc.returncode == 130, err
         assert "Re-run the same command to resume" in err and "Traceback" not in err
         manifest = json.loads((out / "manifest.json").read_text())
@@ -331,11 +340,11 @@ def test_ctrl_c_keeps_answers_and_resume_completes(tmp_path: Path) -> None:
 def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) -> None:
     """A run interrupted after its first scenario (its records cut back to it, its manifest
     saying so, as a Ctrl-C leaves it): the rest were never played."""
-    from conftest import rewrite_calls, rewrite_manifest, run_cli
+    from conftest import rewrite_calls, rewrite_manifest
 
     out = tmp_path / "run"
-    assert run_cli("run", "--model", "script/oracle", "--out", str(out), "--limit", "3",
-                   "--no-cache").returncode == 0
+    assert run_inproc("run", "--model", "script/oracle", "--out", str(out), "--limit", "3",
+                      "--no-cache").returncode == 0
     calls = out / "calls.jsonl"
     first = SCENARIOS[0].id
     kept = [line for line in calls.read_text().splitlines()
@@ -344,7 +353,7 @@ def test_unplayed_conversations_are_not_played_not_incomplete(tmp_path: Path) ->
     rewrite_manifest(out, status="interrupted", n_calls=len(kept))
     s = _score(out)
     assert s["not_played"] == 2 and s["incomplete"] == 0 and s["n_scenarios"] == 1
-    text = run_cli("score", str(out)).stdout
+    text = run_inproc("score", str(out)).stdout
     assert "not played" in text and "incomplete" not in text
 
 

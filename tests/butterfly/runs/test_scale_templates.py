@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, run_cli, same_answers
+from conftest import ROOT, run_inproc, same_answers
 from fakeserver import FakeServer
 
 from butterfly.models.router import load_router
@@ -55,7 +55,7 @@ def _sh(script: str, *argv: str, env: dict[str, str]) -> subprocess.CompletedPro
 
 
 def _score(run: Path) -> dict[str, Any]:
-    r = run_cli("score", str(run), "--json")
+    r = run_inproc("score", str(run), "--json")
     assert r.returncode == 0, r.stderr
     return {k: v for k, v in same_answers(json.loads(r.stdout)).items() if k != "usage"}
 
@@ -65,9 +65,9 @@ def single(tmp_path_factory: pytest.TempPathFactory, tiny: Path,
            server: FakeServer) -> dict[str, Any]:
     """The sweep as one run: what the merged shards must score (played once for both)."""
     tmp = tmp_path_factory.mktemp("single")
-    r = run_cli("run", "--model", "openai/Qwen/Qwen2.5-7B-Instruct", "--api-base",
-                server.api_base, "--suite", str(tiny), "--layouts", "E,Q,H", "--repeats", "3",
-                "--out", str(tmp / "single"), "--no-cache", env=ENV)
+    r = run_inproc("run", "--model", "openai/Qwen/Qwen2.5-7B-Instruct", "--api-base",
+                   server.api_base, "--suite", str(tiny), "--layouts", "E,Q,H", "--repeats",
+                   "3", "--out", str(tmp / "single"), "--no-cache", env=ENV)
     assert r.returncode == 0, r.stderr
     return _score(tmp / "single")
 
@@ -118,7 +118,7 @@ def test_the_kubernetes_indexed_job_gives_one_runs_score(
     for index in range(shards):  # what each pod runs, JOB_COMPLETION_INDEX set by Kubernetes
         _sh(command, "sh", env={**env, "JOB_COMPLETION_INDEX": str(index)})
     merged = tmp_path / "merged"
-    r = run_cli("merge", *(str(sweep / f"shard-{i}") for i in range(1, shards + 1)),
-                "--out", str(merged))
+    r = run_inproc("merge", *(str(sweep / f"shard-{i}") for i in range(1, shards + 1)),
+                   "--out", str(merged))
     assert r.returncode == 0, r.stderr
     assert _score(merged) == single
