@@ -39,10 +39,10 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema, LimitExceededError, collect
 
 from butterfly.core.prompts import Message
+from butterfly.core.wire import says_over_context
 from butterfly.engine.conversation import Answered, Ask, Conversation
 from butterfly.engine.tracks import Parsed
 from butterfly.errors import UserError
-from butterfly.models.provider import says_over_context
 from butterfly.runs.inspect_log import OVER_CONTEXT, OVER_CONTEXT_DETAIL
 from butterfly.runs.records import RunParams
 from butterflybench.suites import META, TURNS, by_id
