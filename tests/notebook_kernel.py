@@ -91,7 +91,7 @@ class SharedKernel:
 
     def _start(self) -> None:
         import nbformat
-        from jupyter_core.utils import run_sync
+        from nbclient.util import run_sync  # nbclient (declared) re-exports jupyter-core's
 
         if self.km is not None and run_sync(self.km.is_alive)():
             return
@@ -113,7 +113,7 @@ class SharedKernel:
 
     def shutdown(self) -> None:
         """Stop the kernel, if one is running."""
-        from jupyter_core.utils import run_sync
+        from nbclient.util import run_sync  # nbclient (declared) re-exports jupyter-core's
 
         if self.km is not None:
             run_sync(self.km.shutdown_kernel)(now=True)
