@@ -124,23 +124,26 @@ def _patched_env(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def run_inproc(*args: str, env: dict[str, str] | None = None
+def run_inproc(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
-    """``butterfly ARGS`` in this process (from the repo root, ``env`` set meanwhile): what
-    :func:`run_cli` returns, without a new interpreter importing litellm again (seconds)."""
+    """``butterfly ARGS`` in this process (from the repo root, ``env`` set meanwhile, ``stdin``
+    as its standard input): what :func:`run_cli` returns, without a new interpreter importing
+    butterfly (and for a model, litellm) again."""
     from butterfly.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    cwd = Path.cwd()
+    cwd, old_stdin = Path.cwd(), sys.stdin
     with _patched_env(env or {}), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
         os.chdir(ROOT)
+        sys.stdin = io.StringIO(stdin or "")
         try:
             code = main(list(args))
         except SystemExit as e:  # argparse
             code = e.code if isinstance(e.code, int) else 2
         finally:
             os.chdir(cwd)
+            sys.stdin = old_stdin
     return subprocess.CompletedProcess(["butterfly", *args], code, out.getvalue(),
                                        err.getvalue())
 

@@ -13,7 +13,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from conftest import rewrite_calls, rewrite_manifest, run_cli
+from conftest import rewrite_calls, rewrite_manifest
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 SWEEP = (("low", "script/noisy:p=0.4", 0.0002), ("medium", "script/oracle", 0.001),
          ("high", "script/oracle", 0.005))

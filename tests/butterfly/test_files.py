@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import cli_in_process, run_cli
+from conftest import cli_in_process
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 import butterfly
 from butterfly.errors import UserError

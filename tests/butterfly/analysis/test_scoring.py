@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 import butterfly
 from butterfly.core.agents import drift_expected_final_match

@@ -490,7 +490,7 @@ def test_main_parse() -> None:
 
 
 def test_cli_parse_command() -> None:
-    from conftest import run_cli
+    from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
     spec = canonical_initial()
     r = run_cli("parse", "--mode", "structured", stdin=f"Answer:\n{json.dumps(spec)}\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly.core.parse import parse_answer
 from butterfly.core.vocab import PARSE_MODES

@@ -13,7 +13,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 import butterfly
 from butterfly.analysis.report import report_data

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from browser import fresh, wait_ready
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 from fakeserver import FakeServer
 
 from butterfly.analysis.report import report_data

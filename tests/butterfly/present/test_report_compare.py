@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from browser import fresh, wait_ready
-from conftest import run_cli
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly.analysis.compare import compare, load_answers
 from butterfly.analysis.report import report_data

@@ -73,7 +73,7 @@ def test_schema_and_model_reject_the_same_mutations() -> None:
 
 
 def test_run_records_validate_against_their_schemas(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from conftest import run_cli
+    from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
     out = tmp_path / "run"
     assert run_cli("run", "--model", "script/lifo", "--out", str(out), "--limit", "6",

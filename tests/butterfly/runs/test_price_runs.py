@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 from fakeserver import FakeServer
 
 from butterfly import api

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 import butterfly
 from butterfly.analysis.listing import find_runs

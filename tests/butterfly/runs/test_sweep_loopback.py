@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 from fakeserver import FakeServer, budget_responder
 from test_model_args_cost import SCENARIOS, oracle_responder
 

@@ -9,7 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_in_process, run_cli
+from conftest import ROOT, cli_in_process
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly import api
 from butterfly.core.code_catalogue import DOMAINS as CODE_DOMAINS

@@ -17,7 +17,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import run_inproc as run_cli  # in this process: no interpreter start per call
 
 from butterfly.suite.generate import generate, paraphrase_variants, proportional_counts
 from butterfly.suite.templates import DRAWN, FAMILIES, ONE_READING
