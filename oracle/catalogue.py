@@ -38,269 +38,124 @@ class Setting:
         raise KeyError(f"{self.key} has no value {value!r}")
 
 
-def _s(
-    key: str,
-    domain: tuple[str, ...],
-    initial: str,
-    name: str,
-    description: str,
-    phrases: dict[str, str],
-) -> Setting:
-    assert tuple(phrases) == domain, key  # catalogue self-check at import (data, not input)
-    return Setting(key, domain, initial, name, description, tuple(phrases.items()))
+_TABLE: Final[dict[tuple[str, str, str, str], dict[str, str]]] = {
+    ("python_version", "3.11", "the Python version", "which Python release the tool targets"): {
+        "3.9": "Python 3.9",
+        "3.10": "Python 3.10",
+        "3.11": "Python 3.11",
+        "3.12": "Python 3.12",
+        "3.13": "Python 3.13",
+    },
+    ("input_format", "csv", "the input format", "what kind of files the tool reads"): {
+        "csv": "CSV input files",
+        "tsv": "TSV input files",
+        "json": "JSON input files",
+        "jsonl": "JSON Lines input files",
+        "parquet": "Parquet input files",
+    },
+    ("output_format", "json", "the output format", "what kind of files the tool writes"): {
+        "csv": "CSV output",
+        "json": "JSON output",
+        "jsonl": "JSON Lines output",
+        "parquet": "Parquet output",
+        "html": "an HTML report as output",
+        "markdown": "Markdown tables as output",
+    },
+    ("delimiter", "comma", "the field delimiter", "the character that separates fields"): {
+        "comma": "commas between fields",
+        "tab": "tabs between fields",
+        "semicolon": "semicolons between fields",
+        "pipe": "pipe characters between fields",
+    },
+    ("header_row", "yes", "the header row", "whether the first row holds column names"): {
+        "yes": "a header row of column names",
+        "no": "no header row (data starts on the first line)",
+    },
+    ("encoding", "utf-8", "the text encoding", "how characters are encoded in the files"): {
+        "utf-8": "UTF-8 encoding",
+        "latin-1": "Latin-1 encoding",
+        "utf-16": "UTF-16 encoding",
+    },
+    ("sort_order", "none", "the sort order", "the order in which rows come out"): {
+        "none": "no sorting (rows stay in their original order)",
+        "ascending": "rows sorted in ascending order",
+        "descending": "rows sorted in descending order",
+    },
+    ("timeout_seconds", "30", "the timeout per file", "how long each file may take"): {
+        "none": "no time limit per file",
+        "10": "a 10-second timeout per file",
+        "30": "a 30-second timeout per file",
+        "60": "a 60-second timeout per file",
+        "120": "a 120-second timeout per file",
+    },
+    ("log_level", "info", "the log level", "how much the tool writes to its log"): {
+        "debug": "debug-level logging",
+        "info": "info-level logging",
+        "warning": "logging of warnings and errors only",
+        "error": "logging of errors only",
+    },
+    ("date_format", "iso-8601", "the date format", "how dates are printed"): {
+        "iso-8601": "ISO 8601 dates",
+        "us": "US-style dates (month first)",
+        "eu": "European-style dates (day first)",
+        "unix": "Unix timestamps for dates",
+    },
+    ("parallel", "off", "parallel processing", "whether files are processed several at a time"): {
+        "on": "parallel processing of files",
+        "off": "processing one file at a time",
+    },
+    ("progress_bar", "on", "the progress bar", "whether progress is shown while it runs"): {
+        "on": "a progress bar while it runs",
+        "off": "no progress bar",
+    },
+    ("compression", "none", "the output compression", "how the output files are packed"): {
+        "none": "uncompressed output files",
+        "gzip": "gzip-compressed output",
+        "zstd": "zstd-compressed output",
+        "bz2": "bz2-compressed output",
+    },
+    ("null_marker", "empty", "the null marker", "how missing values are written"): {
+        "empty": "empty fields for missing values",
+        "NA": "NA for missing values",
+        "null": "the word null for missing values",
+    },
+    ("max_rows", "none", "the row limit", "how many rows the tool reads at most"): {
+        "none": "no limit on the number of rows",
+        "1000": "a limit of 1,000 rows",
+        "10000": "a limit of 10,000 rows",
+        "100000": "a limit of 100,000 rows",
+    },
+    ("deduplicate", "off", "deduplication", "whether repeated rows are removed"): {
+        "on": "removal of duplicate rows",
+        "off": "duplicate rows kept as they are",
+    },
+    ("on_error", "fail", "the error policy", "what happens when a row cannot be parsed"): {
+        "fail": "a policy of stopping at the first bad row",
+        "skip": "a policy of skipping bad rows silently",
+        "warn": "a policy of warning about each bad row and carrying on",
+    },
+    ("line_endings", "lf", "the line endings", "how lines end in the output"): {
+        "lf": "Unix line endings (LF)",
+        "crlf": "Windows line endings (CRLF)",
+    },
+    ("quote_style", "minimal", "the quoting style", "when fields are wrapped in quotes"): {
+        "minimal": "quotes only where a field needs them",
+        "all": "quotes around every field",
+        "none": "no quotes around fields at all",
+    },
+    ("retries", "0", "the retry count", "how often a failed file is tried again"): {
+        "0": "no retries for a failed file",
+        "1": "one retry for a failed file",
+        "3": "three retries for a failed file",
+        "5": "five retries for a failed file",
+    },
+}
+"""The settings in canonical order, one row each: (key, initial value, name, description) ->
+every value of its domain, in order, with its noun phrase."""
 
-
-SETTINGS: Final[tuple[Setting, ...]] = (
-    _s(
-        "python_version",
-        ("3.9", "3.10", "3.11", "3.12", "3.13"),
-        "3.11",
-        "the Python version",
-        "which Python release the tool targets",
-        {
-            "3.9": "Python 3.9",
-            "3.10": "Python 3.10",
-            "3.11": "Python 3.11",
-            "3.12": "Python 3.12",
-            "3.13": "Python 3.13",
-        },
-    ),
-    _s(
-        "input_format",
-        ("csv", "tsv", "json", "jsonl", "parquet"),
-        "csv",
-        "the input format",
-        "what kind of files the tool reads",
-        {
-            "csv": "CSV input files",
-            "tsv": "TSV input files",
-            "json": "JSON input files",
-            "jsonl": "JSON Lines input files",
-            "parquet": "Parquet input files",
-        },
-    ),
-    _s(
-        "output_format",
-        ("csv", "json", "jsonl", "parquet", "html", "markdown"),
-        "json",
-        "the output format",
-        "what kind of files the tool writes",
-        {
-            "csv": "CSV output",
-            "json": "JSON output",
-            "jsonl": "JSON Lines output",
-            "parquet": "Parquet output",
-            "html": "an HTML report as output",
-            "markdown": "Markdown tables as output",
-        },
-    ),
-    _s(
-        "delimiter",
-        ("comma", "tab", "semicolon", "pipe"),
-        "comma",
-        "the field delimiter",
-        "the character that separates fields",
-        {
-            "comma": "commas between fields",
-            "tab": "tabs between fields",
-            "semicolon": "semicolons between fields",
-            "pipe": "pipe characters between fields",
-        },
-    ),
-    _s(
-        "header_row",
-        ("yes", "no"),
-        "yes",
-        "the header row",
-        "whether the first row holds column names",
-        {
-            "yes": "a header row of column names",
-            "no": "no header row (data starts on the first line)",
-        },
-    ),
-    _s(
-        "encoding",
-        ("utf-8", "latin-1", "utf-16"),
-        "utf-8",
-        "the text encoding",
-        "how characters are encoded in the files",
-        {
-            "utf-8": "UTF-8 encoding",
-            "latin-1": "Latin-1 encoding",
-            "utf-16": "UTF-16 encoding",
-        },
-    ),
-    _s(
-        "sort_order",
-        ("none", "ascending", "descending"),
-        "none",
-        "the sort order",
-        "the order in which rows come out",
-        {
-            "none": "no sorting (rows stay in their original order)",
-            "ascending": "rows sorted in ascending order",
-            "descending": "rows sorted in descending order",
-        },
-    ),
-    _s(
-        "timeout_seconds",
-        ("none", "10", "30", "60", "120"),
-        "30",
-        "the timeout per file",
-        "how long each file may take",
-        {
-            "none": "no time limit per file",
-            "10": "a 10-second timeout per file",
-            "30": "a 30-second timeout per file",
-            "60": "a 60-second timeout per file",
-            "120": "a 120-second timeout per file",
-        },
-    ),
-    _s(
-        "log_level",
-        ("debug", "info", "warning", "error"),
-        "info",
-        "the log level",
-        "how much the tool writes to its log",
-        {
-            "debug": "debug-level logging",
-            "info": "info-level logging",
-            "warning": "logging of warnings and errors only",
-            "error": "logging of errors only",
-        },
-    ),
-    _s(
-        "date_format",
-        ("iso-8601", "us", "eu", "unix"),
-        "iso-8601",
-        "the date format",
-        "how dates are printed",
-        {
-            "iso-8601": "ISO 8601 dates",
-            "us": "US-style dates (month first)",
-            "eu": "European-style dates (day first)",
-            "unix": "Unix timestamps for dates",
-        },
-    ),
-    _s(
-        "parallel",
-        ("on", "off"),
-        "off",
-        "parallel processing",
-        "whether files are processed several at a time",
-        {
-            "on": "parallel processing of files",
-            "off": "processing one file at a time",
-        },
-    ),
-    _s(
-        "progress_bar",
-        ("on", "off"),
-        "on",
-        "the progress bar",
-        "whether progress is shown while it runs",
-        {
-            "on": "a progress bar while it runs",
-            "off": "no progress bar",
-        },
-    ),
-    _s(
-        "compression",
-        ("none", "gzip", "zstd", "bz2"),
-        "none",
-        "the output compression",
-        "how the output files are packed",
-        {
-            "none": "uncompressed output files",
-            "gzip": "gzip-compressed output",
-            "zstd": "zstd-compressed output",
-            "bz2": "bz2-compressed output",
-        },
-    ),
-    _s(
-        "null_marker",
-        ("empty", "NA", "null"),
-        "empty",
-        "the null marker",
-        "how missing values are written",
-        {
-            "empty": "empty fields for missing values",
-            "NA": "NA for missing values",
-            "null": "the word null for missing values",
-        },
-    ),
-    _s(
-        "max_rows",
-        ("none", "1000", "10000", "100000"),
-        "none",
-        "the row limit",
-        "how many rows the tool reads at most",
-        {
-            "none": "no limit on the number of rows",
-            "1000": "a limit of 1,000 rows",
-            "10000": "a limit of 10,000 rows",
-            "100000": "a limit of 100,000 rows",
-        },
-    ),
-    _s(
-        "deduplicate",
-        ("on", "off"),
-        "off",
-        "deduplication",
-        "whether repeated rows are removed",
-        {
-            "on": "removal of duplicate rows",
-            "off": "duplicate rows kept as they are",
-        },
-    ),
-    _s(
-        "on_error",
-        ("fail", "skip", "warn"),
-        "fail",
-        "the error policy",
-        "what happens when a row cannot be parsed",
-        {
-            "fail": "a policy of stopping at the first bad row",
-            "skip": "a policy of skipping bad rows silently",
-            "warn": "a policy of warning about each bad row and carrying on",
-        },
-    ),
-    _s(
-        "line_endings",
-        ("lf", "crlf"),
-        "lf",
-        "the line endings",
-        "how lines end in the output",
-        {
-            "lf": "Unix line endings (LF)",
-            "crlf": "Windows line endings (CRLF)",
-        },
-    ),
-    _s(
-        "quote_style",
-        ("minimal", "all", "none"),
-        "minimal",
-        "the quoting style",
-        "when fields are wrapped in quotes",
-        {
-            "minimal": "quotes only where a field needs them",
-            "all": "quotes around every field",
-            "none": "no quotes around fields at all",
-        },
-    ),
-    _s(
-        "retries",
-        ("0", "1", "3", "5"),
-        "0",
-        "the retry count",
-        "how often a failed file is tried again",
-        {
-            "0": "no retries for a failed file",
-            "1": "one retry for a failed file",
-            "3": "three retries for a failed file",
-            "5": "five retries for a failed file",
-        },
-    ),
+SETTINGS: Final[tuple[Setting, ...]] = tuple(
+    Setting(key, tuple(phrases), initial, name, description, tuple(phrases.items()))
+    for (key, initial, name, description), phrases in _TABLE.items()
 )
 
 KEYS: Final[tuple[str, ...]] = tuple(s.key for s in SETTINGS)

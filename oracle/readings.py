@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Final, NamedTuple
 
 from oracle.ledger import LINK, LINKED, Ledger
@@ -337,14 +338,8 @@ def triggered(ctx: Context) -> tuple[Reading, ...]:
 def triggered_at(initial: dict[str, str], before: Sequence[Turn], turn: Turn
                  ) -> tuple[Reading, ...]:
     """The readings ``turn`` would trigger after the turns ``before`` (for the generator)."""
-    ledger = Ledger(initial)
-    previous: str | None = None
-    last: str | None = None
-    for t in before:
-        _play(ledger, t)
-        previous = t.op if _undo_family(t) else previous
-        last = _last_op(last, t)
-    return triggered(Context(turn, ledger, previous, normalise(turn.text), last))
+    _, ctx = next(islice(contexts(initial, [*before, turn]), len(before), None))
+    return triggered(ctx)
 
 
 def _last_op(last: str | None, turn: Turn) -> str | None:

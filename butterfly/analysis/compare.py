@@ -69,14 +69,9 @@ def load_answers(run: Path | Run, layout: str | None = None) -> RunAnswers:
     repeats: dict[str, tuple[int, ...]] = {}
     for s in in_run:
         final = replay(s)[-1]
-        n = len(s.turns)
-        verdicts: dict[int, bool] = {}
-        for r in range(params.repeats):
-            last = done.get(TurnKey(s.id, n, lay, r))
-            complete = all(TurnKey(s.id, t, lay, r) in done for t in asked(s, params))
-            if last is None or not complete:
-                continue
-            verdicts[r] = last.spec == final
+        verdicts = {r: done[TurnKey(s.id, len(s.turns), lay, r)].spec == final
+                    for r in range(params.repeats)  # a complete one: its last turn is asked
+                    if all(TurnKey(s.id, t, lay, r) in done for t in asked(s, params))}
         passes[s.id], repeats[s.id] = tuple(verdicts.values()), tuple(verdicts)
         costs[s.id] = tuple(sums.get(ConversationKey(s.id, lay, r), Sum()).cost_usd
                             for r in verdicts)

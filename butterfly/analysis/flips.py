@@ -83,7 +83,8 @@ def answers_of(s: Scenario, col: Column, repeat: int) -> list[Turn] | None:
     return out
 
 
-def verdict(s: Scenario, recs: list[Turn] | None, final: Spec) -> str:
+def verdict(recs: list[Turn] | None, final: Spec) -> str:
+    """One conversation's character: P, F, A (abstained at its last turn) or - (incomplete)."""
     if recs is None:
         return "-"
     last = recs[-1].spec
@@ -159,7 +160,7 @@ def flip_grid(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> FlipG
     for s in scenarios:
         final = replay(s)[-1]
         cells = {
-            col.name: "".join(verdict(s, answers_of(s, col, r), final)
+            col.name: "".join(verdict(answers_of(s, col, r), final)
                               for r in col.repeats_of(s.id))
             for col in columns
         }
@@ -197,7 +198,7 @@ def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[Audi
             done = [c for c in convs if c is not None]  # complete repeats only
             if len(done) < 2:
                 continue
-            verdicts = {verdict(s, c, oracle[-1]) == "P" for c in done}
+            verdicts = {verdict(c, oracle[-1]) == "P" for c in done}
             if len(verdicts) < 2:
                 continue
             turns = col.asked(s)
@@ -208,7 +209,7 @@ def audit(scenarios: Sequence[Scenario], columns: Sequence[Column]) -> list[Audi
                 id=s.id,
                 category=s.category,
                 column=col.name,
-                verdicts="".join(verdict(s, c, oracle[-1]) for c in done),
+                verdicts="".join(verdict(c, oracle[-1]) for c in done),
                 split_turn=split,
                 op=s.turns[split - 1].op,
                 text=s.turns[split - 1].text,

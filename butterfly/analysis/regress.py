@@ -187,11 +187,17 @@ def method_ebh(a: Bools, b: Bools, q: float, cap: int | None = None, *, stop_fin
     n = a.shape[-1] if cap is None else min(cap, a.shape[-1])
     seq = Sequential(a.shape[:-1], q, n, stop_fine=stop_fine, fine_looks=fine_looks,
                      fine_p=fine_p)
+    return _fed(seq, a, b, n)
+
+
+def _fed(design: Sequential | GroupSequential, a: Bools, b: Bools, n: int) -> Decision:
+    """The decision of a live design fed the first ``n`` pairs, in order, while any scenario
+    still samples."""
     for j in range(n):
-        if not seq.active.any():
+        if not design.active.any():
             break
-        seq.update(a[..., j], b[..., j])
-    return seq.decision()
+        design.update(a[..., j], b[..., j])
+    return design.decision()
 
 
 class _Tally:
@@ -292,37 +298,17 @@ def method_gs(a: Bools, b: Bools, q: float, *, looks: Sequence[int] = GS_LOOKS,
               efficacy: Sequence[float] = GS_EFFICACY,
               futility: Sequence[float] = GS_FUTILITY) -> Decision:
     """Group-sequential exact design with BH (module docstring). ``looks`` are cumulative pair
-    counts; ``futility`` has one boundary per interim look (the last one is reused)."""
+    counts; ``futility`` has one boundary per interim look (the last one is reused). The
+    answers are fed pair by pair to :class:`GroupSequential`, the design's one form."""
     a, b = _check(a, b)
-    looks = gs_looks(a.shape[-1], looks)
-    shape = a.shape[:-1]
-    active = np.ones(shape, dtype=bool)
-    final_p = np.ones(shape, dtype=float)
-    pairs = np.zeros(shape, dtype=np.int64)
-    ca = np.cumsum(a, axis=-1, dtype=np.int64)
-    cb = np.cumsum(b, axis=-1, dtype=np.int64)
-    spent = 0.0
-    for s, n in enumerate(looks):
-        p = fisher_greater(ca[..., n - 1], n, cb[..., n - 1], n)
-        pairs = np.where(active, n, pairs)
-        if s == len(looks) - 1:
-            final_p = np.where(active, np.minimum(1.0, p + spent), final_p)
-            break
-        c = efficacy[min(s, len(efficacy) - 1)] if efficacy else 0.0
-        spent += c
-        win = active & (p <= c)
-        final_p = np.where(win, spent, final_p)
-        f = futility[min(s, len(futility) - 1)] if futility else 1.0
-        lose = active & ~win & (p >= f)
-        active &= ~(win | lose)
-        if not active.any():
-            break
-    return Decision(bh(final_p, q), pairs, final_p)
+    design = GroupSequential(a.shape[:-1], q, a.shape[-1], looks=looks, efficacy=efficacy,
+                             futility=futility)
+    return _fed(design, a, b, design.looks[-1])
 
 
 class GroupSequential(_Tally):
-    """The group-sequential design fed pair by pair (the live form of :func:`method_gs`, same
-    decisions on the same answers): :attr:`active` says which scenarios still sample."""
+    """The group-sequential design fed pair by pair (:func:`method_gs` feeds it stored
+    answers): :attr:`active` says which scenarios still sample."""
 
     def __init__(self, shape: tuple[int, ...], q: float, cap: int, *,
                  looks: Sequence[int] = GS_LOOKS, efficacy: Sequence[float] = GS_EFFICACY,

@@ -13,7 +13,7 @@ from butterfly.analysis.flips import Column, flip_grid
 from butterfly.core.efficiency import scored
 from butterfly.core.metrics import effective_final_match, recency_ks, score_conversations
 from butterfly.core.scores import FlipCounts, RunScore, SuiteLabel
-from butterfly.core.turns import ConversationKey, TurnKey
+from butterfly.core.turns import ConversationKey, Turn, TurnKey
 from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.scope import asked, conversation_keys, select
@@ -42,12 +42,13 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
     incomplete: list[ConversationKey] = []
     unobserved: list[ConversationKey] = []  # a code run's programs not yet observed: apart
     not_played = 0
+    reasons: Counter[str] = Counter()
     by_id = {s.id: s for s in in_run}
     for key in run.conversations():
         if key not in attempted:
             not_played += 1
             continue
-        specs: list[Spec | None] = []
+        turns: list[Turn] = []
         waiting = False
         for t in asked(by_id[key.scenario], params):  # a turn not asked has no answer
             turn_key = TurnKey(key.scenario, t, key.layout, key.repeat)
@@ -58,21 +59,17 @@ def score_run(run: Run | Path | str, parse_mode: ParseMode | None = None,
             if turn is None:
                 incomplete.append(key)
                 break
-            specs.append(turn.spec)
+            turns.append(turn)
         else:
             if waiting:
                 unobserved.append(key)
             else:
-                answers[key] = specs
+                answers[key] = [x.spec for x in turns]
+                reasons.update(x.abstention for x in turns
+                               if x.spec is None and x.abstention is not None)
     windows = recency_ks(in_run, params.ask_at, suite_window_k(run))
     overall, totals, horizon = score_conversations(in_run, answers, incomplete, params.layouts,
                                                    params.ask_at, windows)
-    reasons: Counter[str] = Counter()
-    for key in answers:
-        for t in asked(by_id[key.scenario], params):
-            turn = done[TurnKey(key.scenario, t, key.layout, key.repeat)]
-            if turn.spec is None and turn.abstention is not None:
-                reasons[turn.abstention] += 1
     calls = [x for x in map(spent_of, run.records.values()) if x is not None]
     efficiency, verdicts = scored(calls, totals.scenarios, incomplete)
     totals = totals.model_copy(update={"scenarios": verdicts})

@@ -52,10 +52,6 @@ class Outcome:
     """Mean answers used per suite."""
     reps: int
 
-    def as_dict(self) -> dict[str, float | int | None]:
-        return {"fdr": self.fdr, "power": self.power, "false_alarms": self.false_alarms,
-                "answers": self.answers, "reps": self.reps}
-
 
 MIN_DROP = 0.10
 """Cases whose true drop is under 10 points do not count as misses (seed 003)."""
