@@ -18,24 +18,16 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, NamedTuple, Protocol
+from typing import Final, Protocol
 
 from butterfly.code import conversation as code_conversation
 from butterfly.code.judge import judged
 from butterfly.code.program import render
-from butterfly.core.parse import parse_answer
+from butterfly.core.parse import Parsed, parse_answer
 from butterfly.core.prompts import PROMPT_VERSION, Message, added_messages, prompt_fingerprint
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, SCBase, Strategy
 from butterfly.core.vocab import Protocol as AnswerProtocol
 from oracle import Scenario
-
-
-class Parsed(NamedTuple):
-    """What a call record stores of its answer: the spec (or null), the abstention, why."""
-
-    spec: dict[str, str] | None
-    reason: str | None
-    detail: str
 
 
 class Played(Protocol):
@@ -83,26 +75,6 @@ class Flags(Protocol):
     def protocol(self) -> AnswerProtocol | None: ...
     @property
     def ask_at(self) -> str | Sequence[int] | None: ...
-
-
-class Reading(NamedTuple):
-    """The settings an answer is read again with (``butterfly score --parse``, ``--protocol``):
-    a run's :class:`Played` settings with another parse mode or protocol."""
-
-    mode: Mode
-    strategy: Strategy
-    protocol: AnswerProtocol
-    sc_base: SCBase
-    parse: ParseMode
-    samples: int
-    layouts: tuple[str, ...]
-    ask_at: tuple[int, ...] | None
-
-    @classmethod
-    def of(cls, p: Played, parse: ParseMode | None = None,
-           protocol: AnswerProtocol | None = None) -> Reading:
-        return cls(p.mode, p.strategy, protocol or p.protocol, p.sc_base, parse or p.parse,
-                   p.samples, tuple(p.layouts), p.ask_at)
 
 
 @dataclass(frozen=True)
@@ -198,8 +170,7 @@ class SpecTrack(Track):
                               p.sc_base)
 
     def read(self, text: str, p: Played, truncated: bool) -> Parsed:
-        parsed = parse_answer(text, p.parse, truncated=truncated, protocol=p.protocol)
-        return Parsed(parsed.spec, parsed.reason, parsed.detail)
+        return parse_answer(text, p.parse, truncated=truncated, protocol=p.protocol)
 
     def expected_answer(self, spec: Mapping[str, str]) -> str:
         return json.dumps(dict(spec))
@@ -283,5 +254,5 @@ def registered(name: str) -> str:
     return name
 
 
-__all__ = ["CODE", "SPEC", "TRACKS", "Asking", "CodeTrack", "Flags", "Parsed", "Played", "Reading",
+__all__ = ["CODE", "SPEC", "TRACKS", "Asking", "CodeTrack", "Flags", "Parsed", "Played",
            "SpecTrack", "Track", "registered", "track"]
