@@ -98,20 +98,10 @@ def _abstain(reason: str, detail: str) -> Parsed:
 
 _WORDS: Final = re.compile(r"[a-z0-9]+")
 _SPECIAL_TOKEN: Final = re.compile(r"<\|?/?[A-Za-z_][\w-]*\|?>")
-_UNSURE_LABELS: Final = frozenset(
-    {
-        (),
-        ("answer",),
-        ("final", "answer"),
-        ("my", "answer"),
-        ("my", "answer", "is"),
-        ("the", "answer", "is"),
-        ("response",),
-        ("json",),
-        ("text",),
-        ("plaintext",),
-    }
-)
+_UNSURE_LABELS: Final = frozenset(tuple(label.split()) for label in (
+    "", "answer", "final answer", "my answer", "my answer is", "the answer is", "response", "json",
+    "text", "plaintext"))
+"""The words that may come before UNSURE in an answer that says nothing else."""
 
 
 def _is_unsure(s: str) -> bool:

@@ -23,7 +23,8 @@ from typing import Final, Protocol
 from butterfly.code import conversation as code_conversation
 from butterfly.code.judge import judged
 from butterfly.code.program import render
-from butterfly.core.parse import Parsed, parse_answer
+from butterfly.core.parse import Parsed as Parsed  # what a call record stores of an answer
+from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import PROMPT_VERSION, Message, added_messages, prompt_fingerprint
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, SCBase, Strategy
 from butterfly.core.vocab import Protocol as AnswerProtocol
@@ -253,6 +254,3 @@ def registered(name: str) -> str:
         raise ValueError(f"no track named {name!r} (known: {', '.join(TRACKS)})")
     return name
 
-
-__all__ = ["CODE", "SPEC", "TRACKS", "Asking", "CodeTrack", "Flags", "Parsed", "Played",
-           "SpecTrack", "Track", "registered", "track"]
