@@ -248,49 +248,28 @@ def _fences(text: str) -> list[_Fence]:
     return out
 
 
-def _select_first(text: str) -> _Candidate | None:
-    """``json-first``: whichever begins first of the first object-like span, the first JSON
-    fence, and an unterminated object before both."""
-    span, open_start = _scan(text, first=True)
+def _select(text: str, position: Literal["first", "last"] = "last") -> _Candidate | None:
+    """The answer's candidate object: whichever comes last of the last object-like span, the last
+    JSON fence, and an unterminated object after both (a later one wins only when it ends later:
+    an unterminated one, when it starts later); ``position="first"``: whichever begins first of
+    the first span, the first fence and an unterminated object before both."""
+    first = position == "first"
+    span, open_start = _scan(text, first)
     fences = _fences(text)
     found: list[_Candidate] = []
     if span is not None:
-        found.append(_Candidate(text[span[0] : span[1]], span[0], span[1], "object", span[0]))
+        found.append(_Candidate(text[span[0] : span[1]], span[0], span[1], "object"))
     if fences:
-        f = fences[0]
+        f = fences[0] if first else fences[-1]
         found.append(_Candidate(text[f.content_start : f.content_end], f.content_start, f.end,
                                 "fence", f.start))
-    if open_start is not None and not any(c.begins <= open_start < c.end for c in found):
-        found.append(_Candidate(text[open_start:], open_start, len(text), "unterminated",
-                                open_start))
-    return min(found, key=lambda c: c.begins, default=None)
-
-
-def _select(text: str, position: Literal["first", "last"] = "last") -> _Candidate | None:
-    """The answer's candidate object: whichever comes last of the last object-like span, the last
-    JSON fence, and an unterminated object after both (``position="first"``: the first)."""
-    if position == "first":
-        return _select_first(text)
-    last, open_start = _scan(text)
-    fences = _fences(text)
-    if open_start is not None and any(
-        f.content_start <= open_start < f.content_end for f in fences
-    ):
-        open_start = None  # a broken object inside a fence: the fence is the candidate
-    best: _Candidate | None = None
-    rank = -1
-    if last is not None:
-        best, rank = _Candidate(text[last[0] : last[1]], last[0], last[1], "object"), last[1]
-    if fences:
-        f = fences[-1]
-        if f.end > rank:
-            best = _Candidate(
-                text[f.content_start : f.content_end], f.content_start, f.end, "fence", f.start
-            )
-            rank = f.end
-    if open_start is not None and open_start > rank:
-        best = _Candidate(text[open_start:], open_start, len(text), "unterminated")
-    return best
+    inside = ([(c.begins, c.end) for c in found] if first  # a broken object inside a candidate
+              else [(f.content_start, f.content_end) for f in fences])  # or inside any fence
+    if open_start is not None and not any(lo <= open_start < hi for lo, hi in inside):
+        found.append(_Candidate(text[open_start:], open_start, len(text), "unterminated"))
+    if first:
+        return min(found, key=lambda c: c.begins, default=None)
+    return max(found, key=lambda c: c.start if c.kind == "unterminated" else c.end, default=None)
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from butterfly.code import conversation as code_conversation
 from butterfly.code.judge import judged
@@ -29,6 +29,9 @@ from butterfly.core.prompts import PROMPT_VERSION, Message, added_messages, prom
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, SCBase, Strategy
 from butterfly.core.vocab import Protocol as AnswerProtocol
 from oracle import Scenario
+
+if TYPE_CHECKING:  # the flags as given, read before they become a run's settings
+    from butterfly.core.options import RunOptions
 
 
 class Played(Protocol):
@@ -58,24 +61,6 @@ class Asking(Protocol):
 
     @property
     def ask_at(self) -> Sequence[int] | None: ...
-
-
-class Flags(Protocol):
-    """The flags of ``butterfly run`` a track may refuse, as given (``core.options.RunOptions``
-    has them all): read before they become a run's settings, so a refusal names them."""
-
-    @property
-    def mode(self) -> Mode: ...
-    @property
-    def strategy(self) -> Strategy: ...
-    @property
-    def samples(self) -> int | None: ...
-    @property
-    def layouts(self) -> str | Sequence[str]: ...
-    @property
-    def protocol(self) -> AnswerProtocol | None: ...
-    @property
-    def ask_at(self) -> str | Sequence[int] | None: ...
 
 
 @dataclass(frozen=True)
@@ -132,7 +117,7 @@ class Track:
         """Why the track cannot play these settings (one line), or None."""
         return None
 
-    def flags_refusal(self, o: Flags, layouts: Sequence[str]) -> str | None:
+    def flags_refusal(self, o: RunOptions, layouts: Sequence[str]) -> str | None:
         """Why ``butterfly run`` cannot play these flags on this track (one line naming them),
         or None; ``layouts``: ``o.layouts`` parsed."""
         return None
@@ -202,7 +187,7 @@ class CodeTrack(Track):
             return "the code track is played in layout E"
         return None
 
-    def flags_refusal(self, o: Flags, layouts: Sequence[str]) -> str | None:
+    def flags_refusal(self, o: RunOptions, layouts: Sequence[str]) -> str | None:
         """Chat mode, zero-shot, one answer per turn, layout E (contract section 7: other modes
         may follow later); its answers are programs, so no protocol of its own."""
         shown = o.layouts if isinstance(o.layouts, str) else ",".join(o.layouts)
