@@ -73,20 +73,13 @@ def _show_exc(e: BaseException) -> str:
     return _show(f"{type(e).__name__}: {e}", 120)[1:-1]
 
 
+_JSON_TYPES: Final = ((type(None), "null"), (bool, "boolean"), (int | float, "number"),
+                      (list, "array"), (dict, "object"), (str, "string"))
+"""A decoded value's JSON type by its Python type (a bool before the numbers it is one of)."""
+
+
 def _type_name(v: object) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int | float):
-        return "number"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, str):
-        return "string"
-    return type(v).__name__
+    return next((name for kind, name in _JSON_TYPES if isinstance(v, kind)), type(v).__name__)
 
 
 def _abstain(reason: str, detail: str) -> Parsed:

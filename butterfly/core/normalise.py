@@ -163,10 +163,14 @@ _NUMERIC: Final[dict[str, dict[float, str]]] = {
 }
 """Numbers of each domain: 60 -> "60", and 3.1 (how JSON reads 3.10) -> "3.10"."""
 
-_PY_VERSION: Final = re.compile(r"(?:c?python|py)?\s*v?(3\.\d{1,2})(?:\.\d+)?")
-_SECONDS: Final = re.compile(r"(\d{1,6})\s*(?:s|sec|secs|second|seconds)")
-_ROWS: Final = re.compile(r"(\d{1,3}(?:[,_ ]\d{3})+|\d{1,7})\s*(k)?(?:\s*rows)?")
-_RETRIES: Final = re.compile(r"(\d{1,3})\s*(?:x|times?|retry|retries)")
+_FORMS: Final[dict[str, re.Pattern[str]]] = {
+    "python_version": re.compile(r"(?:c?python|py)?\s*v?(3\.\d{1,2})(?:\.\d+)?"),
+    "timeout_seconds": re.compile(r"(\d{1,6})\s*(?:s|sec|secs|second|seconds)"),
+    "max_rows": re.compile(r"(\d{1,3}(?:[,_ ]\d{3})+|\d{1,7})\s*(k)?(?:\s*rows)?"),
+    "retries": re.compile(r"(\d{1,3})\s*(?:x|times?|retry|retries)"),
+}
+"""The numeric and version forms of lenient mode (docs/parser.md): group 1 is the value (for
+``max_rows``, its digits with separators, and group 2 ``k`` for thousands)."""
 
 
 def _string_value(k: str, v: str) -> str | None:
@@ -177,25 +181,13 @@ def _string_value(k: str, v: str) -> str | None:
     hit = _LOOKUP[k].get(s)
     if hit is not None:
         return hit
-    m: re.Match[str] | None
-    if k == "python_version":
-        m = _PY_VERSION.fullmatch(s)
-        cand = m.group(1) if m else None
-    elif k == "timeout_seconds":
-        m = _SECONDS.fullmatch(s)
-        cand = m.group(1) if m else None
-    elif k == "max_rows":
-        m = _ROWS.fullmatch(s)
-        cand = None
-        if m:
-            digits = re.sub(r"[,_ ]", "", m.group(1))
-            cand = digits + "000" if m.group(2) else digits
-    elif k == "retries":
-        m = _RETRIES.fullmatch(s)
-        cand = m.group(1) if m else None
-    else:
-        cand = None
-    return cand if cand is not None and cand in DOMAINS[k] else None
+    m = _FORMS[k].fullmatch(s) if k in _FORMS else None
+    if m is None:
+        return None
+    cand = m.group(1)
+    if k == "max_rows":
+        cand = re.sub(r"[,_ ]", "", cand) + ("000" if m.group(2) else "")
+    return cand if cand in DOMAINS[k] else None
 
 
 def _lenient_value(k: str, v: Any) -> tuple[str | None, str]:
