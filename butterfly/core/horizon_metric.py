@@ -229,15 +229,15 @@ def _verdict(point: float | None, fitted: bool, shortest: int,
     """(turns, censored, bound, note) of the decided point."""
     if point is None:
         return None, None, None, NOT_ENOUGH_DATA
-    if point == math.inf:
+    if point not in (math.inf, -math.inf):  # a crossing (or, never seen, a NaN)
+        return point, None, None, None
+    if point > 0:
         return None, "above", longest, (
-            f"the fitted final match is still above 50% at {longest} turns, the longest tested"
-            " length" if fitted else "no conversation failed")
-    if point == -math.inf:
-        return None, "below", shortest, (
-            f"the fitted final match is at or below 50% from {shortest} turns, the shortest "
-            "tested length" if fitted else "every conversation failed")
-    return point, None, None, None
+            f"the fitted final match is still above 50% at {longest} turns, the longest tested "
+            "length" if fitted else "no conversation failed")
+    return None, "below", shortest, (
+        f"the fitted final match is at or below 50% from {shortest} turns, the shortest tested "
+        "length" if fitted else "every conversation failed")
 
 
 def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES,
