@@ -56,9 +56,6 @@ class Sum:
     tokens: int | None = None
     reasoning: int | None = None
 
-    def add(self, c: Spent) -> None:
-        self.merge(Sum(c.cost_usd or 0.0, c.cost_usd is None, c.tokens, c.reasoning))
-
     def merge(self, other: Sum) -> None:
         self.unpriced = self.unpriced or other.unpriced
         self.cost += other.cost
@@ -95,7 +92,8 @@ def per_conversation(calls: Iterable[Spent]) -> tuple[dict[ConversationKey, Sum]
     sums: dict[ConversationKey, Sum] = {}
     reasoning: dict[tuple[ConversationKey, int], int] = {}
     for c in calls:
-        sums.setdefault(c.key, Sum()).add(c)
+        sums.setdefault(c.key, Sum()).merge(Sum(c.cost_usd or 0.0, c.cost_usd is None, c.tokens,
+                                                 c.reasoning))
         if c.reasoning is not None:
             reasoning[c.key, c.turn] = reasoning.get((c.key, c.turn), 0) + c.reasoning
     return sums, reasoning
