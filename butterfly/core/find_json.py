@@ -208,20 +208,12 @@ def _scan(text: str, first: bool = False) -> tuple[tuple[int, int] | None, int |
             pos = end
 
 
-@dataclass(frozen=True, slots=True)
-class _Fence:
-    content_start: int
-    content_end: int
-    end: int
-    start: int = 0  # the opening line
-
-
-def _fences(text: str) -> list[_Fence]:
+def _fences(text: str) -> list[_Candidate]:
     """Closed fenced blocks that hold JSON: info ``json``/``jsonc``/``json5``, or no info and
     content starting with ``{`` or ``[``. Fences are whole lines (CommonMark-like)."""
     if "```" not in text:
         return []
-    out: list[_Fence] = []
+    out: list[_Candidate] = []
     opener: re.Match[str] | None = None
     pos = 0
     while (idx := text.find("```", pos)) >= 0:
@@ -236,7 +228,7 @@ def _fences(text: str) -> list[_Fence]:
             info = opener.group(2).lower()
             content = text[opener.end() : m.start()]
             if info in _JSON_INFOS or (not info and content.lstrip()[:1] in ("{", "[")):
-                out.append(_Fence(opener.end(), m.start(), m.end(), opener.start()))
+                out.append(_Candidate(content, opener.end(), m.end(), "fence", opener.start()))
             opener = None
     return out
 
@@ -253,11 +245,9 @@ def _select(text: str, position: Literal["first", "last"] = "last") -> _Candidat
     if span is not None:
         found.append(_Candidate(text[span[0] : span[1]], span[0], span[1], "object"))
     if fences:
-        f = fences[0] if first else fences[-1]
-        found.append(_Candidate(text[f.content_start : f.content_end], f.content_start, f.end,
-                                "fence", f.start))
+        found.append(fences[0] if first else fences[-1])
     inside = ([(c.begins, c.end) for c in found] if first  # a broken object inside a candidate
-              else [(f.content_start, f.content_end) for f in fences])  # or inside any fence
+              else [(f.start, f.start + len(f.text)) for f in fences])  # or inside any fence
     if open_start is not None and not any(lo <= open_start < hi for lo, hi in inside):
         found.append(_Candidate(text[open_start:], open_start, len(text), "unterminated"))
     if first:
