@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import median
 
 from butterfly.core.scores import ConversationScore, Efficiency, EfficiencySlice
@@ -56,9 +56,6 @@ class Sum:
     tokens: int | None = None
     reasoning: int | None = None
 
-    def add(self, c: Spent) -> None:
-        self.merge(Sum(c.cost_usd or 0.0, c.cost_usd is None, c.tokens, c.reasoning))
-
     def merge(self, other: Sum) -> None:
         self.unpriced = self.unpriced or other.unpriced
         self.cost += other.cost
@@ -70,14 +67,6 @@ class Sum:
     @property
     def cost_usd(self) -> float | None:
         return None if self.unpriced else round(self.cost, 8)
-
-
-@dataclass(slots=True)
-class _Asks:
-    """The reasoning tokens of the asks at one turn, and how many asks report them."""
-
-    tokens: int = 0
-    asks: set[ConversationKey] = field(default_factory=set)
 
 
 def scenario_mean(values: Sequence[float | None]) -> float | None:
@@ -103,7 +92,8 @@ def per_conversation(calls: Iterable[Spent]) -> tuple[dict[ConversationKey, Sum]
     sums: dict[ConversationKey, Sum] = {}
     reasoning: dict[tuple[ConversationKey, int], int] = {}
     for c in calls:
-        sums.setdefault(c.key, Sum()).add(c)
+        sums.setdefault(c.key, Sum()).merge(Sum(c.cost_usd or 0.0, c.cost_usd is None, c.tokens,
+                                                 c.reasoning))
         if c.reasoning is not None:
             reasoning[c.key, c.turn] = reasoning.get((c.key, c.turn), 0) + c.reasoning
     return sums, reasoning
@@ -134,6 +124,13 @@ def efficiency_slice(whole: Sum, conversations: int, correct: int) -> Efficiency
         tokens_per_correct=_per(tokens, correct, 3))
 
 
+def _slice(sums: Mapping[ConversationKey, Sum],
+           verdicts: Mapping[ConversationKey, tuple[str, bool]]) -> EfficiencySlice:
+    """The cost and token figures of the complete conversations ``verdicts`` holds."""
+    return efficiency_slice(total(sums.get(k, Sum()) for k in verdicts), len(verdicts),
+                            sum(ok for _, ok in verdicts.values()))
+
+
 def nearest_rank(values: list[float], q: float) -> float | None:
     """The ``q`` quantile by nearest rank (a value that occurred); None without values."""
     if not values:
@@ -147,16 +144,15 @@ def reasoning_by_turn(reasoning: Mapping[tuple[ConversationKey, int], int],
                                                                        float | None]:
     """Reasoning tokens per edit at each asked turn of the complete conversations, and pooled
     over every ask (None where no call reports reasoning tokens)."""
-    by_turn: dict[int, _Asks] = {}
+    by_turn: dict[int, list[int]] = {}  # each ask's reasoning tokens, by its turn
     for (key, turn), n in reasoning.items():
         if key in complete:
-            at = by_turn.setdefault(turn, _Asks())
-            at.tokens += n
-            at.asks.add(key)
-    out = {str(t): round(a.tokens / (len(a.asks) * t), 3) for t, a in sorted(by_turn.items())}
-    edits = sum(len(a.asks) * t for t, a in by_turn.items())
-    pooled = round(sum(a.tokens for a in by_turn.values()) / edits, 3) if edits else None
-    return dict(out), pooled
+            by_turn.setdefault(turn, []).append(n)
+    out: dict[str, float | None] = {
+        str(t): round(sum(asks) / (len(asks) * t), 3) for t, asks in sorted(by_turn.items())}
+    edits = sum(len(asks) * t for t, asks in by_turn.items())
+    pooled = round(sum(map(sum, by_turn.values())) / edits, 3) if edits else None
+    return out, pooled
 
 
 def efficiency(calls: Iterable[Spent], verdicts: Mapping[ConversationKey, tuple[str, bool]],
@@ -166,16 +162,13 @@ def efficiency(calls: Iterable[Spent], verdicts: Mapping[ConversationKey, tuple[
     calls = list(calls)
     sums, reasoning = per_conversation(calls)
     latencies = [c.latency_s for c in calls if c.latency_s is not None and c.key in verdicts]
-    empty = Sum()
-    complete = total(sums.get(k, empty) for k in verdicts)
-    overall = efficiency_slice(complete, len(verdicts), sum(ok for _, ok in verdicts.values()))
+    complete = total(sums.get(k, Sum()) for k in verdicts)
+    overall = _slice(sums, verdicts)
     categories = sorted({cat for cat, _ in verdicts.values()})
-    by_category = {cat: efficiency_slice(
-        total(sums.get(k, empty) for k, (c, _) in verdicts.items() if c == cat),
-        sum(c == cat for c, _ in verdicts.values()),
-        sum(ok for c, ok in verdicts.values() if c == cat)) for cat in categories}
+    by_category = {cat: _slice(sums, {k: v for k, v in verdicts.items() if v[0] == cat})
+                   for cat in categories}
     by_turn, pooled = reasoning_by_turn(reasoning, verdicts.keys())
-    late = total(sums.get(k, empty) for k in incomplete)
+    late = total(sums.get(k, Sum()) for k in incomplete)
     p50 = round(median(latencies), 6) if latencies else None
     p95 = nearest_rank(latencies, 0.95)
     return Efficiency(

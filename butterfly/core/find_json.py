@@ -73,20 +73,13 @@ def _show_exc(e: BaseException) -> str:
     return _show(f"{type(e).__name__}: {e}", 120)[1:-1]
 
 
+_JSON_TYPES: Final = ((type(None), "null"), (bool, "boolean"), (int | float, "number"),
+                      (list, "array"), (dict, "object"), (str, "string"))
+"""A decoded value's JSON type by its Python type (a bool before the numbers it is one of)."""
+
+
 def _type_name(v: object) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int | float):
-        return "number"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, str):
-        return "string"
-    return type(v).__name__
+    return next((name for kind, name in _JSON_TYPES if isinstance(v, kind)), type(v).__name__)
 
 
 def _abstain(reason: str, detail: str) -> Parsed:
@@ -98,20 +91,10 @@ def _abstain(reason: str, detail: str) -> Parsed:
 
 _WORDS: Final = re.compile(r"[a-z0-9]+")
 _SPECIAL_TOKEN: Final = re.compile(r"<\|?/?[A-Za-z_][\w-]*\|?>")
-_UNSURE_LABELS: Final = frozenset(
-    {
-        (),
-        ("answer",),
-        ("final", "answer"),
-        ("my", "answer"),
-        ("my", "answer", "is"),
-        ("the", "answer", "is"),
-        ("response",),
-        ("json",),
-        ("text",),
-        ("plaintext",),
-    }
-)
+_UNSURE_LABELS: Final = frozenset(tuple(label.split()) for label in (
+    "", "answer", "final answer", "my answer", "my answer is", "the answer is", "response", "json",
+    "text", "plaintext"))
+"""The words that may come before UNSURE in an answer that says nothing else."""
 
 
 def _is_unsure(s: str) -> bool:
@@ -225,20 +208,12 @@ def _scan(text: str, first: bool = False) -> tuple[tuple[int, int] | None, int |
             pos = end
 
 
-@dataclass(frozen=True, slots=True)
-class _Fence:
-    content_start: int
-    content_end: int
-    end: int
-    start: int = 0  # the opening line
-
-
-def _fences(text: str) -> list[_Fence]:
+def _fences(text: str) -> list[_Candidate]:
     """Closed fenced blocks that hold JSON: info ``json``/``jsonc``/``json5``, or no info and
     content starting with ``{`` or ``[``. Fences are whole lines (CommonMark-like)."""
     if "```" not in text:
         return []
-    out: list[_Fence] = []
+    out: list[_Candidate] = []
     opener: re.Match[str] | None = None
     pos = 0
     while (idx := text.find("```", pos)) >= 0:
@@ -253,54 +228,31 @@ def _fences(text: str) -> list[_Fence]:
             info = opener.group(2).lower()
             content = text[opener.end() : m.start()]
             if info in _JSON_INFOS or (not info and content.lstrip()[:1] in ("{", "[")):
-                out.append(_Fence(opener.end(), m.start(), m.end(), opener.start()))
+                out.append(_Candidate(content, opener.end(), m.end(), "fence", opener.start()))
             opener = None
     return out
 
 
-def _select_first(text: str) -> _Candidate | None:
-    """``json-first``: whichever begins first of the first object-like span, the first JSON
-    fence, and an unterminated object before both."""
-    span, open_start = _scan(text, first=True)
+def _select(text: str, position: Literal["first", "last"] = "last") -> _Candidate | None:
+    """The answer's candidate object: whichever comes last of the last object-like span, the last
+    JSON fence, and an unterminated object after both (a later one wins only when it ends later:
+    an unterminated one, when it starts later); ``position="first"``: whichever begins first of
+    the first span, the first fence and an unterminated object before both."""
+    first = position == "first"
+    span, open_start = _scan(text, first)
     fences = _fences(text)
     found: list[_Candidate] = []
     if span is not None:
-        found.append(_Candidate(text[span[0] : span[1]], span[0], span[1], "object", span[0]))
+        found.append(_Candidate(text[span[0] : span[1]], span[0], span[1], "object"))
     if fences:
-        f = fences[0]
-        found.append(_Candidate(text[f.content_start : f.content_end], f.content_start, f.end,
-                                "fence", f.start))
-    if open_start is not None and not any(c.begins <= open_start < c.end for c in found):
-        found.append(_Candidate(text[open_start:], open_start, len(text), "unterminated",
-                                open_start))
-    return min(found, key=lambda c: c.begins, default=None)
-
-
-def _select(text: str, position: Literal["first", "last"] = "last") -> _Candidate | None:
-    """The answer's candidate object: whichever comes last of the last object-like span, the last
-    JSON fence, and an unterminated object after both (``position="first"``: the first)."""
-    if position == "first":
-        return _select_first(text)
-    last, open_start = _scan(text)
-    fences = _fences(text)
-    if open_start is not None and any(
-        f.content_start <= open_start < f.content_end for f in fences
-    ):
-        open_start = None  # a broken object inside a fence: the fence is the candidate
-    best: _Candidate | None = None
-    rank = -1
-    if last is not None:
-        best, rank = _Candidate(text[last[0] : last[1]], last[0], last[1], "object"), last[1]
-    if fences:
-        f = fences[-1]
-        if f.end > rank:
-            best = _Candidate(
-                text[f.content_start : f.content_end], f.content_start, f.end, "fence", f.start
-            )
-            rank = f.end
-    if open_start is not None and open_start > rank:
-        best = _Candidate(text[open_start:], open_start, len(text), "unterminated")
-    return best
+        found.append(fences[0] if first else fences[-1])
+    inside = ([(c.begins, c.end) for c in found] if first  # a broken object inside a candidate
+              else [(f.start, f.start + len(f.text)) for f in fences])  # or inside any fence
+    if open_start is not None and not any(lo <= open_start < hi for lo, hi in inside):
+        found.append(_Candidate(text[open_start:], open_start, len(text), "unterminated"))
+    if first:
+        return min(found, key=lambda c: c.begins, default=None)
+    return max(found, key=lambda c: c.start if c.kind == "unterminated" else c.end, default=None)
 
 
 # --------------------------------------------------------------------------------------------

@@ -229,15 +229,18 @@ def _verdict(point: float | None, fitted: bool, shortest: int,
     """(turns, censored, bound, note) of the decided point."""
     if point is None:
         return None, None, None, NOT_ENOUGH_DATA
-    if point == math.inf:
-        return None, "above", longest, (
-            f"the fitted final match is still above 50% at {longest} turns, the longest tested"
-            " length" if fitted else "no conversation failed")
-    if point == -math.inf:
-        return None, "below", shortest, (
-            f"the fitted final match is at or below 50% from {shortest} turns, the shortest "
-            "tested length" if fitted else "every conversation failed")
-    return point, None, None, None
+    if point not in (math.inf, -math.inf):  # a crossing (or, never seen, a NaN)
+        return point, None, None, None
+    above = point > 0
+    if not fitted:
+        note = "no conversation failed" if above else "every conversation failed"
+    elif above:
+        note = (f"the fitted final match is still above 50% at {longest} turns, the longest "
+                "tested length")
+    else:
+        note = (f"the fitted final match is at or below 50% from {shortest} turns, the shortest "
+                "tested length")
+    return None, "above" if above else "below", longest if above else shortest, note
 
 
 def horizon(conversations: Sequence[Conversation], *, resamples: int = RESAMPLES,

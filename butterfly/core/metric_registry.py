@@ -113,11 +113,6 @@ def metric(name: str, description: str, pool: Pool, shown: Shown | None = None
     return register
 
 
-def aggregate_fields() -> list[Spec]:
-    """Every metric's fields, in order: ``Aggregate``'s."""
-    return [f for m in METRICS.values() for f in m.fields]
-
-
 def pooled(scores: Sequence[ScenarioScore]) -> Figures:
     """Every metric of the scored conversations, pooled: ``Aggregate``'s values."""
     clusters: dict[str, list[ScenarioScore]] = {}

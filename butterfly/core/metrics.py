@@ -188,12 +188,13 @@ def by_op(pairs: Sequence[tuple[Scenario, ScenarioScore]]) -> dict[str, OpHeld]:
             for op in OPS if op in tally}
 
 
-def _agent_answers(name: str, scenario: Scenario,
-                   asked: Sequence[int] | None = None) -> list[Spec | None]:
-    """What a scripted agent answers after turns 1..n, or the ``asked`` turns (for the
-    baselines)."""
+def _baseline_scores(names: Sequence[str], scenario: Scenario, oracle: Sequence[Spec],
+                     asked: Sequence[int] | None) -> dict[str, ScenarioScore]:
+    """Each baseline's score of ``scenario``: what the scripted agent answers at the asked
+    turns (every turn when ``asked`` is None), scored against ``oracle``."""
     turns = range(1, len(scenario.turns) + 1) if asked is None else asked
-    return list(agent_specs_at(name, scenario, turns))
+    return {b: score_scenario(scenario, list(agent_specs_at(b, scenario, turns)), oracle, asked)
+            for b in names}
 
 
 BASELINES = ("noop", "last-edit")
@@ -258,13 +259,8 @@ def baselines_of(scenarios: Sequence[Scenario], ask_at: Sequence[int] | None = N
     """Each baseline scored once on each of ``scenarios`` (the Kaggle notebook's headline: one
     conversation a scenario), as :func:`score_conversations` scores them beside a run."""
     names = (*BASELINES, *(window_name(k) for k in windows))
-    per: dict[str, list[ScenarioScore]] = {b: [] for b in names}
-    for s in scenarios:
-        o = replay(s)
-        asked = None if ask_at is None else asked_turns(len(s.turns), ask_at)
-        for b in names:
-            per[b].append(score_scenario(s, _agent_answers(b, s, asked), o, asked))
-    return {b: _baseline(v) for b, v in per.items()}
+    scored = [_baseline_scores(names, s, replay(s), _asked(s, ask_at)) for s in scenarios]
+    return {b: _baseline([one[b] for one in scored]) for b in names}
 
 
 def horizon_of(scores: dict[ConversationKey, ScenarioScore]) -> HorizonResult | None:
@@ -312,13 +308,18 @@ def _scored(by_id: dict[str, Scenario], answers: dict[ConversationKey, list[Spec
     for i, k in enumerate(keys):
         s = by_id[k.scenario]
         o = oracle.get(s.id) or oracle.setdefault(s.id, replay(s))
-        asked = None if ask_at is None else asked_turns(len(s.turns), ask_at)
+        asked = _asked(s, ask_at)
         scores[k] = score_scenario(s, answers[k], o, asked)
         if last[s.id] == i:
-            for b in names:
-                per_id[b][s.id] = score_scenario(s, _agent_answers(b, s, asked), o, asked)
+            for b, score in _baseline_scores(names, s, o, asked).items():
+                per_id[b][s.id] = score
             del oracle[s.id]
     return scores, per_id
+
+
+def _asked(scenario: Scenario, ask_at: Sequence[int] | None) -> Sequence[int] | None:
+    """The turns of ``scenario`` a run with these ask points asks; None: every turn."""
+    return None if ask_at is None else asked_turns(len(scenario.turns), ask_at)
 
 
 def _baseline(scores: Sequence[ScenarioScore]) -> BaselineScore:

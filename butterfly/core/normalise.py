@@ -76,122 +76,56 @@ UNSPECIFIED_SYNONYMS: Final = ("unspecified", "not specified", "not-specified", 
 """Spellings read as ``unspecified`` in lenient mode. ``none``, ``null`` (the string), ``n/a``,
 the empty string, ``default`` and ``unset`` are NOT among them; JSON ``null`` is."""
 
-_ON_OFF: Final = {
-    "true": "on",
-    "false": "off",
-    "yes": "on",
-    "no": "off",
-    "enabled": "on",
-    "disabled": "off",
-    "enable": "on",
-    "disable": "off",
-}
-_YES_NO: Final = {"true": "yes", "false": "no", "y": "yes", "n": "no", "on": "yes", "off": "no"}
-_JSONL: Final = {
-    "ndjson": "jsonl",
-    "json lines": "jsonl",
-    "jsonlines": "jsonl",
-    "json-lines": "jsonl",
-    "json_lines": "jsonl",
-}
+Written = dict[str, tuple[str, ...]]
+"""Written forms by the value they are read as."""
 
-SYNONYMS: Final[dict[str, dict[str, str]]] = {
-    "input_format": dict(_JSONL),
-    "output_format": {**_JSONL, "md": "markdown"},
-    "delimiter": {
-        ",": "comma",
-        "commas": "comma",
-        "\\t": "tab",
-        "tabs": "tab",
-        ";": "semicolon",
-        "semicolons": "semicolon",
-        "|": "pipe",
-        "pipes": "pipe",
-    },
-    "encoding": {
-        "utf8": "utf-8",
-        "utf_8": "utf-8",
-        "utf 8": "utf-8",
-        "latin1": "latin-1",
-        "latin_1": "latin-1",
-        "latin 1": "latin-1",
-        "iso-8859-1": "latin-1",
-        "iso8859-1": "latin-1",
-        "iso_8859_1": "latin-1",
-        "iso88591": "latin-1",
-        "utf16": "utf-16",
-        "utf_16": "utf-16",
-        "utf 16": "utf-16",
-    },
-    "sort_order": {
-        "asc": "ascending",
-        "desc": "descending",
-        "unsorted": "none",
-        "no sorting": "none",
-        "no sort": "none",
-    },
-    "timeout_seconds": {
-        "no limit": "none",
-        "unlimited": "none",
-        "no timeout": "none",
-        "no time limit": "none",
-        "infinite": "none",
-        "1 minute": "60",
-        "1 min": "60",
-        "2 minutes": "120",
-        "2 min": "120",
-    },
-    "log_level": {"warn": "warning", "err": "error"},
-    "date_format": {
-        "iso": "iso-8601",
-        "iso8601": "iso-8601",
-        "iso 8601": "iso-8601",
-        "iso_8601": "iso-8601",
-        "mm/dd/yyyy": "us",
-        "dd/mm/yyyy": "eu",
-        "american": "us",
-        "european": "eu",
-        "epoch": "unix",
-        "unix timestamp": "unix",
-        "unix timestamps": "unix",
-    },
-    "compression": {
-        "gz": "gzip",
-        "zst": "zstd",
-        "zstandard": "zstd",
-        "bzip2": "bz2",
-        "uncompressed": "none",
-        "no compression": "none",
-    },
-    "null_marker": {"n/a": "NA", "empty string": "empty", "blank": "empty"},
-    "max_rows": {"no limit": "none", "unlimited": "none", "no row limit": "none"},
-    "on_error": {
-        "warning": "warn",
-        "ignore": "skip",
-        "stop": "fail",
-        "abort": "fail",
-        "raise": "fail",
-    },
-    "line_endings": {
-        "\\n": "lf",
-        "\\r\\n": "crlf",
-        "unix": "lf",
-        "linux": "lf",
-        "windows": "crlf",
-        "dos": "crlf",
-    },
-    "quote_style": {"quote_minimal": "minimal", "quote_all": "all", "quote_none": "none"},
-    "retries": {
-        "zero": "0",
-        "one": "1",
-        "three": "3",
-        "five": "5",
-        "none": "0",
-        "no retries": "0",
-    },
+_ON_OFF: Final[Written] = {"on": ("true", "yes", "enabled", "enable"),
+                  "off": ("false", "no", "disabled", "disable")}
+_YES_NO: Final[Written] = {"yes": ("true", "y", "on"), "no": ("false", "n", "off")}
+_JSONL: Final[Written] = {
+    "jsonl": ("ndjson", "json lines", "jsonlines", "json-lines", "json_lines")}
+_NO_LIMIT: Final = ("no limit", "unlimited")
+
+WRITTEN_AS: Final[dict[str, Written]] = {
+    "input_format": _JSONL,
+    "output_format": {**_JSONL, "markdown": ("md",)},
+    "delimiter": {"comma": (",", "commas"), "tab": ("\\t", "tabs"),
+                  "semicolon": (";", "semicolons"), "pipe": ("|", "pipes")},
+    "encoding": {"utf-8": ("utf8", "utf_8", "utf 8"),
+                 "latin-1": ("latin1", "latin_1", "latin 1", "iso-8859-1", "iso8859-1",
+                             "iso_8859_1", "iso88591"),
+                 "utf-16": ("utf16", "utf_16", "utf 16")},
+    "sort_order": {"ascending": ("asc",), "descending": ("desc",),
+                   "none": ("unsorted", "no sorting", "no sort")},
+    "timeout_seconds": {"none": (*_NO_LIMIT, "no timeout", "no time limit", "infinite"),
+                        "60": ("1 minute", "1 min"), "120": ("2 minutes", "2 min")},
+    "log_level": {"warning": ("warn",), "error": ("err",)},
+    "date_format": {"iso-8601": ("iso", "iso8601", "iso 8601", "iso_8601"),
+                    "us": ("mm/dd/yyyy", "american"), "eu": ("dd/mm/yyyy", "european"),
+                    "unix": ("epoch", "unix timestamp", "unix timestamps")},
+    "compression": {"gzip": ("gz",), "zstd": ("zst", "zstandard"), "bz2": ("bzip2",),
+                    "none": ("uncompressed", "no compression")},
+    "null_marker": {"NA": ("n/a",), "empty": ("empty string", "blank")},
+    "max_rows": {"none": (*_NO_LIMIT, "no row limit")},
+    "on_error": {"warn": ("warning",), "skip": ("ignore",), "fail": ("stop", "abort", "raise")},
+    "line_endings": {"lf": ("\\n", "unix", "linux"), "crlf": ("\\r\\n", "windows", "dos")},
+    "quote_style": {"minimal": ("quote_minimal",), "all": ("quote_all",),
+                    "none": ("quote_none",)},
+    "retries": {"0": ("zero", "none", "no retries"), "1": ("one",), "3": ("three",),
+                "5": ("five",)},
 }
-"""Per-setting value synonyms of lenient mode (besides case-insensitive matching, the on/off and
-yes/no words below, the numeric forms and :data:`UNSPECIFIED_SYNONYMS`)."""
+"""Per-setting value synonyms of lenient mode, by the value they are read as (the table of
+docs/parser.md); besides case-insensitive matching, the on/off and yes/no words above, the
+numeric forms and :data:`UNSPECIFIED_SYNONYMS`."""
+
+
+def _read_as(written: Written) -> dict[str, str]:
+    """Each written form of ``written`` mapped to the value it is read as."""
+    return {src: dst for dst, sources in written.items() for src in sources}
+
+
+SYNONYMS: Final[dict[str, dict[str, str]]] = {k: _read_as(t) for k, t in WRITTEN_AS.items()}
+""":data:`WRITTEN_AS` by written form: what each is read as."""
 
 RAW_SYNONYMS: Final[dict[str, dict[str, str]]] = {
     "delimiter": {"\t": "tab"},
@@ -206,9 +140,9 @@ def _build_lookup() -> dict[str, dict[str, str]]:
         domain = DOMAINS[k]
         t: dict[str, str] = {}
         if domain == {"on", "off"}:
-            t.update(_ON_OFF)
+            t.update(_read_as(_ON_OFF))
         elif domain == {"yes", "no"}:
-            t.update(_YES_NO)
+            t.update(_read_as(_YES_NO))
         t.update(SYNONYMS.get(k, {}))
         t.update({w: UNSPECIFIED for w in UNSPECIFIED_SYNONYMS})
         t.update({v.lower(): v for v in SPEC_VALUES[k]})  # canonical values always win
@@ -229,10 +163,14 @@ _NUMERIC: Final[dict[str, dict[float, str]]] = {
 }
 """Numbers of each domain: 60 -> "60", and 3.1 (how JSON reads 3.10) -> "3.10"."""
 
-_PY_VERSION: Final = re.compile(r"(?:c?python|py)?\s*v?(3\.\d{1,2})(?:\.\d+)?")
-_SECONDS: Final = re.compile(r"(\d{1,6})\s*(?:s|sec|secs|second|seconds)")
-_ROWS: Final = re.compile(r"(\d{1,3}(?:[,_ ]\d{3})+|\d{1,7})\s*(k)?(?:\s*rows)?")
-_RETRIES: Final = re.compile(r"(\d{1,3})\s*(?:x|times?|retry|retries)")
+_FORMS: Final[dict[str, re.Pattern[str]]] = {
+    "python_version": re.compile(r"(?:c?python|py)?\s*v?(3\.\d{1,2})(?:\.\d+)?"),
+    "timeout_seconds": re.compile(r"(\d{1,6})\s*(?:s|sec|secs|second|seconds)"),
+    "max_rows": re.compile(r"(\d{1,3}(?:[,_ ]\d{3})+|\d{1,7})\s*(k)?(?:\s*rows)?"),
+    "retries": re.compile(r"(\d{1,3})\s*(?:x|times?|retry|retries)"),
+}
+"""The numeric and version forms of lenient mode (docs/parser.md): group 1 is the value (for
+``max_rows``, its digits with separators, and group 2 ``k`` for thousands)."""
 
 
 def _string_value(k: str, v: str) -> str | None:
@@ -243,25 +181,13 @@ def _string_value(k: str, v: str) -> str | None:
     hit = _LOOKUP[k].get(s)
     if hit is not None:
         return hit
-    m: re.Match[str] | None
-    if k == "python_version":
-        m = _PY_VERSION.fullmatch(s)
-        cand = m.group(1) if m else None
-    elif k == "timeout_seconds":
-        m = _SECONDS.fullmatch(s)
-        cand = m.group(1) if m else None
-    elif k == "max_rows":
-        m = _ROWS.fullmatch(s)
-        cand = None
-        if m:
-            digits = re.sub(r"[,_ ]", "", m.group(1))
-            cand = digits + "000" if m.group(2) else digits
-    elif k == "retries":
-        m = _RETRIES.fullmatch(s)
-        cand = m.group(1) if m else None
-    else:
-        cand = None
-    return cand if cand is not None and cand in DOMAINS[k] else None
+    m = _FORMS[k].fullmatch(s) if k in _FORMS else None
+    if m is None:
+        return None
+    cand = m.group(1)
+    if k == "max_rows":
+        cand = re.sub(r"[,_ ]", "", cand) + ("000" if m.group(2) else "")
+    return cand if cand in DOMAINS[k] else None
 
 
 def _lenient_value(k: str, v: Any) -> tuple[str | None, str]:

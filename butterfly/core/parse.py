@@ -28,7 +28,7 @@ programming error and raises ``ValueError``).
 from __future__ import annotations
 
 import json
-from typing import Any, Final, Literal
+from typing import Any, Literal, cast
 
 from butterfly.core.find_json import (
     ABSTENTION_REASONS,
@@ -174,18 +174,13 @@ def parse_answer(
         return _abstain("parser_error", _show_exc(e))
 
 
-_MODE_BY_NAME: Final[dict[str, ParseMode]] = {m: m for m in PARSE_MODES}
-
-
 def main_parse(mode: str, stdin_text: str, protocol: str | None = None) -> tuple[int, str]:
     """``butterfly parse --mode M [--protocol P]``: (0, the spec as one JSON line) or
     (3, "abstention: ..."). An unknown mode or protocol gives (2, an error message)."""
-    m = _MODE_BY_NAME.get(mode)
-    if m is None:
-        return 2, f"error: unknown parse mode {mode!r}; expected one of {', '.join(PARSE_MODES)}"
-    if protocol is not None and protocol not in PROTOCOLS:
-        return 2, f"error: unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}"
-    p = parse_answer(stdin_text, m, protocol=protocol)
+    try:
+        p = parse_answer(stdin_text, cast(ParseMode, mode), protocol=protocol)
+    except ValueError as e:  # the mode or the protocol (parse_answer never raises on text)
+        return 2, f"error: {e}"
     if p.spec is not None:
         return 0, json.dumps(p.spec)
     return 3, f"abstention: {p.reason}: {p.detail}"

@@ -71,20 +71,6 @@ ADAPTIVE_COT: Final = (
 REASONS_FIRST: Final = frozenset({"cot", "adaptive-cot"})
 """Strategies whose instructions put reasoning before the spec: only ``json-last`` lets the
 spec come after it (every other protocol asks for the spec first or alone)."""
-ORDER_PHRASES: Final = {
-    "reasoning first": ("think step by step before you give the spec",),
-    "spec first": ("as one json object first", "reply with the json object only"),
-}
-"""What an instruction says comes first, by the phrases that say it (lower case)."""
-
-
-def contradictions(text: str) -> list[str]:
-    """The orders a prompt asks for at once ("reasoning first" and "spec first"): a prompt
-    that says both contradicts itself. Empty for a consistent prompt."""
-    low = " ".join(text.lower().split())
-    found = [order for order, phrases in ORDER_PHRASES.items()
-             if any(p in low for p in phrases)]
-    return found if len(found) > 1 else []
 
 
 def compatible(strategy: str, protocol: str, sc_base: str = "zero-shot") -> bool:

@@ -120,8 +120,7 @@ def conversation(scenario: Scenario, answered: Sequence[Turn | None],
         initial=o[0],
         complete=complete,
         final_match=complete and final == "match",
-        verdict="-" if not complete else ("P" if final == "match" else
-                                          ("A" if final == "abstained" else "F")),
+        verdict={"match": "P", "abstained": "A"}.get(final, "F") if complete else "-",
         first_divergent=first,
         turns=turns,
     )

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from butterfly.core.parse import parse_answer
+from butterfly.core.parse import Parsed, parse_answer
 from butterfly.core.vocab import ParseMode
 from butterfly.core.vote import history_text, vote
 
@@ -81,17 +81,13 @@ def make_turn(samples: Sequence[Sample], parse_mode: ParseMode | None = None,
               protocol: str | None = None) -> Turn:
     """The answer of a turn from its successful sample records (in sample order);
     ``parse_mode`` re-parses the raw answers first (reading them as ``protocol`` defines)."""
-    parsed: list[tuple[dict[str, str] | None, str | None, str]] = []
-    for rec in samples:
-        if parse_mode is None:
-            parsed.append((rec.spec, rec.abstention, rec.abstention_detail))
-        else:
-            p = parse_answer(rec.raw or "", parse_mode, truncated=rec.finish_reason == "length",
-                             protocol=protocol)
-            parsed.append((p.spec, p.reason, p.detail))
+    parsed = [Parsed(rec.spec, rec.abstention, rec.abstention_detail) if parse_mode is None
+              else parse_answer(rec.raw or "", parse_mode,
+                                truncated=rec.finish_reason == "length", protocol=protocol)
+              for rec in samples]
     if len(samples) == 1:
-        spec, reason, detail = parsed[0]
-        return Turn(spec, reason, detail, samples[0].raw or "", tuple(samples))
-    v = vote([p[0] for p in parsed])
+        one = parsed[0]
+        return Turn(one.spec, one.reason, one.detail, samples[0].raw or "", tuple(samples))
+    v = vote([p.spec for p in parsed])
     return Turn(v.spec, v.abstention, v.detail, history_text(v, samples[0].raw or ""),
                 tuple(samples))

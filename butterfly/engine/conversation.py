@@ -263,6 +263,3 @@ def answered(conv: Conversation, sample: int, text: str, finish_reason: str | No
     p = conv.read(text, finish_reason, raw_chars)
     return Answered(sample, text, p.spec, p.reason, p.detail, finish_reason)
 
-
-__all__ = ["RESPONSE_FORMAT", "SAMPLE_SEED_STRIDE", "Answered", "Ask", "Conversation", "Sent",
-           "Settings", "answered", "cut_detail"]

@@ -18,24 +18,20 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from butterfly.code import conversation as code_conversation
 from butterfly.code.judge import judged
 from butterfly.code.program import render
+from butterfly.core.parse import Parsed as Parsed  # what a call record stores of an answer
 from butterfly.core.parse import parse_answer
 from butterfly.core.prompts import PROMPT_VERSION, Message, added_messages, prompt_fingerprint
 from butterfly.core.vocab import DEFAULTS, Mode, ParseMode, SCBase, Strategy
 from butterfly.core.vocab import Protocol as AnswerProtocol
 from oracle import Scenario
 
-
-class Parsed(NamedTuple):
-    """What a call record stores of its answer: the spec (or null), the abstention, why."""
-
-    spec: dict[str, str] | None
-    reason: str | None
-    detail: str
+if TYPE_CHECKING:  # the flags as given, read before they become a run's settings
+    from butterfly.core.options import RunOptions
 
 
 class Played(Protocol):
@@ -65,44 +61,6 @@ class Asking(Protocol):
 
     @property
     def ask_at(self) -> Sequence[int] | None: ...
-
-
-class Flags(Protocol):
-    """The flags of ``butterfly run`` a track may refuse, as given (``core.options.RunOptions``
-    has them all): read before they become a run's settings, so a refusal names them."""
-
-    @property
-    def mode(self) -> Mode: ...
-    @property
-    def strategy(self) -> Strategy: ...
-    @property
-    def samples(self) -> int | None: ...
-    @property
-    def layouts(self) -> str | Sequence[str]: ...
-    @property
-    def protocol(self) -> AnswerProtocol | None: ...
-    @property
-    def ask_at(self) -> str | Sequence[int] | None: ...
-
-
-class Reading(NamedTuple):
-    """The settings an answer is read again with (``butterfly score --parse``, ``--protocol``):
-    a run's :class:`Played` settings with another parse mode or protocol."""
-
-    mode: Mode
-    strategy: Strategy
-    protocol: AnswerProtocol
-    sc_base: SCBase
-    parse: ParseMode
-    samples: int
-    layouts: tuple[str, ...]
-    ask_at: tuple[int, ...] | None
-
-    @classmethod
-    def of(cls, p: Played, parse: ParseMode | None = None,
-           protocol: AnswerProtocol | None = None) -> Reading:
-        return cls(p.mode, p.strategy, protocol or p.protocol, p.sc_base, parse or p.parse,
-                   p.samples, tuple(p.layouts), p.ask_at)
 
 
 @dataclass(frozen=True)
@@ -159,7 +117,7 @@ class Track:
         """Why the track cannot play these settings (one line), or None."""
         return None
 
-    def flags_refusal(self, o: Flags, layouts: Sequence[str]) -> str | None:
+    def flags_refusal(self, o: RunOptions, layouts: Sequence[str]) -> str | None:
         """Why ``butterfly run`` cannot play these flags on this track (one line naming them),
         or None; ``layouts``: ``o.layouts`` parsed."""
         return None
@@ -198,8 +156,7 @@ class SpecTrack(Track):
                               p.sc_base)
 
     def read(self, text: str, p: Played, truncated: bool) -> Parsed:
-        parsed = parse_answer(text, p.parse, truncated=truncated, protocol=p.protocol)
-        return Parsed(parsed.spec, parsed.reason, parsed.detail)
+        return parse_answer(text, p.parse, truncated=truncated, protocol=p.protocol)
 
     def expected_answer(self, spec: Mapping[str, str]) -> str:
         return json.dumps(dict(spec))
@@ -230,7 +187,7 @@ class CodeTrack(Track):
             return "the code track is played in layout E"
         return None
 
-    def flags_refusal(self, o: Flags, layouts: Sequence[str]) -> str | None:
+    def flags_refusal(self, o: RunOptions, layouts: Sequence[str]) -> str | None:
         """Chat mode, zero-shot, one answer per turn, layout E (contract section 7: other modes
         may follow later); its answers are programs, so no protocol of its own."""
         shown = o.layouts if isinstance(o.layouts, str) else ",".join(o.layouts)
@@ -282,6 +239,3 @@ def registered(name: str) -> str:
         raise ValueError(f"no track named {name!r} (known: {', '.join(TRACKS)})")
     return name
 
-
-__all__ = ["CODE", "SPEC", "TRACKS", "Asking", "CodeTrack", "Flags", "Parsed", "Played", "Reading",
-           "SpecTrack", "Track", "registered", "track"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from butterfly.core.turns import CallKey, ConversationKey, Turn, TurnKey, make_turn
 from butterfly.core.vocab import ParseMode, Protocol
-from butterfly.engine.tracks import Reading, Track, track
+from butterfly.engine.tracks import Played, Track, track
 from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor, Record
 from butterfly.runs.code_turns import CodeTurns, code_turns
@@ -39,7 +39,8 @@ def turns(records: Mapping[CallKey, Record], params: RunParams,
     not given); the ``compactor`` then shares their equal specs."""
     again = None
     if parse_mode is not None or protocol is not None:
-        again = Again(track(params.track), Reading.of(params, parse_mode, protocol))
+        again = Again(track(params.track), params.model_copy(update={
+            "parse": parse_mode or params.parse, "protocol": protocol or params.protocol}))
     if params.samples == 1:  # a turn is its one call: no grouping (a dict of lists per turn)
         out = {TurnKey(key.scenario, key.turn, key.layout, key.repeat): _turn((rec,), again)
                for key, rec in records.items() if _answered(rec, 1)}
@@ -62,7 +63,7 @@ class Again:
     """Answers read again by their track with other settings (``score --parse``)."""
 
     track: Track
-    reading: Reading
+    reading: Played
 
     def record(self, rec: Record) -> Record:
         """``rec`` as these settings read it; an answer cut at the response-size cap

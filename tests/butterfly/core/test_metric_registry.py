@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from butterfly.core import scores
-from butterfly.core.metric_registry import METRICS, aggregate_fields, metric
+from butterfly.core.metric_registry import METRICS, metric
 from butterfly.core.metrics import ScenarioScore, aggregate
 from butterfly.core.pooling import Count, Mean
 from butterfly.present.board import board_columns
@@ -20,7 +20,8 @@ SCORED = [ScenarioScore(id="s1", category="c", turns=2, turn_match=(True, False)
 
 
 def test_aggregate_has_exactly_the_registrys_fields() -> None:
-    registry = [(name, kind, field.description) for name, kind, field in aggregate_fields()]
+    registry = [(name, kind, field.description) for m in METRICS.values()
+                for name, kind, field in m.fields]
     model = [(name, f.annotation, f.description)
              for name, f in scores.Aggregate.model_fields.items()]
     assert model == registry

@@ -13,7 +13,6 @@ from butterfly.core.prompts import (
     COT,
     FORMATS,
     compatible,
-    contradictions,
     messages,
     prompt_fingerprint,
     system_message,
@@ -28,6 +27,23 @@ from butterfly.suite.load import load_suite
 def make_params(**options: Any) -> RunParams:
     """The run's parameters from ``options`` (fields of RunOptions), checked."""
     return make_params_of(RunOptions(**options))
+
+
+ORDER_PHRASES = {
+    "reasoning first": ("think step by step before you give the spec",),
+    "spec first": ("as one json object first", "reply with the json object only"),
+}
+"""What an instruction says comes first, by the phrases that say it (lower case)."""
+
+
+def contradictions(text: str) -> list[str]:
+    """The orders a prompt asks for at once ("reasoning first" and "spec first"): a prompt
+    that says both contradicts itself. Empty for a consistent prompt."""
+    low = " ".join(text.lower().split())
+    found = [order for order, phrases in ORDER_PHRASES.items()
+             if any(p in low for p in phrases)]
+    return found if len(found) > 1 else []
+
 
 SCENARIO = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")[0]
 PAIRS = [(s, p, b) for s in STRATEGIES for p in PROTOCOLS

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from conftest import ROOT
@@ -18,7 +19,7 @@ from butterfly.analysis.report import report_data
 from butterfly.core.prompts import PROMPT_VERSION
 from butterfly.core.scores import PromptLabel
 from butterfly.core.vocab import PROTOCOLS, SC_BASES, STRATEGIES
-from butterfly.engine.tracks import SPEC, Reading
+from butterfly.engine.tracks import SPEC
 from butterfly.present.display import score_tables
 from butterfly.present.report import render_html
 from butterfly.runs.digest import chain_of
@@ -54,8 +55,21 @@ def test_a_new_run_records_its_prompt_version(v3_run: Path) -> None:
                                "sha256": manifest.prompt_sha256, "track": "spec"}
 
 
+class Style(NamedTuple):
+    """A run's settings as a track reads them (``engine.tracks.Played``)."""
+
+    mode: str
+    strategy: str
+    protocol: str
+    sc_base: str
+    parse: str
+    samples: int
+    layouts: tuple[str, ...]
+    ask_at: tuple[int, ...] | None
+
+
 def test_a_new_prompt_is_a_new_fingerprint() -> None:
-    v3 = {SPEC.prompt_sha256(Reading("chat", s, p, b, "strict", 1, ("E",), None))
+    v3 = {SPEC.prompt_sha256(Style("chat", s, p, b, "strict", 1, ("E",), None))
           for s in STRATEGIES for p in PROTOCOLS
           for b in (SC_BASES if s == "self-consistency" else ("zero-shot",))}
     assert len(v3) == len(V2) - 1  # V2 also holds the hash of its system message alone
