@@ -24,8 +24,8 @@ from pathlib import Path
 
 from butterfly.core.usage import count_problem
 from butterfly.core.vocab import DEFAULTS
+from butterfly.core.wire import Request, Response
 from butterfly.errors import UserError
-from butterfly.models.provider import Request, Response
 
 RECOVER = ("delete or move it if it is a damaged cache (its answers are asked again), or give "
            "--cache PATH somewhere writable, or --no-cache")

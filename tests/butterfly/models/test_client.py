@@ -9,11 +9,12 @@ import random
 import pytest
 from fakeserver import FakeServer
 
+from butterfly.core.wire import Request
 from butterfly.models.answer_cache import Cache
 from butterfly.models.client import ModelClient
 from butterfly.models.litellm_seam import FatalProviderError, LiteLLMProvider
 from butterfly.models.openai_http import OpenAIHTTPProvider
-from butterfly.models.provider import Provider, Request
+from butterfly.models.provider import Provider
 
 
 def _req(content: str = "hello", seed: int = 0) -> Request:
