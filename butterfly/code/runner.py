@@ -172,14 +172,11 @@ def _watch(own: Path, work: Path, base: tuple[int, int], budget: Budget | None
     return watch
 
 
-def _head(path: Path) -> bytes:
+def _kept(path: Path, tail: bool = False) -> bytes:
+    """The first ``KEEP`` bytes of a stream's file (``tail``: its last)."""
     with open(path, "rb") as f:
-        return f.read(KEEP)
-
-
-def _tail(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(max(0, os.fstat(f.fileno()).st_size - KEEP))
+        if tail:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - KEEP))
         return f.read(KEEP)
 
 
@@ -261,7 +258,7 @@ def run_program(source: str, args: list[str], stdin: bytes = b"", timeout: float
             budget.spend(ended.cpu_seconds)
         if ended.stopped == "stopped":
             raise Stopped("stopped")
-        out, err = _head(own / "stdout"), _tail(own / "stderr")
+        out, err = _kept(own / "stdout"), _kept(own / "stderr", tail=True)
         files, sizes = _collect(work, {"tool.py", *inputs}, keep)
         total, entries = _written(own, work, FILES + base[1])  # a burst between two looks
         flooded = ended.stopped == "output" or total - base[0] > CAP

@@ -136,11 +136,6 @@ class ModelClient:
         """``response`` priced by the user's rates when there are some, else as it came."""
         return response if self.user_rates is None else charge(self.user_rates, response)
 
-    def backoff(self, failed: int, retry_after: float | None) -> float | None:
-        """Seconds to wait after the ``failed``-th failed attempt (:meth:`RetryPolicy.wait`,
-        drawn from this client's random generator), or None when it was the last."""
-        return self.retry.wait(failed, retry_after, self._rng.uniform)
-
     async def call(self, request: Request) -> Outcome:
         start = time.perf_counter()
         if self.cache is not None:
@@ -166,7 +161,8 @@ class ModelClient:
                     self.cache.put(request, response)  # invalid usage is never replayed
                 return Outcome(self.priced(response), None, attempt,
                                time.perf_counter() - start, False)
-            delay = self.backoff(attempt, err.retry_after)
+            # the wait before the next attempt, drawn from this client's random generator
+            delay = self.retry.wait(attempt, err.retry_after, self._rng.uniform)
             if delay is None:
                 return Outcome(None, err, attempt,
                                time.perf_counter() - start, False)
