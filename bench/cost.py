@@ -42,7 +42,7 @@ from fakeserver import FakeServer  # noqa: E402
 from butterfly import api  # noqa: E402
 from butterfly.core.agents import agent_specs  # noqa: E402
 from butterfly.core.prompts import messages  # noqa: E402
-from butterfly.models.tokens import tokenizer_dir  # noqa: E402
+from butterfly.models.tokens import TOKENIZER_DIR  # noqa: E402
 from butterfly.suite.load import dumps_suite, load_suite, resolve_suite  # noqa: E402
 from oracle import Scenario  # noqa: E402
 
@@ -60,7 +60,7 @@ def encoding() -> Any:
     """o200k_base with ChatML's markers as special tokens (from litellm's copy of the file)."""
     import tiktoken
 
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(tokenizer_dir())
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(TOKENIZER_DIR)
     base = tiktoken.get_encoding("o200k_base")
     top = base.n_vocab
     return tiktoken.Encoding("o200k_chatml", pat_str=base._pat_str,

@@ -221,7 +221,7 @@ def cmd_score(a: argparse.Namespace) -> int:
     from butterfly.present.messages import failed_run
 
     run = api.load_run(Path(a.run))
-    result = api.score(run, a.parse, a.protocol)
+    result = api.score_run(run, a.parse, a.protocol)
     if a.json:
         print(_json(result))
     else:

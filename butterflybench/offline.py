@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from butterfly.models.tokens import BPE_URL, tokenizer_dir
+from butterfly.models.tokens import BPE_URL, TOKENIZER_DIR
 
 ENCODING = "o200k_base"
 """The encoding inspect's ``count_text_tokens`` asks for."""
@@ -20,7 +20,7 @@ def tiktoken_offline() -> str | None:
     folder holds inspect's encoding; the folder now in force (None: left to tiktoken)."""
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return os.environ["TIKTOKEN_CACHE_DIR"]
-    folder = tokenizer_dir()
+    folder = TOKENIZER_DIR
     if folder is None:
         return None
     if not (folder / hashlib.sha1(BPE_URL.format(ENCODING).encode()).hexdigest()).is_file():

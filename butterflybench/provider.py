@@ -28,8 +28,8 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from butterfly.code.agents import CODE_AGENTS
 from butterfly.core.vocab import DEFAULTS, Track
+from butterfly.core.wire import Request
 from butterfly.errors import UserError
-from butterfly.models.provider import Request
 from butterfly.models.scripted import ScriptedProvider, check_agent
 from butterfly.models.tokens import counter_for
 from butterflybench.suites import META, by_id

@@ -55,7 +55,7 @@ truncated answer); the others are kept as inspect says them ("stop", "content_fi
 
 def over_window(e: Exception) -> bool:
     """Whether a call's exception says the request is over the model's context window, as a
-    provider says it (``models.provider.says_over_context``; a rate limit never is)."""
+    provider says it (``core.wire.says_over_context``; a rate limit never is)."""
     return getattr(e, "status_code", None) != 429 and says_over_context(str(e))
 
 

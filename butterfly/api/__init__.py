@@ -13,7 +13,7 @@ command line parses flags, calls one of these and renders the result through
   ``run`` (options: :class:`RunOptions`), ``observe``, ``repair``, ``merge``,
   ``import_inspect``, ``sequential``, ``sweep`` / ``sweep_dry_run``
   (:mod:`~butterfly.api.sweeping`);
-- reading runs (:mod:`~butterfly.api.reading`): ``load_run``, ``score`` / ``score_run``,
+- reading runs (:mod:`~butterfly.api.reading`): ``load_run``, ``score_run``,
   ``show``, ``export`` / ``tidy_rows`` / ``load_runs``, ``runs``, ``flips``, ``audit``,
   ``compare``, ``calibrate``, ``report``;
 - suites and answers (:mod:`~butterfly.api.suites`): ``generate``, ``validate``,
@@ -37,7 +37,6 @@ from butterfly.api.reading import (
     flips,
     report,
     runs,
-    score,
     show,
 )
 from butterfly.api.running import (
@@ -86,5 +85,5 @@ __all__ = ["RUN_FIELDS", "Bill", "Calibrated", "DryRun", "Generated", "Imported"
            "audit", "audit_depth", "audit_readings", "calibrate", "compare", "default_out",
            "dry_run", "export", "flips", "generate", "import_inspect", "load_run", "load_runs",
            "merge", "model_args", "notebook", "observe", "options", "oracle", "parse", "repair",
-           "report", "run", "run_dir", "run_params", "runs", "schema", "score", "score_run",
+           "report", "run", "run_dir", "run_params", "runs", "schema", "score_run",
            "sequential", "show", "sweep", "sweep_dry_run", "tidy_rows", "validate"]

@@ -1,5 +1,6 @@
-"""The API's commands that read runs: ``score``, ``show``, ``export``, ``runs``, ``flips``,
-``audit``, ``compare``, ``calibrate`` and ``report``. Each checks its arguments (a bad one is
+"""The API's commands that read runs: ``show``, ``export``, ``runs``, ``flips``, ``audit``,
+``compare``, ``calibrate`` and ``report`` (``butterfly score`` is ``analysis.score_run`` itself,
+which takes a run or its directory). Each checks its arguments (a bad one is
 one clear line, before any run is read) and returns a typed result; ``butterfly.present``
 renders them."""
 
@@ -13,34 +14,20 @@ from butterfly.analysis.flips import AuditItem, FlipGrid, flip_grid, load_column
 from butterfly.analysis.flips import audit as audit_columns
 from butterfly.analysis.listing import RunLine, list_runs
 from butterfly.analysis.results import Calibration, CompareResult
-from butterfly.analysis.scoring import score_run
 from butterfly.analysis.tidy import Level, Row, tidy_rows
 from butterfly.analysis.transcripts import ShowInfo, load
 from butterfly.core.pooling import Result
-from butterfly.core.scores import RunScore
 from butterfly.core.transcript import Transcript
-from butterfly.core.vocab import ParseMode, Protocol
 from butterfly.errors import UserError
-from butterfly.runs.reader import Run, load_run
+from butterfly.runs.reader import Run
 
 RunRef = str | Path | Run
 """A run: its directory, or a :class:`Run` already read."""
 
 
-def _run(run: RunRef) -> Run:
-    return run if isinstance(run, Run) else load_run(Path(run))
-
-
 def _ref(run: RunRef) -> Path | Run:
     """A run already read as it is, a directory as its path (read where it is used)."""
     return run if isinstance(run, Run) else Path(run)
-
-
-def score(run: RunRef, parse: ParseMode | None = None,
-          protocol: Protocol | None = None) -> RunScore:
-    """``butterfly score``: the run's scores (its answers re-parsed in ``parse`` mode or as
-    ``protocol`` defines them, when given)."""
-    return score_run(_run(run), parse, protocol)
 
 
 @dataclass(frozen=True)

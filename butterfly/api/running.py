@@ -188,8 +188,9 @@ def _play_all(r: Resolved, scenarios: list[Scenario], progress: bool,
     model that cannot be opened leaves nothing behind but the (free) lock file."""
     with writer_lock(r.out):
         state = _play(r, scenarios, progress, link)
-        if r.track.observes:  # the writer observes its programs, the model closed
-            _observe_played(r.out, scenarios, state, progress)
+        if r.track.observes:  # the writer observes its programs (the model closed)
+            told = ObservingDisplay(f"observing the programs of {r.out}") if progress else None
+            observe_programs(r.out, programs(tuple(scenarios), state.done).values(), told)
     return state
 
 
@@ -213,13 +214,6 @@ def _play(r: Resolved, scenarios: list[Scenario], progress: bool,
             tracker.on_update = display.update
         asyncio.run(_closing(run_suite(scenarios, client, state, out, tracker), client))
     return state
-
-
-def _observe_played(out: Path, scenarios: list[Scenario], state: RunState,
-                    progress: bool) -> Observed:
-    """Observe the programs of a code run just played, each kept as it is made."""
-    told = ObservingDisplay(f"observing the programs of {out}") if progress else None
-    return observe_programs(out, programs(tuple(scenarios), state.done).values(), told)
 
 
 def observe(run: str | Path | Run, *, allow_fallback: bool = False,

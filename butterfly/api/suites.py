@@ -65,8 +65,20 @@ def generate(*, suite: str | None = None, count: int | None = None, seed: int | 
     try:
         if ask_at is not None:
             return _asked(lengths, per_length, ops, count, s, track, ask_at, paraphrase_variants)
-        drawn = (_chains(lengths, per_length, ops, count, s, track) if lengths is not None
-                 else _mixed(count, ops, per_length, s, track))
+        if lengths is not None:
+            if count is not None:
+                raise UserError("generate: --lengths builds chains by length; give --per-length "
+                                "K instead of --count")
+            mix = None if ops is None else parse_mix(ops)
+            per = 12 if per_length is None else per_length
+            drawn = suite_track(track).chains(_lengths(lengths), per, s, prefix=f"s{s}", mix=mix)
+        elif count is None:
+            raise UserError("generate: give --suite NAME, --count N or --lengths L,.. "
+                            "(with --seed S)")
+        elif ops is not None or per_length is not None:
+            raise UserError("generate: --ops and --per-length go with --lengths")
+        else:
+            drawn = suite_track(track).mixed(count, s)
         return Generated(scenarios=_variants(drawn, paraphrase_variants))
     except GenerationError as e:
         raise UserError(f"generate: {e}") from None
@@ -84,26 +96,6 @@ def _track_given(track: str, suite: str | None, variants: int | None) -> None:
     if not kind.variants and variants is not None:
         raise UserError(f"generate: --paraphrase-variants is not built for the {track} track "
                         "yet")
-
-
-def _chains(lengths: str | list[int], per_length: int | None, ops: str | None,
-            count: int | None, seed: int, track: Track = "spec") -> list[Scenario]:
-    if count is not None:
-        raise UserError("generate: --lengths builds chains by length; give --per-length K "
-                        "instead of --count")
-    mix = None if ops is None else parse_mix(ops)
-    per = 12 if per_length is None else per_length
-    return suite_track(track).chains(_lengths(lengths), per, seed, prefix=f"s{seed}", mix=mix)
-
-
-def _mixed(count: int | None, ops: str | None, per_length: int | None,
-           seed: int, track: Track = "spec") -> list[Scenario]:
-    if count is None:
-        raise UserError("generate: give --suite NAME, --count N or --lengths L,.. "
-                        "(with --seed S)")
-    if ops is not None or per_length is not None:
-        raise UserError("generate: --ops and --per-length go with --lengths")
-    return suite_track(track).mixed(count, seed)
 
 
 def _variants(scenarios: list[Scenario], k: int | None) -> list[Scenario]:

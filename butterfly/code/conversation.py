@@ -86,10 +86,6 @@ ANSWER_FORMAT: Final = (
 PROGRAM_INTRO: Final = "Here is the current program, tool.py:"
 
 
-def _settings_lines() -> list[str]:
-    return [f"- {BY_KEY[k].name} ({k}): {', '.join(DOMAINS[k])}" for k in KEYS]
-
-
 def system_message() -> str:
     """The code track's system message (one text for every run)."""
     lines = [
@@ -98,7 +94,7 @@ def system_message() -> str:
         "records from one format to another, standard library only (Python 3.11). Its "
         "behaviour has exactly these 14 settings, each with the values it can take:",
         "",
-        *_settings_lines(),
+        *(f"- {BY_KEY[k].name} ({k}): {', '.join(DOMAINS[k])}" for k in KEYS),
         "",
         "What the program does, for any values of the settings:",
         *(f"- {b}" for b in BEHAVIOUR),

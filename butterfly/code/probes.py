@@ -70,11 +70,6 @@ def key(config: Mapping[str, str]) -> Config:
     return tuple(sorted(config.items()))
 
 
-def limit_rows(count: int) -> list[Row]:
-    """``count`` distinct one-column records for the row-limit probe (short text ids)."""
-    return [[f"r{i}"] for i in range(count)]
-
-
 @functools.lru_cache(maxsize=128)
 def small_input(config: Config, bad_at: int | None = None) -> bytes:
     """The small probe's input (``SMALL``) for ``config``, built once; with ``bad_at``, the
@@ -84,9 +79,9 @@ def small_input(config: Config, bad_at: int | None = None) -> bytes:
 
 @functools.lru_cache(maxsize=64)
 def limit_input(config: Config, count: int = BIG) -> bytes:
-    """The row-limit probe's input: ``count`` one-column records, built once per configuration
-    and size."""
-    return make_input(dict(config), limit_rows(count), columns=LIMIT_COLUMNS)
+    """The row-limit probe's input: ``count`` distinct one-column records (short text ids),
+    built once per configuration and size."""
+    return make_input(dict(config), [[f"r{i}"] for i in range(count)], columns=LIMIT_COLUMNS)
 
 
 def make_input(config: Mapping[str, str], rows: list[Row], bad_at: int | None = None,

@@ -179,13 +179,12 @@ def transform(columns: list[str], records: list[Record]) -> list[Record]:
 '''
 
 
+_DATE_OUT = {"iso-8601": "day.isoformat()", "unix": "str(calendar.timegm(day.timetuple()))"}
+"""How ``show`` prints a day in the date formats that are no ``strftime`` pattern."""
+
+
 def _format_date(spec: Mapping[str, str]) -> str:
-    if spec["date_format"] == "iso-8601":
-        out = "    return day.isoformat()"
-    elif spec["date_format"] == "unix":
-        out = "    return str(calendar.timegm(day.timetuple()))"
-    else:
-        out = f'    return day.strftime("{DATES[spec["date_format"]]}")'
+    out = _DATE_OUT.get(spec["date_format"]) or f'day.strftime("{DATES[spec["date_format"]]}")'
     return f'''
 
 def show(value: str) -> str:
@@ -196,7 +195,7 @@ def show(value: str) -> str:
         day = datetime.date.fromisoformat(value)
     except ValueError:
         return value
-{out}
+    return {out}
 '''
 
 
@@ -223,34 +222,36 @@ def open_output(path: str) -> TextIO:
 '''
 
 
-def _write(spec: Mapping[str, str]) -> str:
-    fmt = spec["output_format"]
-    if fmt == "csv":
-        quoting = {"minimal": "csv.QUOTE_MINIMAL", "all": "csv.QUOTE_ALL",
-                   "none": 'csv.QUOTE_NONE, escapechar="\\\\"'}[spec["quote_style"]]
-        body = f'''        writer = csv.writer(out, quoting={quoting}, lineterminator="\\n")
+_WRITERS = {
+    "csv": '''        writer = csv.writer(out, quoting=QUOTING, lineterminator="\\n")
         writer.writerow(columns)
         for record in records:
-            writer.writerow(cells(columns, record))'''
-    elif fmt == "json":
-        body = '''        rows = [{c: show_json(record.get(c)) for c in columns}
+            writer.writerow(cells(columns, record))''',
+    "json": '''        rows = [{c: show_json(record.get(c)) for c in columns}
                 for record in records]
-        out.write(json.dumps(rows, ensure_ascii=False) + "\\n")'''
-    elif fmt == "jsonl":
-        body = '''        for record in records:
+        out.write(json.dumps(rows, ensure_ascii=False) + "\\n")''',
+    "jsonl": '''        for record in records:
             row = {c: show_json(record.get(c)) for c in columns}
-            out.write(json.dumps(row, ensure_ascii=False) + "\\n")'''
-    elif fmt == "markdown":
-        body = '''        out.write(markdown_row(columns))
+            out.write(json.dumps(row, ensure_ascii=False) + "\\n")''',
+    "markdown": '''        out.write(markdown_row(columns))
         out.write(markdown_row(["---"] * len(columns)))
         for record in records:
-            out.write(markdown_row(cells(columns, record)))'''
-    else:
-        body = '''        out.write("<table>\\n")
+            out.write(markdown_row(cells(columns, record)))''',
+    "html": '''        out.write("<table>\\n")
         out.write(html_row("th", columns))
         for record in records:
             out.write(html_row("td", cells(columns, record)))
-        out.write("</table>\\n")'''
+        out.write("</table>\\n")''',
+}
+"""The body of ``write_records`` for each output format (CSV's ``QUOTING``: the quote style's,
+:data:`_QUOTING`)."""
+_QUOTING = {"minimal": "csv.QUOTE_MINIMAL", "all": "csv.QUOTE_ALL",
+            "none": 'csv.QUOTE_NONE, escapechar="\\\\"'}
+
+
+def _write(spec: Mapping[str, str]) -> str:
+    fmt = spec["output_format"]
+    body = _WRITERS[fmt].replace("QUOTING", _QUOTING[spec["quote_style"]])
     return f'''
 
 def write_records(path: str, columns: list[str], records: list[Record]) -> None:

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from butterfly.code import sandbox
-from butterfly.code.child import Exit, Watch
 
 CAP: Final = 32 * 1024 * 1024
 """Bytes a run may write in all: stdout, stderr and every file it leaves, together (more: the
@@ -160,7 +159,7 @@ def _written(own: Path, work: Path, most: int = FILES) -> tuple[int, int]:
 
 
 def _watch(own: Path, work: Path, base: tuple[int, int], budget: Budget | None
-           ) -> Watch:
+           ) -> sandbox.Watch:
     """The harness's watch of a run: stop it on request, past ``CAP`` bytes or ``FILES``
     files (``base``: the bytes and entries it started with, its program and inputs)."""
     def watch() -> str | None:
@@ -173,14 +172,11 @@ def _watch(own: Path, work: Path, base: tuple[int, int], budget: Budget | None
     return watch
 
 
-def _head(path: Path) -> bytes:
+def _kept(path: Path, tail: bool = False) -> bytes:
+    """The first ``KEEP`` bytes of a stream's file (``tail``: its last)."""
     with open(path, "rb") as f:
-        return f.read(KEEP)
-
-
-def _tail(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(max(0, os.fstat(f.fileno()).st_size - KEEP))
+        if tail:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - KEEP))
         return f.read(KEEP)
 
 
@@ -202,7 +198,7 @@ def _collect(work: Path, skip: set[str], keep: set[str] | None
     return files, sizes
 
 
-def _limit(ended: Exit, flooded: bool, stderr: bytes, clamped: bool) -> str | None:
+def _limit(ended: sandbox.Exit, flooded: bool, stderr: bytes, clamped: bool) -> str | None:
     """The limit a run hit, as far as the harness's watch, its status and the last line of its
     stderr show (``clamped``: its wall-clock limit was what its budget had left)."""
     if ended.stopped is not None:
@@ -262,12 +258,12 @@ def run_program(source: str, args: list[str], stdin: bytes = b"", timeout: float
             budget.spend(ended.cpu_seconds)
         if ended.stopped == "stopped":
             raise Stopped("stopped")
-        out, err = _head(own / "stdout"), _tail(own / "stderr")
+        out, err = _kept(own / "stdout"), _kept(own / "stderr", tail=True)
         files, sizes = _collect(work, {"tool.py", *inputs}, keep)
         total, entries = _written(own, work, FILES + base[1])  # a burst between two looks
         flooded = ended.stopped == "output" or total - base[0] > CAP
         if ended.stopped is None and entries - base[1] > FILES:
-            ended = Exit(ended.status, "files", ended.cpu_seconds)
+            ended = sandbox.Exit(ended.status, "files", ended.cpu_seconds)
         limit = _limit(ended, flooded, err, wall < timeout)
         counted = None
         if tally is not None and ended.status == 0 and not flooded:

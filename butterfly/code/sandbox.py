@@ -24,7 +24,7 @@ Two kinds, ``sandbox_kind()`` says which one is in use (for the run manifest to 
 
 Both apply the resource limits of ``Limits`` (CPU seconds, address space, file size, processes,
 no core files) to the child before it starts (through ``prlimit``), stop it when its wall-clock
-limit passes or the harness's watch asks (``butterfly.code.child``: the runner's total output
+limit passes or the harness's watch asks (``Watch``: the runner's total output
 cap, a stop request), and kill its process group at the end, on every path out (an interrupt
 included).
 """
@@ -37,6 +37,7 @@ import math
 import os
 import re
 import resource
+import select
 import shutil
 import signal
 import stat
@@ -44,12 +45,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final, Literal
 
-from butterfly.code.child import Exit, Watch, reaped, wait
-from butterfly.code.guard import GUARD
 from butterfly.errors import UserError
 
 Kind = Literal["bubblewrap", "fallback"]
@@ -96,6 +96,122 @@ class Streams:
     stdin: IO[bytes]
     stdout: IO[bytes]
     stderr: IO[bytes]
+
+
+# The child waited for: until it ends, its wall-clock limit passes or the harness's watch
+# says to stop it; then reaped with the CPU seconds it used (:func:`execute`).
+
+POLL: Final = 0.05
+"""Seconds between two looks of the harness's watch at a running program (``Watch``)."""
+
+Watch = Callable[[], "str | None"]
+"""Asked every ``POLL`` seconds while a program runs: the reason to stop it now (a limit's name,
+as ``output``), or None to let it run on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """How a run ended: its exit status (negative: the signal that killed it; None: the harness
+    stopped it), why the harness stopped it (``wall``, or what the watch said; None: it ended
+    by itself) and the CPU seconds it used, as the kernel accounts them to the run's process
+    (and to the children it waited for)."""
+
+    status: int | None
+    stopped: str | None = None
+    cpu_seconds: float = 0.0
+
+
+def reaped(pid: int) -> tuple[int, float]:
+    """(exit status as ``subprocess`` gives it, CPU seconds) of the child ``pid``, waited for."""
+    _, status, usage = os.wait4(pid, 0)
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+
+
+def _ended(pid: int) -> bool:
+    """Whether the child ``pid`` has ended (left for :func:`reaped` to reap)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def wait(proc: subprocess.Popen[bytes], seconds: float, watch: Watch | None) -> str | None:
+    """Wait for ``proc`` to end (on a pidfd where Linux has one), asking ``watch`` every
+    ``POLL`` seconds: None when it ended, else why it must be stopped (``wall`` after
+    ``seconds``). The child is not reaped."""
+    deadline = time.monotonic() + seconds
+    try:
+        pidfd: int | None = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "wall"
+            step = left if watch is None else min(left, POLL)
+            if pidfd is not None:
+                if select.select([pidfd], [], [], step)[0]:
+                    return None
+            else:
+                time.sleep(min(step, POLL))
+                if _ended(proc.pid):
+                    return None
+            why = None if watch is None else watch()
+            if why is not None:
+                return why
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+# The fallback's wrapper: the audit hook a program runs under where bubblewrap cannot run.
+# Text only: the harness never runs it; the fallback's child interpreter does, as
+# ``python -I -S -c GUARD tool.py ARGS``.
+
+GUARD: Final = r'''
+import os, sys, runpy, site
+site.setquit(); site.setcopyright(); site.sethelper()
+def _guard():
+    root = os.path.realpath(os.getcwd())
+    reads = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, "/usr")} | {root}
+    devices = {"/dev/null", "/dev/zero", "/dev/urandom"}
+    writing_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    mutating = {"os." + e for e in ("remove", "rename", "rmdir", "mkdir", "chmod", "chown",
+                "symlink", "link", "truncate", "utime", "setxattr", "removexattr", "chflags")}
+    refused = ("socket.", "ctypes.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn",
+               "os.fork", "os.kill", "os.system", "os.startfile", "pty.", "signal.pthread_kill",
+               "_posixsubprocess", "os.pidfd", "mmap.")
+    modules = {"_posixsubprocess", "_ctypes", "ctypes"}
+    def inside(path, bases):
+        p = os.path.realpath(os.fsdecode(path))
+        return p in devices or any(
+            p == b or p.startswith(b.rstrip("/") + "/") for b in bases)
+    def hook(event, args):
+        if event == "open":
+            path, mode, flags = args
+            if isinstance(path, int):
+                return
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")
+                       or isinstance(flags, int) and flags & writing_flags)
+            if not inside(path, {root} if writing else reads):
+                raise PermissionError(f"sandbox: {'writing' if writing else 'reading'} "
+                                      f"{path!r} is refused")
+        elif event in ("os.listdir", "os.scandir"):
+            if isinstance(args[0], (str, bytes, os.PathLike)) and not inside(args[0], reads):
+                raise PermissionError(f"sandbox: listing {args[0]!r} is refused")
+        elif event in mutating:
+            for a in args:
+                if isinstance(a, (str, bytes, os.PathLike)) and not inside(a, {root}):
+                    raise PermissionError(f"sandbox: {event} {a!r} is refused")
+        elif event == "import" and args[0] in modules or event.startswith(refused):
+            raise PermissionError(f"sandbox: {event} {args[0] if args else ''} is refused")
+    sys.addaudithook(hook)
+_guard()
+del _guard
+sys.argv = sys.argv[1:]
+runpy.run_path(os.path.abspath(sys.argv[0]), run_name="__main__")
+'''
+"""The fallback's wrapper (``python -I -S -c GUARD tool.py ARGS``): the builtins ``site`` would
+add (``exit``, ``help``...; no site-packages: the standard library only), the audit hook, then
+the program as ``__main__`` with ``sys.argv`` as ``python tool.py ARGS`` would give it."""
 
 
 def _is_root() -> bool:
@@ -281,11 +397,13 @@ def _start(kind: Kind, work: Path, args: list[str], streams: Streams, limits: Li
                             preexec_fn=None if wrap else functools.partial(_limit, limits))
 
 
-def execute_as(kind: Kind, work: Path, args: list[str], streams: Streams, limits: Limits,
-               watch: Watch | None = None) -> Exit:
-    """Run ``tool.py ARGS`` in ``work`` in a sandbox of ``kind`` until it ends, its wall-clock
-    limit passes or ``watch`` says to stop it. Nothing it started is left running when this
-    returns or raises (its pid namespace, or its process group, is killed)."""
+def execute(work: Path, args: list[str], streams: Streams, limits: Limits,
+            watch: Watch | None = None, kind: Kind | None = None) -> Exit:
+    """Run ``tool.py ARGS`` in ``work`` in a sandbox of ``kind`` (None: the kind in use,
+    ``sandbox_kind``) until it ends, its wall-clock limit passes or ``watch`` says to stop it.
+    Nothing it started is left running when this returns or raises (its pid namespace, or its
+    process group, is killed)."""
+    kind = sandbox_kind() if kind is None else kind
     info, info_w = os.pipe()
     cfg, cfg_w = os.pipe()
     stopped: str | None = None
@@ -313,12 +431,6 @@ def execute_as(kind: Kind, work: Path, args: list[str], streams: Streams, limits
     return Exit(None if stopped else _normalise(kind, status), stopped, cpu)
 
 
-def execute(work: Path, args: list[str], streams: Streams, limits: Limits,
-            watch: Watch | None = None) -> Exit:
-    """``execute_as`` the kind in use (``sandbox_kind``)."""
-    return execute_as(sandbox_kind(), work, args, streams, limits, watch)
-
-
 @functools.cache
 def bubblewrap_problem() -> str | None:
     """Why bubblewrap cannot run here (None: it can): a trivial program is run once, cached."""
@@ -333,8 +445,8 @@ def bubblewrap_problem() -> str | None:
         if _is_root():
             os.chown(work, UID, UID)
         with open(Path(tmp) / "err", "w+b") as err, open(os.devnull, "r+b") as null:
-            status = execute_as("bubblewrap", work, [], Streams(null, null, err),
-                                Limits.for_timeout(10.0, 1 << 20)).status
+            status = execute(work, [], Streams(null, null, err), Limits.for_timeout(10.0, 1 << 20),
+                             kind="bubblewrap").status
             err.seek(0)
             said = err.read().decode("utf-8", "replace").strip().splitlines()
         if status == 0 and (work / "ok").is_file():

@@ -83,8 +83,6 @@ MODULES: Final = (
     "butterfly/code/program.py",
     "butterfly/code/conversation.py",
     "butterfly/code/probes.py",
-    "butterfly/code/child.py",
-    "butterfly/code/guard.py",
     "butterfly/code/sandbox.py",
     "butterfly/code/runner.py",
     "butterfly/code/spec_of_program.py",

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from butterfly.core.usage import count_problem
 from butterfly.core.vocab import DEFAULTS
+from butterfly.core.wire import Request, Response
 from butterfly.errors import UserError
-from butterfly.models.provider import Request, Response
 
 RECOVER = ("delete or move it if it is a damaged cache (its answers are asked again), or give "
            "--cache PATH somewhere writable, or --no-cache")
@@ -50,7 +50,7 @@ def _home_ok(text: str) -> bool:
     return os.path.isabs(os.path.expanduser(text))
 
 
-def cache_file(path: str | Path, default: str = DEFAULTS.cache) -> Path:
+def cache_file(path: str | Path) -> Path:
     """The answer cache's file for ``--cache PATH``, checked: ``~`` needs a usable HOME; the
     default's directory is created, a given PATH's directory must already exist."""
     text = str(path)
@@ -63,7 +63,7 @@ def cache_file(path: str | Path, default: str = DEFAULTS.cache) -> Path:
     if file.is_dir():
         raise UserError(f"--cache {text}: is a directory: name a file in it")
     if not file.parent.is_dir():
-        if text != default:
+        if text != DEFAULTS.cache:
             raise UserError(f"--cache {text}: no directory {file.parent}: create it, or give "
                             "another --cache or --no-cache")
         try:

@@ -40,9 +40,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from butterfly.core.vocab import CLI_RETRY, DEFAULTS, ErrorClass, RetryPolicy
+from butterfly.core.wire import ProviderError, Request, Response
 from butterfly.models.answer_cache import Cache
 from butterfly.models.price_map import Rates, charge, checked
-from butterfly.models.provider import Provider, ProviderError, Request, Response
+from butterfly.models.provider import Provider
 from butterfly.models.window import Signal, Window
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -78,17 +79,11 @@ def fits(hit: Response, cap: int) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Failure:
-    """Why a call finally failed (recorded as the call record's ``error``)."""
-
-    kind: ErrorClass
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class Outcome:
     response: Response | None
-    error: Failure | None
+    error: ProviderError | None
+    """Why the call finally failed, its last attempt's error (recorded as the call record's
+    ``error``: its ``kind`` and ``message``)."""
     attempts: int
     latency_s: float
     cached: bool
@@ -124,7 +119,7 @@ class ModelClient:
     ) -> None:
         self.provider = provider
         self.timeout = timeout
-        self.cache = cache if provider.cacheable else None
+        self.cache = cache
         # BUTTERFLY_BACKOFF_BASE lets tests of failure paths run without long waits.
         base = (float(os.environ.get("BUTTERFLY_BACKOFF_BASE", str(CLI_RETRY.base)))
                 if backoff_base is None else backoff_base)
@@ -132,8 +127,6 @@ class ModelClient:
         self._rng = rng or random.Random(0)
         self._sleep = sleep
         self.window = Window(concurrency, adaptive=adaptive, clock=clock)
-        self.sent = 0
-        self.failed_attempts = 0
         self.max_answer_chars = max_answer_chars
         self.on_wait = on_wait
         self.user_rates = user_rates
@@ -142,11 +135,6 @@ class ModelClient:
     def priced(self, response: Response) -> Response:
         """``response`` priced by the user's rates when there are some, else as it came."""
         return response if self.user_rates is None else charge(self.user_rates, response)
-
-    def backoff(self, failed: int, retry_after: float | None) -> float | None:
-        """Seconds to wait after the ``failed``-th failed attempt (:meth:`RetryPolicy.wait`,
-        drawn from this client's random generator), or None when it was the last."""
-        return self.retry.wait(failed, retry_after, self._rng.uniform)
 
     async def call(self, request: Request) -> Outcome:
         start = time.perf_counter()
@@ -173,10 +161,10 @@ class ModelClient:
                     self.cache.put(request, response)  # invalid usage is never replayed
                 return Outcome(self.priced(response), None, attempt,
                                time.perf_counter() - start, False)
-            self.failed_attempts += 1
-            delay = self.backoff(attempt, err.retry_after)
+            # the wait before the next attempt, drawn from this client's random generator
+            delay = self.retry.wait(attempt, err.retry_after, self._rng.uniform)
             if delay is None:
-                return Outcome(None, Failure(err.kind, err.message), attempt,
+                return Outcome(None, err, attempt,
                                time.perf_counter() - start, False)
             if _cancelling():
                 raise asyncio.CancelledError
@@ -190,7 +178,6 @@ class ModelClient:
         signal: Signal = "other"
         sent = self.window.clock()
         try:
-            self.sent += 1
             async with asyncio.timeout(self.timeout + 5.0):
                 response = await self.provider(request, self.timeout)
             signal = "ok"

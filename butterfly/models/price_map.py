@@ -181,12 +181,11 @@ RatesOf = Callable[[str], "Rates | None"]
 own look-up of its price map (``litellm_seam.shipped_rates``, the litellm transport)."""
 
 
-def rates_for(model: str, user_price: UserPrice | None = None,
-              rates_of: RatesOf = rates) -> Rates | None:
+def rates_for(model: str, user_price: UserPrice | None = None) -> Rates | None:
     """The rates a run prices ``model``'s calls by: the user's price when one is given, else
-    ``rates_of`` (litellm's offline map: :func:`rates`, or litellm's own look-up); None when
-    neither prices it. What ``--max-cost`` and the dry run read."""
-    return Rates.of(user_price) if user_price is not None else rates_of(model)
+    litellm's offline map (:func:`rates`); None when neither prices it. What ``--max-cost``
+    and the dry run read."""
+    return Rates.of(user_price) if user_price is not None else rates(model)
 
 
 def charge(r: Rates | None, answer: wire.Response) -> wire.Response:
@@ -199,17 +198,6 @@ def charge(r: Rates | None, answer: wire.Response) -> wire.Response:
     return replace(answer, cost_usd=r.usd(p, c, answer.cached_tokens,
                                           answer.cache_write_tokens),
                    saved_usd=r.saved(p, answer.cached_tokens))
-
-
-def cost_usd(model: str, prompt: int | None, completion: int | None,
-             cached: int | None = None, rates_of: RatesOf = rates) -> float | None:
-    """The call's price in USD by the model's rates (``rates_of``), the sum :func:`charge`
-    records (:meth:`Rates.usd`); None for an
-    unpriced model, or without token counts (then the rates are not looked up)."""
-    if prompt is None or completion is None:
-        return None
-    r = rates_of(model)
-    return None if r is None else r.usd(prompt, completion, cached)
 
 
 def priced(model: str, rates_of: RatesOf = rates) -> wire.Price:

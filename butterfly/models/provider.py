@@ -5,8 +5,7 @@ runner never knows which one it talks to: litellm (any provider it knows, and th
 llama.cpp server) and the built-in scripted agents all plug in here, so the runner, parser and
 scorer are tested offline exactly as they run online. Which provider a model name opens is
 :mod:`butterfly.models.registry`. The request, the response, the error classes and the
-secret patterns are :mod:`butterfly.core.wire`'s (re-exported here), shared with the Kaggle
-runner.
+secret patterns are :mod:`butterfly.core.wire`'s, shared with the Kaggle runner.
 """
 
 from __future__ import annotations
@@ -17,24 +16,11 @@ from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Protocol
 
-from butterfly.core.wire import (
-    CONTEXT_TEXT,
-    ProviderError,
-    Request,
-    Response,
-    answer_text,
-    redact,
-    says_over_context,
-)
+from butterfly.core.wire import Request, Response, says_over_context
 from butterfly.errors import UserError
 
-__all__ = ["CONTEXT_TEXT", "ContextOverflow", "FatalProviderError", "Provider", "ProviderError",
-           "Request", "Response", "answer_text", "redact", "refusal", "retry_after_of"]
 
 class Provider(Protocol):
-    cacheable: bool
-    """Whether answers are worth caching (not for scripted agents)."""
-
     async def __call__(self, request: Request, timeout: float) -> Response: ...
 
     async def aclose(self) -> None: ...

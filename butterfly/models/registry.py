@@ -88,27 +88,22 @@ class ClientSettings(Protocol):
 
 @dataclass(frozen=True)
 class OpenRequest:
-    """What an opener is given: the model name, the scenarios to answer, and the wiring."""
+    """What an opener is given: the model request, a stack that stops the servers an opener
+    starts when it closes, the scenarios to answer and the run's settings (the concurrency;
+    the track: what the scripted agents answer, a spec as JSON or a program)."""
 
     stack: ExitStack
-    """Servers an opener starts are stopped when this closes."""
-    model: str
+    request: ModelRequest
     scenarios: Sequence[Scenario]
-    concurrency: int = 1
-    api_base: str | None = None
-    via: Via = "auto"
-    router: RouterConfig | None = None
-    """``--router FILE``: the deployments of :attr:`model` (the router opener)."""
-    track: str = "spec"
-    """The run's track: what the scripted agents answer (a spec as JSON, a program)."""
+    settings: ClientSettings
 
 
 Opener = Callable[[OpenRequest], Provider]
 
 
 def _scripted(req: OpenRequest) -> Provider:
-    return ScriptedProvider(req.model.removeprefix("script/"), {s.id: s for s in req.scenarios},
-                            track=req.track)
+    return ScriptedProvider(req.request.model.removeprefix("script/"),
+                            {s.id: s for s in req.scenarios}, track=req.settings.track)
 
 
 def _direct(api_base: str, api_key: str, concurrency: int, *, model: str | None = None,
@@ -120,17 +115,18 @@ def _direct(api_base: str, api_key: str, concurrency: int, *, model: str | None 
 
 
 def _embedded(req: OpenRequest) -> Provider:
+    concurrency = req.settings.concurrency
     try:
-        gguf = resolve_gguf(req.model)
-        server = req.stack.enter_context(EmbeddedServer(gguf, parallel=req.concurrency))
+        gguf = resolve_gguf(req.request.model)
+        server = req.stack.enter_context(EmbeddedServer(gguf, parallel=concurrency))
     except EmbeddedModelError as e:
         raise UserError(str(e)) from None
     alias = f"openai/{server.model_alias}"
-    if transport(req.model, req.api_base, req.via) == "litellm":
+    if req.request.transport == "litellm":
         from butterfly.models.litellm_seam import LiteLLMProvider  # litellm: seconds to import
 
         return LiteLLMProvider(api_base=server.api_base, api_key="sk-local", litellm_model=alias)
-    return _direct(server.api_base, "sk-local", req.concurrency, model=server.model_alias,
+    return _direct(server.api_base, "sk-local", concurrency, model=server.model_alias,
                    price_model=alias)
 
 
@@ -146,24 +142,25 @@ def _litellm_route(req: OpenRequest) -> Provider:
     """The name as it is, routed by litellm (any provider it knows, ``--api-base`` if given)."""
     from butterfly.models.litellm_seam import LiteLLMProvider
 
-    api_key = None
-    if req.api_base and req.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+    r, api_key = req.request, None
+    if r.api_base and r.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
         api_key = "sk-no-key"  # a self-hosted OpenAI-compatible server usually wants none
-    return LiteLLMProvider(api_base=req.api_base, api_key=api_key)
+    return LiteLLMProvider(api_base=r.api_base, api_key=api_key)
 
 
 def _server(req: OpenRequest) -> Provider:
     """``openai/M``, ``hosted_vllm/M``: the fast path with ``--api-base``, else litellm."""
-    if req.api_base and transport(req.model, req.api_base, req.via) == "direct":
-        return _direct(req.api_base, direct_key(req.model), req.concurrency)
+    r = req.request
+    if r.api_base and r.transport == "direct":
+        return _direct(r.api_base, direct_key(r.model), req.settings.concurrency)
     return _litellm_route(req)
 
 
 def _routed(req: OpenRequest) -> Provider:
     from butterfly.models.litellm_seam import RouterProvider
 
-    assert req.router is not None
-    return RouterProvider(req.router)
+    assert req.request.router is not None
+    return RouterProvider(req.request.router)
 
 
 def _check_scripted(model: str) -> None:
@@ -253,17 +250,13 @@ def check_name_offline(model: str) -> None:
                         "anthropic/claude-sonnet-4-5 or ollama_chat/qwen2.5:7b")
 
 
-def check_router(config: RouterConfig) -> None:
-    """Refuse router settings litellm.Router does not take, starting nothing."""
+def router_config(path: str | Path, model: str) -> RouterConfig:
+    """The router file's deployments of ``model``, checked before anything is created (router
+    settings litellm.Router does not take refused, starting nothing)."""
     from butterfly.models.litellm_seam import check_router_settings
 
-    check_router_settings(config)
-
-
-def router_config(path: str | Path, model: str) -> RouterConfig:
-    """The router file's deployments of ``model``, checked before anything is created."""
     config = load_router(path, model)
-    check_router(config)
+    check_router_settings(config)
     return config
 
 
@@ -271,8 +264,13 @@ def check_cache(model: str, cache_path: str | None, routed: bool = False) -> Non
     """Open (or create) the answer cache ``model`` would use (scripted agents use none), before
     a run creates anything: a bad HOME, a missing directory, an unwritable place or a corrupt
     file is one line."""
-    if cache_path is not None and (routed or prefix_of(model).transport != "scripted"):
+    if cache_path is not None and caches(model, routed):
         Cache(cache_file(cache_path)).close()
+
+
+def caches(model: str, routed: bool = False) -> bool:
+    """Whether answers of ``model`` are worth caching: not a scripted agent's."""
+    return routed or prefix_of(model).transport != "scripted"
 
 
 def _unpriced(model: str, api_base: str | None, via: Via,
@@ -321,11 +319,10 @@ def open_client(stack: ExitStack, request: ModelRequest, scenarios: Sequence[Sce
     given (every answer priced by it). The cache keys a router's answers by its deployments
     (never as one server's)."""
     s = settings
-    provider = opener_of(request.model, request.router)(OpenRequest(
-        stack, request.model, scenarios, s.concurrency, request.api_base, request.via,
-        request.router, s.track))
+    provider = opener_of(request.model, request.router)(
+        OpenRequest(stack, request, scenarios, settings))
     cache = None
-    if request.cache is not None and provider.cacheable:
+    if request.cache is not None and caches(request.model, request.routed):
         server = request.router.identity() if request.router is not None else request.api_base
         cache = Cache(cache_file(request.cache), api_base=server)
     return ModelClient(provider, concurrency=s.concurrency, retries=s.retries,

@@ -22,8 +22,8 @@ from butterfly.core.agents import (
     noisy_spec,
     window_k,
 )
+from butterfly.core.wire import Request, Response
 from butterfly.errors import UserError
-from butterfly.models.provider import Request, Response
 from oracle import Scenario, replay
 from oracle.depth import window_spec
 
@@ -96,8 +96,6 @@ def check_agent(name: str, track: str = "spec") -> None:
 
 class ScriptedProvider:
     """Answers as agent ``name`` for the scenario named in the request's metadata."""
-
-    cacheable = False
 
     def __init__(self, name: str, scenarios: Mapping[str, Scenario],
                  track: str = "spec") -> None:

@@ -31,7 +31,8 @@ from typing import Final
 from butterfly.core.prompts import shared_start
 
 TOKENIZER_DIR: Final = Path(__file__).parent / "data" / "tokenizers"
-"""The tokenizer files butterfly ships (docs/cost.md, "Prompt tokens")."""
+"""The tokenizer files butterfly ships (docs/cost.md, "Prompt tokens"), in tiktoken's cache
+layout, so that the folder serves as ``TIKTOKEN_CACHE_DIR`` (``butterflybench.offline``)."""
 PER_MESSAGE: Final = 4
 """Template tokens per message: OpenAI's 3 delimiters and the role's name (one token)."""
 PER_MESSAGE_CHATML: Final = 5
@@ -75,12 +76,6 @@ class Counter:
         return f"{self.name} as an estimate (the model's tokenizer is not known)"
 
 
-def tokenizer_dir() -> Path:
-    """The folder of the tokenizer files butterfly ships (:data:`TOKENIZER_DIR`); tiktoken's
-    cache layout, so that it serves as ``TIKTOKEN_CACHE_DIR`` (``butterflybench.offline``)."""
-    return TOKENIZER_DIR
-
-
 def family(model: str) -> str | None:
     """The tokenizer family of ``model`` by its name (:data:`FAMILIES`), or None."""
     bare = model.rpartition("/")[2].lower()
@@ -97,7 +92,7 @@ BPE_URL: Final = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktok
 def _tiktoken(name: str) -> Callable[[str], list[int]] | None:
     """tiktoken's encoding ``name`` from the file shipped here (tiktoken's cache names a file
     by the sha1 of its URL), or None when the file is not there: never a download."""
-    folder = tokenizer_dir()
+    folder = TOKENIZER_DIR
     if not (folder / hashlib.sha1(BPE_URL.format(name).encode()).hexdigest()).is_file():
         return None
     import tiktoken
@@ -116,7 +111,7 @@ def _tiktoken(name: str) -> Callable[[str], list[int]] | None:
 
 @functools.cache
 def _json_tokenizer(name: str) -> Callable[[str], list[int]] | None:
-    path = tokenizer_dir() / f"{name}_tokenizer.json"
+    path = TOKENIZER_DIR / f"{name}_tokenizer.json"
     if not path.is_file():
         return None
     from tokenizers import Tokenizer

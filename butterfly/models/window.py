@@ -27,11 +27,10 @@ class Window:
     """A semaphore whose size moves between 1 and ``ceiling`` with the answers."""
 
     def __init__(self, ceiling: int, *, adaptive: bool = True, decrease: float = 0.75,
-                 increase: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.ceiling = max(1, ceiling)
         self.adaptive = adaptive
         self.decrease = decrease
-        self.increase = increase
         self.clock = clock
         self.rtt = 0.0
         """Smoothed seconds an answered call took (the window shrinks at most once per rtt)."""
@@ -92,4 +91,4 @@ class Window:
             self.epoch += 1
             self.smallest = min(self.smallest, int(self.size))
         elif signal == "ok" and self.size < self.ceiling:
-            self.size = min(float(self.ceiling), self.size + self.increase / self.size)
+            self.size = min(float(self.ceiling), self.size + 1.0 / self.size)

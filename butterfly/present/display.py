@@ -34,7 +34,7 @@ from butterfly.core.scores import (
     SuiteLabel,
     Usage,
 )
-from butterfly.models.provider import redact
+from butterfly.core.wire import redact
 from butterfly.runs.calls import CallView
 from butterfly.runs.play import Progress as RunProgress
 from butterfly.runs.reader import Run

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Literal
 
 from butterfly.core.pooling import Result
+from butterfly.core.wire import Request, Response
 from butterfly.engine.tracks import Track, track
 from butterfly.models.client import ModelClient
 from butterfly.models.price_map import Rates
-from butterfly.models.provider import Request, Response
 from butterfly.models.tokens import PER_CALL, Counter, LongCounts, PromptCaching
 from butterfly.runs.play import Conversation, Player, Progress, play_conversation
 from butterfly.runs.records import CallRecord, RunParams
@@ -207,7 +207,6 @@ class Expected:
     of its turn as the track's model would write it (``Track.expected_answer``), and counted
     by a :class:`Meter`."""
 
-    cacheable = False
     HELD = 1024
     """Scenarios whose oracle replay is kept, the most recently asked (suite order)."""
 

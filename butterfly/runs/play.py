@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from butterfly.core.turns import CallKey, Turn
 from butterfly.core.vocab import ErrorClass, RunStatus
+from butterfly.core.wire import Request
 from butterfly.engine.conversation import (
     Ask,
 )
@@ -25,7 +26,7 @@ from butterfly.engine.conversation import Conversation as Engine
 from butterfly.engine.tracks import Parsed
 from butterfly.errors import RunFailed, UserError
 from butterfly.models.client import ModelClient
-from butterfly.models.provider import ContextOverflow, Request
+from butterfly.models.provider import ContextOverflow
 from butterfly.runs.budget import Budget
 from butterfly.runs.calls import CallView
 from butterfly.runs.digest import START

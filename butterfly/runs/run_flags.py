@@ -25,11 +25,11 @@ from butterfly.core.vocab import (
     SCBase,
     Strategy,
 )
+from butterfly.core.wire import redact
 from butterfly.engine.tracks import SPEC, TRACKS, track
 from butterfly.errors import UserError
 from butterfly.files import parse_json, read_input
 from butterfly.models.client import ANSWER_CAP
-from butterfly.models.provider import redact
 from butterfly.models.registry import check_model_name
 from butterfly.runs.records import RouterRef, RunParams
 from butterfly.runs.run_price import user_price

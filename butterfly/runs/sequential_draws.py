@@ -25,9 +25,9 @@ from butterfly.core.printable import printable
 from butterfly.core.turns import CallKey
 from butterfly.core.user_price import UserPrice
 from butterfly.core.vocab import RunStatus
+from butterfly.core.wire import redact
 from butterfly.errors import BudgetStopped, RunFailed, UserError
 from butterfly.models.client import ModelClient, OnWait
-from butterfly.models.provider import redact
 from butterfly.models.registry import (
     ModelRequest,
     open_client,

@@ -56,7 +56,7 @@ NOTEBOOK_INLINED = {
     "butterfly.kaggle.restate": {"core", "engine", "kaggle"},
     "butterfly.kaggle.code_track": {"core", "code", "engine", "kaggle"},
     **{f"butterfly.code.{m}": {"core", "code"}
-       for m in ("program", "conversation", "probes", "child", "guard", "runner",
+       for m in ("program", "conversation", "probes", "runner",
                  "spec_of_program", "judge")},
     "butterfly.code.sandbox": {"core", "code", "errors"},
     **{f"butterfly.engine.{m}": {"core", "code", "engine"} for m in ("tracks", "conversation")},
@@ -66,7 +66,7 @@ allows: the notebook's settings, ``core``, ``engine`` and ``oracle`` only; the K
 runner (the engine's door) and its restate mode, those and the settings; the code track's
 Kaggle side, the code modules it needs too (the notebook observes and judges programs
 with the CLI's own code, so both give the same figures); those code modules, ``core``, ``code``
-and ``oracle`` only (no ``code.agents`` or ``code.rewrite``, which the notebook does not carry);
+and ``oracle`` only (no ``code.agents``, which the notebook does not carry);
 the sandbox, also ``butterfly.errors`` (its ``SandboxUnavailable`` is a ``UserError``; the
 notebook inlines that module too)."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from butterfly.code.agents import by_hand as csv_by_hand
+from butterfly.code.agents import edit, full_page, indented, renamed, reordered
 from butterfly.code.program import render
-from butterfly.code.rewrite import by_hand as csv_by_hand
-from butterfly.code.rewrite import edit, full_page, indented, renamed, reordered
 from butterfly.code.spec_of_program import extract
 from butterfly.core.code_catalogue import BROKEN, DOMAINS, KEYS, apply_couplings, canonical, visible
 

@@ -40,7 +40,7 @@ def played(code_runs: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def scored(played: Path) -> dict[str, Any]:
-    return {p.name: api.score(p) for p in played.iterdir()}
+    return {p.name: api.score_run(p) for p in played.iterdir()}
 
 
 @pytest.fixture
@@ -84,9 +84,9 @@ def test_a_rescore_and_a_resume_run_no_program_again(oracle_run: Path, tmp_path:
         raise AssertionError("a program ran again")
 
     monkeypatch.setattr(observe, "observe", refuse)
-    assert api.score(oracle_run).final_match == 1.0
+    assert api.score_run(oracle_run).final_match == 1.0
     assert _run(tmp_path, "oracle").manifest.n_calls == 12  # resumed: nothing to play
-    assert api.score(oracle_run).code is not None
+    assert api.score_run(oracle_run).code is not None
     assert api.observe(oracle_run).observed == 0
 
 
@@ -94,20 +94,20 @@ def test_a_torn_observation_is_left_out_then_cut(oracle_run: Path) -> None:
     path = oracle_run / observe.OBSERVATIONS
     whole = path.read_bytes()
     path.write_bytes(whole + whole.splitlines(keepends=True)[0][:40])  # a kill mid-write
-    score = api.score(oracle_run)
+    score = api.score_run(oracle_run)
     assert score.final_match == 1.0 and score.code is not None
     assert score.code.unobserved_turns == 0
     assert api.observe(oracle_run).observed == 0
     path.write_bytes(whole + b'{"schema_version":2,')
     (oracle_run / observe.SEAL).unlink()  # killed before its first seal: nothing vouched for
-    score = api.score(oracle_run)
+    score = api.score_run(oracle_run)
     assert score.code is not None and score.code.unobserved_turns == 12
     assert score.n_conversations == 0 and score.code.unobserved_conversations == 3
     assert api.observe(oracle_run).observed == len(whole.splitlines())  # cut, observed again
     again = path.read_bytes().splitlines(keepends=True)
     assert len(again) == len(whole.splitlines()) and all(x.endswith(b"}\n") for x in again)
     assert json.loads((oracle_run / observe.SEAL).read_text())["observations"] == len(again)
-    assert api.score(oracle_run).final_match == 1.0
+    assert api.score_run(oracle_run).final_match == 1.0
 
 
 def test_the_first_message_shows_the_initial_program_and_the_rules() -> None:
@@ -141,7 +141,7 @@ def test_abstentions_of_a_served_model(tmp_path: Path) -> None:
                        str(SUITE), "--limit", "1", "--track", "code", "--out", str(tmp_path / "r"),
                        "--no-cache")
     assert r.returncode == 0, r.stderr
-    score = api.score(tmp_path / "r")
+    score = api.score_run(tmp_path / "r")
     assert score.abstention_by_reason == {"no_program": 1, "syntax": 1}
     assert score.final_match == 1.0  # turns 3 to 5: the last block is the oracle's program
 
@@ -158,7 +158,7 @@ def test_a_conversation_over_the_context_window_abstains_and_goes_on(tmp_path: P
                        str(SUITE), "--limit", "1", "--track", "code", "--out",
                        str(tmp_path / "r"), "--no-cache")
     assert r.returncode == 0, r.stderr
-    score = api.score(tmp_path / "r")
+    score = api.score_run(tmp_path / "r")
     assert score.abstention_by_reason == {"context": 2} and score.incomplete == 0
 
 
@@ -223,7 +223,7 @@ def test_a_hostile_program_is_broken_recorded_and_the_run_goes_on(
                        str(SUITE), "--limit", "1", "--track", "code", "--out",
                        str(tmp_path / "r"), "--no-cache")
     assert r.returncode == 0, r.stderr
-    score = api.score(tmp_path / "r")
+    score = api.score_run(tmp_path / "r")
     assert score.code is not None and score.code.turns_observed == 5
     assert score.code.turns_broken == 5 and score.final_match == 0.0
     record = json.loads((tmp_path / "r" / observe.OBSERVATIONS).read_text().splitlines()[0])
@@ -245,7 +245,7 @@ def test_shards_of_a_code_run_merge_and_score(tmp_path: Path) -> None:
                       out=tmp_path / f"s{i}", cache=None).path for i in (1, 2)]
     merged = api.merge(shards, tmp_path / "merged")
     assert merged.params.track == "code" and merged.sandbox is not None
-    assert api.score(tmp_path / "merged").final_match == 1.0
+    assert api.score_run(tmp_path / "merged").final_match == 1.0
 
 
 def test_an_observation_of_another_extractor_is_made_again(oracle_run: Path) -> None:
@@ -255,9 +255,9 @@ def test_an_observation_of_another_extractor_is_made_again(oracle_run: Path) -> 
                                         "schema_version": 1, "chain_sha256": None}) + "\n"
                             for r in records))
     (oracle_run / observe.SEAL).unlink()
-    assert api.score(oracle_run).final_match is None  # read, never observed by a reader
+    assert api.score_run(oracle_run).final_match is None  # read, never observed by a reader
     assert api.observe(oracle_run).observed == len(records)
-    assert api.score(oracle_run).final_match == 1.0
+    assert api.score_run(oracle_run).final_match == 1.0
     fresh = [json.loads(x) for x in path.read_text().splitlines()]
     assert len(fresh) == len(records) and {r["extractor"] for r in fresh} == {
         records[0]["extractor"]}
@@ -266,11 +266,11 @@ def test_an_observation_of_another_extractor_is_made_again(oracle_run: Path) -> 
 def test_a_code_run_whose_manifest_is_lost_is_rebuilt_as_a_code_run(oracle_run: Path) -> None:
     """``repair`` with the run's flags rebuilds a code run's manifest as a new code run's: the
     code track's prompt version and this machine's sandbox, and it scores as before."""
-    before = api.score(oracle_run).final_match
+    before = api.score_run(oracle_run).final_match
     (oracle_run / "manifest.json").unlink()
     flags = api.RunOptions(model="script/oracle", suite=str(SUITE), track="code", cache=None)
     api.repair(oracle_run, flags)
     manifest = json.loads((oracle_run / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["prompt_version"] == conversation.CODE_PROMPT_VERSION
     assert manifest["sandbox"] is not None and manifest["params"]["track"] == "code"
-    assert api.score(oracle_run).final_match == before == 1.0
+    assert api.score_run(oracle_run).final_match == before == 1.0

@@ -67,8 +67,6 @@ def test_the_kaggle_loop_waits_as_its_policy_says() -> None:
 class _Down:
     """A provider whose every call fails as a server error."""
 
-    cacheable = False
-
     async def __call__(self, request: Request, timeout: float) -> object:
         raise ProviderError("server", "503")
 

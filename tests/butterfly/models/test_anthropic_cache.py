@@ -147,7 +147,7 @@ def test_cache_reads_and_writes_are_recorded_and_priced_as_litellm_prices_them(
         p, c = litellm.cost_per_token(model=MODEL, usage_object=usage)
         assert r["cost_usd"] == pytest.approx(p + c, rel=1e-9)
         assert r["saved_usd"] == pytest.approx(READ * (3e-6 - 3e-7), rel=1e-9)
-    summary = api.score(tmp_path / "on")
+    summary = api.score_run(tmp_path / "on")
     assert summary.usage.cached_tokens == READ * len(later)
 
 

@@ -9,11 +9,12 @@ import random
 import pytest
 from fakeserver import FakeServer
 
+from butterfly.core.wire import Request
 from butterfly.models.answer_cache import Cache
 from butterfly.models.client import ModelClient
 from butterfly.models.litellm_seam import FatalProviderError, LiteLLMProvider
 from butterfly.models.openai_http import OpenAIHTTPProvider
-from butterfly.models.provider import Provider, Request
+from butterfly.models.provider import Provider
 
 
 def _req(content: str = "hello", seed: int = 0) -> Request:
@@ -127,12 +128,16 @@ def test_cache_key_ignores_timeout_and_concurrency(tmp_path) -> None:  # type: i
 
 
 def test_backoff_grows_and_is_capped() -> None:
-    c = ModelClient(LiteLLMProvider(), rng=random.Random(3), backoff_base=1, backoff_cap=8,
-                    retries=9)
+    c = ModelClient(LiteLLMProvider(), backoff_base=1, backoff_cap=8, retries=9)
+    draw = random.Random(3).uniform  # the client's waits: its policy's, drawn so
+
+    def backoff(failed: int, retry_after: float | None) -> float | None:
+        return c.retry.wait(failed, retry_after, draw)
+
     for attempt, ceiling in [(1, 1), (2, 2), (3, 4), (4, 8), (9, 8)]:
-        waits = [c.backoff(attempt, None) for _ in range(50)]
+        waits = [backoff(attempt, None) for _ in range(50)]
         assert all(w is not None and 0 <= w <= ceiling for w in waits)
         assert max(w or 0 for w in waits) > ceiling / 2  # jittered under the ceiling
-    after = c.backoff(1, 20.0)
+    after = backoff(1, 20.0)
     assert after is not None and 20.0 <= after <= 25.0
-    assert c.backoff(10, None) is None  # the tenth failure was the last attempt
+    assert backoff(10, None) is None  # the tenth failure was the last attempt

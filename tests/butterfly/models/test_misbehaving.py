@@ -17,11 +17,12 @@ from fakeserver import FakeServer
 
 from butterfly.core.find_json import MAX_CHARS
 from butterfly.core.vocab import DEFAULTS
+from butterfly.core.wire import ProviderError, Request, Response, answer_text
 from butterfly.models.answer_cache import Cache
 from butterfly.models.client import ModelClient, capped, fits
 from butterfly.models.litellm_seam import LiteLLMProvider, unconverted
 from butterfly.models.openai_http import OpenAIHTTPProvider, read_body
-from butterfly.models.provider import Provider, ProviderError, Request, Response, answer_text
+from butterfly.models.provider import Provider
 
 REQ = Request(model="openai/fake", messages=({"role": "user", "content": "hello"},),
               temperature=0.0, max_tokens=50, seed=0)

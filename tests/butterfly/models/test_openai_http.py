@@ -10,19 +10,29 @@ import threading
 import time
 from contextlib import ExitStack
 from email.utils import formatdate
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from fakeserver import FakeServer
 from providerfakes import WireFake
 
+from butterfly.core.wire import ProviderError, Request
 from butterfly.engine.conversation import RESPONSE_FORMAT
 from butterfly.errors import UserError
 from butterfly.models.litellm_seam import LiteLLMProvider
 from butterfly.models.openai_http import OpenAIHTTPProvider, parse_completion, status_error
-from butterfly.models.provider import FatalProviderError, Provider, ProviderError, Request
-from butterfly.models.registry import OpenRequest, check_model_name, opener_of, transport
+from butterfly.models.provider import FatalProviderError, Provider
+from butterfly.models.registry import (
+    ModelRequest,
+    OpenRequest,
+    check_model_name,
+    opener_of,
+    transport,
+)
 
+SETTINGS: Any = SimpleNamespace(concurrency=1, track="spec")
+"""What an opener reads of a run's settings."""
 MESSAGES = ({"role": "system", "content": "Keep the spec."}, {"role": "user", "content": "é?"})
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -216,19 +226,21 @@ def test_routing(model: str, base: str | None, via: str, way: str) -> None:
     if way == "scripted":
         return
     with ExitStack() as stack:
-        provider = opener_of(model)(OpenRequest(stack, model, [], api_base=base, via=via))  # type: ignore[arg-type]
+        request = ModelRequest(model, base, via)  # type: ignore[arg-type]
+        provider = opener_of(model)(OpenRequest(stack, request, [], SETTINGS))
     assert isinstance(provider, OpenAIHTTPProvider if way == "direct" else LiteLLMProvider)
 
 
 def test_the_fast_path_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ExitStack() as stack:
-        p = opener_of("openai/m")(OpenRequest(stack, "openai/m", [], api_base="http://127.0.0.1:9/v1"))
+        request = ModelRequest("openai/m", "http://127.0.0.1:9/v1")
+        p = opener_of("openai/m")(OpenRequest(stack, request, [], SETTINGS))
     assert isinstance(p, OpenAIHTTPProvider) and p.api_key == "sk-no-key"
     monkeypatch.setenv("HOSTED_VLLM_API_KEY", "sk-vllm-key")
     with ExitStack() as stack:
-        p = opener_of("hosted_vllm/m")(OpenRequest(stack, "hosted_vllm/m", [],
-                                                   api_base="http://127.0.0.1:9/v1"))
+        request = ModelRequest("hosted_vllm/m", "http://127.0.0.1:9/v1")
+        p = opener_of("hosted_vllm/m")(OpenRequest(stack, request, [], SETTINGS))
     assert isinstance(p, OpenAIHTTPProvider) and p.api_key == "sk-vllm-key"
 
 

@@ -14,8 +14,18 @@ import sys
 import pytest
 from conftest import ROOT
 
+from butterfly.core.wire import Response
 from butterfly.models import price_map
 from butterfly.models.litellm_seam import SHIPPED, litellm, shipped_rates
+
+
+def _cost(model: str, prompt: int | None, completion: int | None, cached: int | None = None,
+          rates_of: price_map.RatesOf = price_map.rates) -> float | None:
+    """A call's price as a transport records it (:func:`price_map.priced`)."""
+    answer = Response(text="", prompt_tokens=prompt, completion_tokens=completion,
+                      cached_tokens=cached)
+    return price_map.priced(model, rates_of)(answer).cost_usd
+
 
 MODELS = ["openai/gpt-4o-mini", "openai/gpt-4o", "openai/gpt-4.1-nano", "openai/o3-mini",
           "openai/gpt-3.5-turbo"]
@@ -33,10 +43,10 @@ def test_our_price_is_litellms(model: str, prompt: int, completion: int,
                   total_tokens=prompt + completion, prompt_tokens_details=details)
     p, c = litellm.cost_per_token(model=model, prompt_tokens=prompt,
                                   completion_tokens=completion, usage_object=usage)
-    ours = price_map.cost_usd(model, prompt, completion, cached)
+    ours = _cost(model, prompt, completion, cached)
     assert ours is not None and ours == pytest.approx(round(p + c, 10), rel=1e-9, abs=1e-12)
     # the litellm transport: the same sum over the rates litellm resolves, litellm's to the bit
-    assert price_map.cost_usd(model, prompt, completion, cached, shipped_rates) == round(p + c, 10)
+    assert _cost(model, prompt, completion, cached, shipped_rates) == round(p + c, 10)
 
 
 @pytest.mark.parametrize("model", ["anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5"])
@@ -62,20 +72,20 @@ def test_claudes_cache_writes_cost_what_litellm_charges(model: str, cached: int,
 @pytest.mark.parametrize("model", ["openai/fake", "hosted_vllm/Qwen/Qwen2.5-7B",
                                    "openai/claude-haiku-4-5"])
 def test_an_unpriced_model_costs_none(model: str) -> None:
-    assert price_map.cost_usd(model, 10, 5) is None
+    assert _cost(model, 10, 5) is None
     with pytest.raises(Exception):  # noqa: B017 - litellm raises for a model it does not price
         litellm.cost_per_token(model=model, prompt_tokens=10, completion_tokens=5)
 
 
 def test_no_tokens_no_price() -> None:
-    assert price_map.cost_usd("openai/gpt-4o-mini", None, 5) is None
+    assert _cost("openai/gpt-4o-mini", None, 5) is None
 
 
 def test_the_price_file_is_read_once_and_each_model_decided_once() -> None:
     price_map.rates.cache_clear()
-    price_map.cost_usd("openai/unpriced-x", 1, 1)
-    price_map.cost_usd("openai/unpriced-x", 2, 2)
-    price_map.cost_usd("openai/gpt-4o-mini", 2, 2)
+    _cost("openai/unpriced-x", 1, 1)
+    _cost("openai/unpriced-x", 2, 2)
+    _cost("openai/gpt-4o-mini", 2, 2)
     info = price_map.rates.cache_info()
     assert (info.misses, info.hits) == (2, 1)
     assert price_map._price_map.cache_info().misses <= 1
@@ -107,7 +117,7 @@ sys.addaudithook(hook)
 from butterfly.models import price_map, tokens
 
 for model in sys.argv[1:]:
-    price_map.rates(model), price_map.window(model), price_map.cost_usd(model, 1000, 100)
+    price_map.rates(model), price_map.window(model)
     tokens.counter_for(model).encode("Set compression to gzip; undo the change before that.")
 ours = len(opened)
 open(os.path.join(folders[0], "__init__.py"), "rb").close()  # the control: seen as private

@@ -12,10 +12,11 @@ import pytest
 from fakeserver import FakeServer
 from providerfakes import WireFake, anthropic_reply, gemini_reply, ollama_reply
 
+from butterfly.core.wire import Request, Response
 from butterfly.engine.conversation import RESPONSE_FORMAT
 from butterfly.models.litellm_seam import FatalProviderError, LiteLLMProvider
 from butterfly.models.openai_http import OpenAIHTTPProvider
-from butterfly.models.provider import Provider, Request, Response
+from butterfly.models.provider import Provider
 from oracle import canonical_initial, spec_json_schema
 
 SPEC = canonical_initial()

@@ -19,10 +19,10 @@ from fakeserver import EchoKeyServer, FakeServer
 import butterfly
 from butterfly.analysis.scoring import score_run
 from butterfly.core.prompts import messages
+from butterfly.core.wire import Request
 from butterfly.errors import UserError
 from butterfly.models.answer_cache import cache_key
-from butterfly.models.provider import Request
-from butterfly.models.registry import check_router
+from butterfly.models.registry import router_config
 from butterfly.models.router import load_router
 from butterfly.runs.merge import merge
 from butterfly.suite.load import load_suite
@@ -182,8 +182,7 @@ def test_the_fingerprint_has_no_secret_and_the_cache_keys_the_group(tmp_path: Pa
     yaml_file.write_text("model_list:\n  - model_name: grp\n    litellm_params:\n"
                          "      model: openai/fake\n      api_base: http://u:pw@h:1/v1\n"
                          f"      api_key: {KEY}\nrouter_settings:\n  num_retries: 2\n")
-    config = load_router(yaml_file, "grp")
-    check_router(config)
+    config = router_config(yaml_file, "grp")
     other_key = load_router(_router_file(tmp_path / "k.json", "http://h:1/v1"), "grp")
     assert config.served() == (("openai/fake", "http://h:1/v1"),)  # credentials cut
     assert KEY in config.secrets() and "pw" not in config.identity()
@@ -233,15 +232,13 @@ def test_a_cancel_that_comes_as_a_call_fails_is_not_lost() -> None:
     returns the failure instead of the cancel: the client must still stop, not retry."""
     import asyncio
 
+    from butterfly.core.wire import ProviderError, Response
     from butterfly.models.client import ModelClient
-    from butterfly.models.provider import ProviderError, Response
 
     calls = []
     outer: dict[str, asyncio.Task[None]] = {}
 
     class FailsAsTheCancelComes:
-        cacheable = False
-
         async def __call__(self, request: Request, timeout: float) -> Response:
             calls.append(1)
             asyncio.get_running_loop().call_soon(outer["task"].cancel)
@@ -290,7 +287,6 @@ def test_a_routed_call_is_priced_as_one_server_prices_it(tmp_path: Path) -> None
     import asyncio
 
     from butterfly.models.litellm_seam import RouterProvider, shipped_rates
-    from butterfly.models.price_map import cost_usd
 
     request = Request(model="g", messages=({"role": "user", "content": "x"},),
                       temperature=0.0, max_tokens=8, seed=0)
@@ -310,4 +306,5 @@ def test_a_routed_call_is_priced_as_one_server_prices_it(tmp_path: Path) -> None
     RouterProvider(load_router(file, "g"))
     for model, cost in (("ollama_chat/qwen2.5:7b", 0.0),  # litellm prices Ollama at 0
                         ("openai/fake-unpriced", None)):
-        assert cost_usd(model, 1000, 100, rates_of=shipped_rates) == cost
+        shipped = shipped_rates(model)
+        assert (None if shipped is None else shipped.usd(1000, 100)) == cost

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from butterfly.models.gguf_vocab import read_tokenizer
-from butterfly.models.tokens import CACHING, caching_of, counter_for, family, tokenizer_dir
+from butterfly.models.tokens import CACHING, TOKENIZER_DIR, caching_of, counter_for, family
 
 
 def test_tiktoken_counts_as_tiktoken_does() -> None:
     import tiktoken
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIKTOKEN_CACHE_DIR", str(tokenizer_dir()))
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(TOKENIZER_DIR))
         enc = tiktoken.get_encoding("cl100k_base")
     text = 'Set "compression" to gzip; undo the change before that. {"a": "b"} 12345'
     assert counter_for("openai/gpt-4").encode(text) == enc.encode(text)
@@ -40,7 +40,7 @@ def test_tiktokens_cache_directory_is_left_as_it_was(monkeypatch: pytest.MonkeyP
 def test_the_shipped_tokenizer_files_are_the_ones_their_sources_name() -> None:
     """Each file of ``models/data/tokenizers/`` is listed in its SOURCES.md with its sha256,
     and is that file."""
-    folder = tokenizer_dir()
+    folder = TOKENIZER_DIR
     rows = re.findall(r"^\| `([^`]+)` \|.*\| `([0-9a-f]{64})` \|$",
                       (folder / "SOURCES.md").read_text(encoding="utf-8"), re.MULTILINE)
     assert len(rows) == 4

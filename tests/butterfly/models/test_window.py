@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from butterfly.core.wire import ProviderError, Request, Response
 from butterfly.models.client import ModelClient
-from butterfly.models.provider import ProviderError, Request, Response
 from butterfly.models.window import Window
 
 
@@ -79,8 +79,6 @@ def test_a_full_window_makes_callers_wait_and_a_cancelled_waiter_frees_nothing()
 class Capacity:
     """A provider that answers 429 (Retry-After 0) when more than ``limit`` calls are in
     flight at once, as a server with a concurrency limit does."""
-
-    cacheable = False
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -157,8 +155,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 class TokenBucket:
     """A provider with a rate limit: ``rate`` calls a second (at most ``burst`` at once)
     answered after ``latency``; the rest 429 at once, with the wait until the next token."""
-
-    cacheable = False
 
     def __init__(self, rate: float, burst: float, latency: float) -> None:
         self.rate, self.burst, self.latency = rate, burst, latency

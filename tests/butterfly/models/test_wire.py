@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from butterfly.core import wire
+from butterfly.core.wire import ProviderError, Request
 from butterfly.kaggle.runner import is_transient
 from butterfly.models import registry, router
 from butterfly.models.litellm_seam import request_kwargs, to_response
 from butterfly.models.openai_http import parse_completion, status_error
-from butterfly.models.provider import FatalProviderError, ProviderError, Request
+from butterfly.models.provider import FatalProviderError
 
 MESSAGES = ({"role": "system", "content": "Keep the spec."}, {"role": "user", "content": "Go."})
 

@@ -103,7 +103,7 @@ def test_the_summary_has_the_code_track_figures(runs: list[Path], model: Any) ->
     section = section[:section.index("</section>")]
     assert "<caption" in section
     for path, entry in zip(runs, model.runs, strict=True):
-        code = api.score(path).code
+        code = api.score_run(path).code
         assert code is not None and entry.score.code == code
         label = re.escape(str(breakable(entry.label)))  # the name, breakable at / and :
         row = re.search(r"<tr><td>" + label + r"</td>(.*?)</tr>", section)

@@ -71,10 +71,10 @@ def test_prompt_tokens_are_tiktokens_of_the_messages_plus_the_template(tmp_path:
                                                                        mode: str) -> None:
     import tiktoken
 
-    from butterfly.models.tokens import tokenizer_dir
+    from butterfly.models.tokens import TOKENIZER_DIR
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TIKTOKEN_CACHE_DIR", str(tokenizer_dir()))
+        mp.setenv("TIKTOKEN_CACHE_DIR", str(TOKENIZER_DIR))
         enc = tiktoken.get_encoding("o200k_base")
     dry = api.dry_run(model="openai/gpt-4o-mini", limit=3, mode=mode, out=tmp_path / "d")
     want = 0

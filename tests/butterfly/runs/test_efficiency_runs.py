@@ -91,7 +91,7 @@ def _calls() -> list[int]:
 
 
 def test_score_json_holds_what_the_servers_usage_implies(runs: Path) -> None:
-    e = api.score(runs / "a").efficiency
+    e = api.score_run(runs / "a").efficiency
     assert e is not None
     turns = _calls()
     cost = sum(PROMPT * 2e-6 + (ANSWER + reasoning(t)) * 8e-6 for t in turns)
@@ -113,14 +113,14 @@ def test_score_json_holds_what_the_servers_usage_implies(runs: Path) -> None:
 
 
 def test_an_unpriced_run_has_no_cost_but_its_tokens(runs: Path) -> None:
-    e = api.score(runs / "c").efficiency
+    e = api.score_run(runs / "c").efficiency
     assert e is not None and e.cost_per_correct_usd is None and e.cost_usd is None
-    assert e.tokens_per_correct == api.score(runs / "a").efficiency.tokens_per_correct  # type: ignore[union-attr]
+    assert e.tokens_per_correct == api.score_run(runs / "a").efficiency.tokens_per_correct  # type: ignore[union-attr]
 
 
 def test_runs_export_and_compare_show_them(runs: Path) -> None:
-    a = api.score(runs / "a").efficiency
-    c = api.score(runs / "c").efficiency
+    a = api.score_run(runs / "a").efficiency
+    c = api.score_run(runs / "c").efficiency
     assert a is not None and c is not None and a.cost_per_correct_usd is not None
     lines = list_runs(runs)
     listed = runs_text(lines)
@@ -152,7 +152,7 @@ def test_score_prints_the_figures_under_its_table(runs: Path) -> None:
 
     from butterfly.present.display import print_score
 
-    result = api.score(runs / "a")
+    result = api.score_run(runs / "a")
     e = result.efficiency
     assert e is not None and e.cost_per_correct_usd is not None and e.cost_usd is not None
     out = StringIO()

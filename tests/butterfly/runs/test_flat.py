@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import butterfly.models.scripted as scripted
+from butterfly.core.wire import Request, Response
 from butterfly.models.client import ModelClient
-from butterfly.models.provider import Request, Response
 from butterfly.runs.play import Progress, run_suite
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import RunParams
@@ -31,8 +31,6 @@ def _qualname(task: asyncio.Task[object]) -> str:
 
 class TaskCounter:
     """Answers every call with the oracle's spec and notes how many tasks are alive."""
-
-    cacheable = False
 
     def __init__(self, scenarios: list[Scenario]) -> None:
         self.oracle = {s.id: replay(s) for s in scenarios}

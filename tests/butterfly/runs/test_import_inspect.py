@@ -33,7 +33,7 @@ from inspect_ai.scorer import Score
 from butterfly import api
 from butterfly.core.user_price import UserPrice
 from butterfly.errors import UserError
-from butterfly.models.price_map import cost_usd
+from butterfly.models.price_map import rates
 from butterfly.present.messages import imported
 from butterfly.runs.reader import Run, load_run
 from butterfly.runs.records import RunParams
@@ -113,7 +113,7 @@ def _verdicts(run: Run | Path) -> list[tuple[Any, ...]]:
 
 
 def _score(run: Run | Path) -> dict[str, Any]:
-    got = api.score(run).to_json()
+    got = api.score_run(run).to_json()
     return {k: v for k, v in got.items() if k not in ("run",)}
 
 
@@ -237,7 +237,7 @@ def test_errors_and_a_stopped_eval_are_counted_honestly(played: Run, tmp_path: P
     assert result.manifest.status == "interrupted"
     assert (result.incomplete, result.not_played) == (2, 1)
     assert result.manifest.n_provider_errors == 2
-    score = api.score(tmp_path / "r")
+    score = api.score_run(tmp_path / "r")
     assert score.not_played == 1 and score.incomplete == 2
     failed = [r for r in _records(load_run(tmp_path / "r")) if r["error"]]
     assert [r["error"]["kind"] for r in failed] == ["rate_limit", "server"]
@@ -276,8 +276,9 @@ def test_tokens_are_carried_and_priced_as_butterfly_prices_them(played: Run,
     recs = _records(run)
     assert recs[0]["tokens"] == {"prompt": 1000, "completion": 200, "cached": 100,
                                  "reasoning": None, "cache_write": None}
-    assert all(r["cost_usd"] == cost_usd("openai/gpt-4o-mini", r["tokens"]["prompt"], 200, 100)
-               for r in recs)
+    mini = rates("openai/gpt-4o-mini")
+    assert mini is not None
+    assert all(r["cost_usd"] == mini.usd(r["tokens"]["prompt"], 200, 100) for r in recs)
     usage = run.manifest.usage
     assert usage is not None and usage.cost_usd is not None and usage.cost_usd > 0
 
@@ -399,7 +400,7 @@ def test_a_code_track_log_imports_and_scores_as_its_run(tmp_path: Path) -> None:
     log.eval.model = "butterfly/script/oracle"
     got = api.import_inspect(_written(log, tmp_path / "l.eval"), tmp_path / "i")
     assert got.manifest.params.track == "code" and got.manifest.status == "complete"
-    waiting = api.score(tmp_path / "i").code  # the import runs no program
+    waiting = api.score_run(tmp_path / "i").code  # the import runs no program
     assert waiting is not None and waiting.unobserved_turns == 5
     assert f"butterfly observe {tmp_path / 'i'}" in " ".join(imported("l.eval", got))
     api.observe(tmp_path / "i")

@@ -17,9 +17,8 @@ from conftest import cli_in_process
 from fakeserver import FakeServer
 
 from butterfly import api
-from butterfly.core.wire import invalid
+from butterfly.core.wire import Request, Response, invalid
 from butterfly.models.answer_cache import Cache, cache_key
-from butterfly.models.provider import Request, Response
 from butterfly.runs.records import CallRecord
 
 UNLISTED = "openai/selfhosted-unlisted-7b"
@@ -64,7 +63,7 @@ def test_absurd_usage_is_flagged_never_summed_priced_or_cached(
             assert raw["prompt_tokens"] == -100 and raw["completion_tokens"] == 10**15
             assert rec.tokens.prompt is None and rec.tokens.completion is None
             assert rec.cost_usd is None
-        usage = api.score(tmp_path / "run").usage
+        usage = api.score_run(tmp_path / "run").usage
         assert usage is not None and usage.invalid_usage_calls == len(records) == usage.calls
         assert usage.prompt_tokens == 0 and usage.completion_tokens == 0
         assert f"invalid usage: {len(records)} of {len(records)} calls" in out

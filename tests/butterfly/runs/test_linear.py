@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 import butterfly.core.prompts as prompts
 import butterfly.runs.calls as calls
 import butterfly.runs.store as store
+from butterfly.core.wire import Request, Response
 from butterfly.engine import conversation as engine_conversation
 from butterfly.engine.conversation import Sent
 from butterfly.models.client import ModelClient
-from butterfly.models.provider import Request, Response
 from butterfly.runs.play import Progress, run_suite
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import RunParams
@@ -35,8 +35,6 @@ TURNS = 200
 
 class Recorder:
     """A provider that answers every call with the same spec and keeps what it was sent."""
-
-    cacheable = False
 
     def __init__(self) -> None:
         self.sent: list[tuple[Any, ...]] = []

@@ -13,9 +13,9 @@ from fakeserver import FakeServer
 
 import butterfly
 from butterfly.core.prompts import messages
+from butterfly.core.wire import Request
 from butterfly.errors import UserError
 from butterfly.models.answer_cache import cache_key
-from butterfly.models.provider import Request
 from butterfly.runs.run_flags import parse_model_args
 from butterfly.runs.usage import LOCAL_NOTE, UNPRICED_NOTE
 from butterfly.suite.load import load_suite

@@ -76,7 +76,7 @@ def _refuse_programs(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: object, **__: object) -> Any:
         raise AssertionError("a reading command started a sandbox")
 
-    for module, name in ((sandbox, "execute_as"), (sandbox, "execute"), (runner, "run_program"),
+    for module, name in ((sandbox, "execute"), (runner, "run_program"),
                          (spec_of_program, "run_program"), (observe, "observe")):
         monkeypatch.setattr(module, name, refuse)
 
@@ -109,12 +109,12 @@ def test_unobserved_turns_are_counted_apart_not_scored(run: Path, half_observed:
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     _forget(run)
     _refuse_programs(monkeypatch)
-    score = api.score(run)
+    score = api.score_run(run)
     assert score.code is not None and score.code.unobserved_turns == 12
     assert score.code.unobserved_conversations == 3 and score.code.turns_observed == 0
     assert score.n_conversations == 0 and score.incomplete == 0 and score.final_match is None
     run = half_observed
-    score = api.score(run)
+    score = api.score_run(run)
     assert score.code is not None and score.code.unobserved_conversations == 2
     assert score.n_conversations == 1 and score.final_match == 1.0
     assert "7 turns (2 complete conversations) not yet observed, not scored" in figures_line(
@@ -128,7 +128,7 @@ def test_observe_observes_what_is_missing_once(run: Path, capsys: pytest.Capture
     code, _, err = cli_in_process(capsys, "observe", str(run))
     assert code == 0 and "program(s) to observe in the sandbox" in err
     assert f"{run}: observed 8 program(s) in the sandbox (bubblewrap)" in err, err
-    assert api.score(run).final_match == 1.0
+    assert api.score_run(run).final_match == 1.0
     code, _, err = cli_in_process(capsys, "observe", str(run))
     assert code == 0 and "every program is observed already (8 on file); nothing ran" in err
     assert not list(private_tmp.iterdir())
@@ -230,9 +230,9 @@ def test_a_run_killed_mid_observation_keeps_what_it_observed_and_leaves_no_direc
     assert len(found.known) >= 1 and found.unsealed == 0
     lines = (out / observe.OBSERVATIONS).read_bytes().splitlines(keepends=True)
     assert all(line.endswith(b"}\n") for line in lines)
-    score = api.score(out)
+    score = api.score_run(out)
     assert score.code is not None and score.code.unobserved_turns >= 1
-    assert api.observe(out).observed >= 1 and api.score(out).final_match == 1.0
+    assert api.observe(out).observed >= 1 and api.score_run(out).final_match == 1.0
 
 
 # --- observations sealed (item 4) ---------------------------------------------------------------
@@ -297,7 +297,7 @@ def test_a_line_past_the_seal_is_not_used_and_a_writer_cuts_it(run: Path) -> Non
         (run / observe.OBSERVATIONS).read_text() + json.dumps(forged) + "\n")
     found = observe.read_observations(run)
     assert found.unsealed == 1 and len(found.known) == len(records)
-    assert api.score(run).final_match == 1.0
+    assert api.score_run(run).final_match == 1.0
     assert api.observe(run).observed == 0
     forged_key = json.dumps(forged)
     assert forged_key not in (run / observe.OBSERVATIONS).read_text()
@@ -305,5 +305,5 @@ def test_a_line_past_the_seal_is_not_used_and_a_writer_cuts_it(run: Path) -> Non
 
 def test_deleting_the_observations_only_costs_observing_again(run: Path) -> None:
     _forget(run)
-    assert api.score(run).final_match is None
-    assert api.observe(run).observed == 8 and api.score(run).final_match == 1.0
+    assert api.score_run(run).final_match is None
+    assert api.observe(run).observed == 8 and api.score_run(run).final_match == 1.0

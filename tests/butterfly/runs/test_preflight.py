@@ -13,10 +13,10 @@ import pytest
 from conftest import run_inproc
 from fakeserver import FakeServer
 
+from butterfly.core.wire import Request, Response
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 from butterfly.models.answer_cache import Cache, cache_file
-from butterfly.models.provider import Request, Response
 
 
 def _tree(root: Path) -> list[str]:

@@ -73,7 +73,7 @@ def test_a_users_price_prices_every_call_and_reasoning_once(tmp_path: Path, via:
         assert rec.tokens.cached == CACHED and rec.reasoning_content == "let me think"
         assert rec.cost_usd == pytest.approx(COST) and rec.saved_usd == pytest.approx(SAVED)
     assert run.manifest.params.price == PRICE
-    usage = api.score(tmp_path / "run").usage
+    usage = api.score_run(tmp_path / "run").usage
     assert usage is not None and usage.price == PRICE
     assert usage.cost_usd == pytest.approx(COST * len(records))
     assert usage.saved_usd == pytest.approx(SAVED * len(records))
@@ -85,7 +85,7 @@ def test_without_a_price_the_model_stays_unpriced(tmp_path: Path) -> None:
         _run(srv, tmp_path / "run")
     rec = _records(tmp_path / "run")[0]
     assert rec.cost_usd is None and rec.saved_usd is None
-    usage = api.score(tmp_path / "run").usage
+    usage = api.score_run(tmp_path / "run").usage
     assert usage is not None and usage.cost_usd is None and usage.price is None
     assert usage.cached_tokens > 0 and "--price" in usage_line(usage)
 
@@ -129,7 +129,7 @@ def test_score_runs_export_and_report_show_reasoning_caching_and_the_price(
     with FakeServer(responder("apart")) as srv:
         _run(srv, tmp_path / "runs" / "one", price_per_mtok="2,8,0.5")
     n = srv.count
-    usage = api.score(tmp_path / "runs" / "one").usage
+    usage = api.score_run(tmp_path / "runs" / "one").usage
     assert usage is not None
     line = usage_line(usage)
     assert f"{CACHED * n} of them cached" in line and f"{REASONING * n} of them reasoning" in line
@@ -199,5 +199,5 @@ def test_runs_recorded_before_prices_still_read_sealed() -> None:
     assert '"price"' not in (old / "manifest.json").read_text()
     manifest = read_manifest(old)  # its seal checked
     assert manifest.params.price is None
-    usage = api.score(old).usage
+    usage = api.score_run(old).usage
     assert usage is not None and usage.price is None and usage.saved_usd is None
