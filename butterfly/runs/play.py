@@ -28,7 +28,7 @@ from butterfly.models.client import ModelClient
 from butterfly.models.provider import ContextOverflow, Request
 from butterfly.runs.budget import Budget
 from butterfly.runs.calls import CallView
-from butterfly.runs.digest import START
+from butterfly.runs.digest import START, LinkedLog
 from butterfly.runs.integrity import key_of
 from butterfly.runs.records import (
     CallError,
@@ -39,7 +39,7 @@ from butterfly.runs.records import (
     Tokens,
 )
 from butterfly.runs.scope import asked, conversations
-from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
+from butterfly.runs.store import CALLS, RunState, close_run, now
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -96,7 +96,8 @@ class Player:
 
     client: ModelClient
     state: RunState
-    log: CallLog
+    log: LinkedLog | None
+    """None: nothing is written (the dry run)."""
     progress: Progress
     budget: Budget = field(default_factory=lambda: Budget(None))
 
@@ -149,7 +150,8 @@ async def _ask(engine: Engine, ask: Ask, todo: list[int], player: Player
     state = player.state
     for rec in fresh:
         player.budget.settle(rec)
-        player.log.append(rec)
+        if player.log is not None:
+            player.log.append(rec)
         state.add(state.lines + 1, rec)
         player.progress.add(rec)
     if len(allowed) < len(todo) or any(rec.error is not None for rec in fresh):
@@ -188,7 +190,7 @@ async def _call(engine: Engine, ask: Ask, sample: int, msgs: tuple[dict[str, str
     read = (Parsed(None, None, "") if resp is None else
             engine.read(resp.text, resp.finish_reason, resp.raw_chars))
     return CallRecord(
-        chain_sha256=START,  # linked into the file's digest when it is appended (CallLog)
+        chain_sha256=START,  # linked into the file's digest when it is appended (LinkedLog)
         scenario=ask.scenario,
         turn=ask.turn,
         layout=ask.layout,
@@ -261,7 +263,8 @@ async def run_suite(
     with ``max_cost``, stop (status ``budget``) before a call could exceed it."""
     params = state.manifest.params
     budget = Budget.of(params.max_cost, state.done.values())
-    player = Player(client, state, CallLog(out / CALLS, state.chain), progress, budget)
+    log = LinkedLog(out / CALLS, state.chain)
+    player = Player(client, state, log, progress, budget)
     incomplete: dict[str, None] = {}  # the scenario ids, each once
     interrupted = False
     failure: str | None = None
@@ -281,7 +284,7 @@ async def run_suite(
         raise RunFailed(f"the run failed: {failure}; its manifest says status failed. Fix the "
                         "cause and re-run the same command to resume") from None
     finally:
-        player.log.close()
+        log.close()
         order = {s.id: i for i, s in enumerate(scenarios)}
         done_ids = tuple(sorted(incomplete, key=order.__getitem__))
         status: RunStatus = ("interrupted" if interrupted else "failed" if failure else

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Final
+from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
@@ -30,7 +30,7 @@ from butterfly.core.turns import CallKey
 from butterfly.core.vocab import RunStatus, Transport
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
-from butterfly.runs.calls import CallView, Compactor, Tally, iter_records
+from butterfly.runs.calls import CallView, Compactor, iter_records
 from butterfly.runs.digest import UNSEALED, Chain, Digest, Links, check_content, sealed
 from butterfly.runs.integrity import CallIndex, ParseCheck
 from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
@@ -44,6 +44,7 @@ from butterfly.runs.records import (
     SuiteRef,
 )
 from butterfly.runs.shards import check_resume
+from butterfly.runs.usage import Tally
 from butterfly.runs.versions import prompt_label, version_name
 from butterfly.suite.load import ROOT, sha256_file
 from oracle import Scenario
@@ -91,7 +92,8 @@ class RunState:
     tally: Tally = field(default_factory=Tally)
     compactor: Compactor = field(default_factory=Compactor)
     chain: Chain = field(default_factory=Chain)
-    """The rolling digest of every line of calls.jsonl so far (continued by :class:`CallLog`)."""
+    """The rolling digest of every line of calls.jsonl so far (continued by its
+    :class:`~butterfly.runs.digest.LinkedLog`)."""
     unlinked: int = 0
     """Leading records made before the digest (version 1)."""
 
@@ -381,25 +383,3 @@ def close_run(out: Path, state: RunState, status: RunStatus,
         update["params"] = params
     state.manifest = write_manifest(out, state.manifest.model_copy(update=update), state.chain)
     return state.manifest
-
-
-class CallLog:
-    """Append-only writer of call records: one line per call, flushed as it is written, each
-    linked to the digest of the lines before it (``chain``, continued)."""
-
-    def __init__(self, path: Path, chain: Chain) -> None:
-        self._chain = chain
-        try:
-            self._f: IO[bytes] = path.open("ab")
-        except OSError as e:
-            raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
-
-    def append(self, record: CallRecord) -> None:
-        linked = record.model_copy(update={"chain_sha256": self._chain.sha256})
-        line = (linked.model_dump_json() + "\n").encode("utf-8")
-        self._f.write(line)
-        self._f.flush()
-        self._chain.add(line)
-
-    def close(self) -> None:
-        self._f.close()
