@@ -99,8 +99,9 @@ def program_sha256(program: str) -> str:
     return hashlib.sha256(program.encode("utf-8")).hexdigest()
 
 
-def key_of(program: str, expect: Mapping[str, str]) -> Key:
-    return program_sha256(program), json.dumps({k: expect[k] for k in KEYS})
+def key_of(sha256: str, expect: Mapping[str, str]) -> Key:
+    """The key of the program whose hash is ``sha256`` observed against ``expect``."""
+    return sha256, json.dumps({k: expect[k] for k in KEYS})
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Observations:
     unsealed: int = 0
 
     def get(self, program: str, expect: Mapping[str, str]) -> Observation | None:
-        return self.known.get(key_of(program, expect))
+        return self.known.get(key_of(program_sha256(program), expect))
 
 
 def _seal(run_dir: Path) -> ObservationSeal | None:
@@ -158,7 +159,7 @@ def read_observations(run_dir: Path) -> Observations:
         if n <= covers:
             out.end += len(line)
             if obs.schema_version == 2 and obs.extractor == EXTRACTOR_VERSION:
-                out.known.setdefault(key_of_observation(obs), obs)
+                out.known.setdefault(key_of(obs.program_sha256, obs.expect), obs)
             if n == covers:
                 sealed = Chain(out.chain.records, out.chain.sha256)
         else:
@@ -172,10 +173,6 @@ def read_observations(run_dir: Path) -> Observations:
     if out.unsealed:  # the chain a writer continues is the sealed lines'
         out.chain = sealed
     return out
-
-
-def key_of_observation(obs: Observation) -> Key:
-    return obs.program_sha256, json.dumps({k: obs.expect[k] for k in KEYS})
 
 
 class ObservationLog(LinkedLog):
@@ -292,7 +289,7 @@ def observe_programs(run_dir: Path, todo: Iterable[tuple[str, Mapping[str, str]]
     fresh: dict[Key, tuple[str, dict[str, str]]] = {}
     on_file: set[Key] = set()
     for program, expect in todo:
-        key = key_of(program, expect)
+        key = key_of(program_sha256(program), expect)
         if key in found.known:
             on_file.add(key)
         elif key not in fresh:

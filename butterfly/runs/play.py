@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from butterfly.core.turns import CallKey, Turn
 from butterfly.core.vocab import ErrorClass, RunStatus
@@ -185,57 +185,38 @@ async def _call(engine: Engine, ask: Ask, sample: int, msgs: tuple[dict[str, str
         parsed = engine.over_context(str(e))
         if parsed is None:  # a provider fault: the run stops
             raise
-        return _over_context(ask, sample, added, parsed)
-    resp = outcome.response
-    read = (Parsed(None, None, "") if resp is None else
-            engine.read(resp.text, resp.finish_reason, resp.raw_chars))
+        # a code-track turn or an ask (--ask-at) over the model's context window: an
+        # abstention (reason context) of its own sample, answered with nothing; the
+        # conversation goes on (contract v3, s. 4)
+        return _record(ask, sample, added, parsed, raw="", latency_s=0.0, attempts=1)
+    resp, error = outcome.response, outcome.error
+    done: dict[str, Any] = {
+        "latency_s": round(outcome.latency_s, 6), "attempts": outcome.attempts,
+        "cached": outcome.cached,
+        "error": None if error is None else CallError(kind=error.kind, message=error.message)}
+    if resp is None:
+        return _record(ask, sample, added, Parsed(None, None, ""), raw=None, **done)
+    return _record(
+        ask, sample, added, engine.read(resp.text, resp.finish_reason, resp.raw_chars),
+        raw=resp.text, raw_chars=resp.raw_chars, reasoning_content=resp.reasoning_content,
+        finish_reason=resp.finish_reason, cost_usd=resp.cost_usd, saved_usd=resp.saved_usd,
+        tokens=Tokens(prompt=resp.prompt_tokens, completion=resp.completion_tokens,
+                      cached=resp.cached_tokens, reasoning=resp.reasoning_tokens,
+                      cache_write=resp.cache_write_tokens),
+        invalid_usage=None if resp.usage_invalid is None else InvalidUsage(
+            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"), **done)
+
+
+def _record(ask: Ask, sample: int, added: tuple[Message, ...], read: Parsed,
+            **answer: Any) -> CallRecord:
+    """The record of one sample of the asked turn: its key, what was sent, the reading of
+    its answer, and ``answer`` (what came back, how long it took)."""
     return CallRecord(
         chain_sha256=START,  # linked into the file's digest when it is appended (LinkedLog)
-        scenario=ask.scenario,
-        turn=ask.turn,
-        layout=ask.layout,
-        repeat=ask.repeat,
-        sample=sample,
-        messages_sha256=ask.messages_sha256,
-        messages_added=added,
-        raw=None if resp is None else resp.text,
-        raw_chars=None if resp is None else resp.raw_chars,
-        reasoning_content=None if resp is None else resp.reasoning_content,
-        finish_reason=None if resp is None else resp.finish_reason,
-        spec=read.spec,
-        abstention=read.reason,
-        abstention_detail=read.detail,
-        latency_s=round(outcome.latency_s, 6),
-        tokens=Tokens(
-            prompt=None if resp is None else resp.prompt_tokens,
-            completion=None if resp is None else resp.completion_tokens,
-            cached=None if resp is None else resp.cached_tokens,
-            reasoning=None if resp is None else resp.reasoning_tokens,
-            cache_write=None if resp is None else resp.cache_write_tokens,
-        ),
-        cost_usd=None if resp is None else resp.cost_usd,
-        saved_usd=None if resp is None else resp.saved_usd,
-        attempts=outcome.attempts,
-        cached=outcome.cached,
-        error=None if outcome.error is None else CallError(kind=outcome.error.kind,
-                                                            message=outcome.error.message),
-        at=now(),
-        invalid_usage=None if resp is None or resp.usage_invalid is None else InvalidUsage(
-            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"),
-    )
-
-
-def _over_context(ask: Ask, sample: int, added: tuple[Message, ...],
-                  parsed: Parsed) -> CallRecord:
-    """A code-track turn or an ask (``--ask-at``) over the model's context window: an abstention
-    (reason ``context``) of its own sample, answered with nothing; the conversation goes on
-    (contract v3, s. 4)."""
-    return CallRecord(
-        chain_sha256=START, scenario=ask.scenario, turn=ask.turn, layout=ask.layout,
-        repeat=ask.repeat, sample=sample, messages_sha256=ask.messages_sha256,
-        messages_added=added, raw="", finish_reason=None, spec=parsed.spec,
-        abstention=parsed.reason, abstention_detail=parsed.detail, latency_s=0.0, attempts=1,
-        at=now())
+        scenario=ask.scenario, turn=ask.turn, layout=ask.layout, repeat=ask.repeat,
+        sample=sample, messages_sha256=ask.messages_sha256, messages_added=added,
+        spec=read.spec, abstention=read.reason, abstention_detail=read.detail, at=now(),
+        **answer)
 
 
 async def in_workers(items: Iterable[T], concurrency: int,
