@@ -29,7 +29,7 @@ from butterfly.models.client import ModelClient
 from butterfly.models.price_map import Rates
 from butterfly.models.provider import Request, Response
 from butterfly.models.tokens import PER_CALL, Counter, LongCounts, PromptCaching
-from butterfly.runs.play import Conversation, Player, Progress, play_conversation
+from butterfly.runs.play import Player, Progress, play_conversation
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import conversations
 from butterfly.runs.store import RunState
@@ -235,8 +235,8 @@ def slicer(scenarios: Sequence[Scenario], by: SliceBy) -> Callable[[str], str]:
 
 async def _play(scenarios: Sequence[Scenario], player: Player) -> None:
     try:
-        for s, layout, repeat in conversations(scenarios, player.params):
-            await play_conversation(Conversation(s, layout, repeat), player)
+        for conv in conversations(scenarios, player.params):
+            await play_conversation(conv, player)
     finally:
         await player.client.aclose()
 

@@ -38,7 +38,7 @@ from butterfly.runs.records import (
     RunParams,
     Tokens,
 )
-from butterfly.runs.scope import asked, conversations
+from butterfly.runs.scope import Conversation, asked, conversations
 from butterfly.runs.store import CALLS, RunState, close_run, now
 from oracle import Scenario
 
@@ -79,15 +79,6 @@ class Progress:
             self.completion_tokens += rec.tokens.completion or 0
         if self.on_update is not None:
             self.on_update(self)
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """One conversation to play: what is asked, and where its answers go."""
-
-    scenario: Scenario
-    layout: str
-    repeat: int
 
 
 @dataclass(frozen=True)
@@ -250,10 +241,9 @@ async def run_suite(
     interrupted = False
     failure: str | None = None
 
-    async def one(conv: tuple[Scenario, str, int]) -> None:
-        s, layout, repeat = conv
-        if await play_conversation(Conversation(s, layout, repeat), player) is None:
-            incomplete[s.id] = None
+    async def one(conv: Conversation) -> None:
+        if await play_conversation(conv, player) is None:
+            incomplete[conv.scenario.id] = None
 
     try:
         await in_workers(conversations(scenarios, params), params.concurrency, one)

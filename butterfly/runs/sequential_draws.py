@@ -39,7 +39,6 @@ from butterfly.runs.budget import Budget
 from butterfly.runs.digest import LinkedLog
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.play import (
-    Conversation,
     Player,
     Progress,
     in_workers,
@@ -47,6 +46,7 @@ from butterfly.runs.play import (
 )
 from butterfly.runs.records import RunParams
 from butterfly.runs.run_flags import check_routed
+from butterfly.runs.scope import Conversation
 from butterfly.runs.shards import router_ref
 from butterfly.runs.store import CALLS, close_run, note_transport, open_run
 from oracle import Scenario, replay
