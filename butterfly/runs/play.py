@@ -43,6 +43,9 @@ from butterfly.runs.store import CALLS, RunState, close_run, now
 from oracle import Scenario
 
 T = TypeVar("T")
+KEPT = ("raw_chars", "reasoning_content", "finish_reason", "cost_usd", "saved_usd")
+"""What a call record keeps of an answer under the answer's own names (its tokens are the
+answer's ``NAME_tokens``, field by field)."""
 
 
 def wait_note(seconds: float, kind: ErrorClass) -> str:
@@ -187,15 +190,13 @@ async def _call(engine: Engine, ask: Ask, sample: int, msgs: tuple[dict[str, str
         "error": None if error is None else CallError(kind=error.kind, message=error.message)}
     if resp is None:
         return _record(ask, sample, added, Parsed(None, None, ""), raw=None, **done)
+    kept = {name: getattr(resp, name) for name in KEPT}
+    counts = {name: getattr(resp, f"{name}_tokens") for name in Tokens.model_fields}
     return _record(
         ask, sample, added, engine.read(resp.text, resp.finish_reason, resp.raw_chars),
-        raw=resp.text, raw_chars=resp.raw_chars, reasoning_content=resp.reasoning_content,
-        finish_reason=resp.finish_reason, cost_usd=resp.cost_usd, saved_usd=resp.saved_usd,
-        tokens=Tokens(prompt=resp.prompt_tokens, completion=resp.completion_tokens,
-                      cached=resp.cached_tokens, reasoning=resp.reasoning_tokens,
-                      cache_write=resp.cache_write_tokens),
+        raw=resp.text, tokens=Tokens(**counts), **kept, **done,
         invalid_usage=None if resp.usage_invalid is None else InvalidUsage(
-            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"), **done)
+            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"))
 
 
 def _record(ask: Ask, sample: int, added: tuple[Message, ...], read: Parsed,
