@@ -33,7 +33,6 @@ from butterfly.errors import UserError
 from butterfly.runs.calls import CallView, Compactor, iter_records
 from butterfly.runs.digest import UNSEALED, Chain, Digest, Links, check_content, sealed
 from butterfly.runs.integrity import CallIndex, ParseCheck
-from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import (
     MANIFEST_SCHEMA_VERSION,
