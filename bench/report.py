@@ -60,9 +60,9 @@ def pretty(run: Path) -> None:
     """Rewrite each record's raw answer as a chatty model's answer with the same spec, as the
     run of such a model records it: linked into the digest, the manifest sealed again (a
     reader refuses records edited any other way: docs/running.md, "Tamper evidence")."""
-    from butterfly.runs.digest import Chain
+    from butterfly.runs.digest import Chain, LinkedLog
     from butterfly.runs.records import CallRecord, RunManifest
-    from butterfly.runs.store import CALLS, MANIFEST, CallLog, write_manifest
+    from butterfly.runs.store import CALLS, MANIFEST, write_manifest
 
     recs = []
     for line in (run / CALLS).read_text(encoding="utf-8").splitlines():
@@ -75,7 +75,7 @@ def pretty(run: Path) -> None:
         recs.append(CallRecord.model_validate(rec))
     (run / CALLS).unlink()
     chain = Chain()
-    log = CallLog(run / CALLS, chain)
+    log = LinkedLog(run / CALLS, chain)
     for r in recs:
         log.append(r)
     log.close()

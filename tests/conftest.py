@@ -99,12 +99,12 @@ def rewrite_manifest(out: Path, **changes: object) -> None:
 def rewrite_calls(out: Path, lines: list[str]) -> None:
     """Replace a run's calls.jsonl by ``lines`` (records as JSON), linked into the digest as the
     harness writes them: the file a run that made only those calls would have left."""
-    from butterfly.runs.digest import Chain
+    from butterfly.runs.digest import Chain, LinkedLog
     from butterfly.runs.records import CallRecord
-    from butterfly.runs.store import CALLS, CallLog
+    from butterfly.runs.store import CALLS
 
     (out / CALLS).unlink()
-    log = CallLog(out / CALLS, Chain())
+    log = LinkedLog(out / CALLS, Chain())
     for line in lines:
         log.append(CallRecord.model_validate_json(line))
     log.close()

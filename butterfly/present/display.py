@@ -35,10 +35,10 @@ from butterfly.core.scores import (
     Usage,
 )
 from butterfly.core.wire import redact
+from butterfly.engine.tracks import track
 from butterfly.runs.calls import CallView
 from butterfly.runs.play import Progress as RunProgress
 from butterfly.runs.reader import Run
-from butterfly.runs.versions import version_name
 
 
 class ObservingDisplay:
@@ -219,7 +219,7 @@ def _main_table(result: RunScore, columns: Sequence[Column]) -> Table:
     extra = "" if convs == result.n_scenarios else f", {convs} conversations"
     title = (f"ButterflyBench: {printable(result.model)} ({result.n_scenarios} scenarios{extra} "
              f"of {printable(suite_name(result.suite))}, "
-             f"{version_name(result.prompt.version, result.prompt.track)})")
+             f"{track(result.prompt.track).version_name(result.prompt.version)})")
     rows: list[tuple[str, Aggregate]] = [(result.model, result)] + [
         (f"baseline: {baseline_label(name)}", b) for name, b in result.baselines.items()
     ]

@@ -7,9 +7,6 @@ parsed spec or abstention, finish reason, tokens, cost, cache flag, error and re
 Equal answers, specs, token counts and repeated strings are shared between views
 (:class:`Compactor`), so a 10,000-scenario run is held in a small multiple of its answers'
 size, not of its file's.
-
-:class:`Tally` keeps the counts and usage a run's manifest records, as records are read or
-written: closing a run never re-reads its file.
 """
 
 from __future__ import annotations
@@ -22,11 +19,9 @@ from typing import Final
 
 from pydantic import ValidationError
 
-from butterfly.core.scores import Usage
-from butterfly.core.user_price import UserPrice
 from butterfly.errors import UserError
+from butterfly.runs.digest import complete_lines
 from butterfly.runs.records import CallError, CallRecord, InvalidUsage, Tokens
-from butterfly.runs.usage import UsageTally
 
 TAIL: Final = 1 << 16
 """Bytes read from the end of the file at a time to find a torn last line."""
@@ -100,25 +95,6 @@ class Compactor:
             rec.invalid_usage, None if rec.cached else rec.latency_s)
 
 
-@dataclass
-class Tally:
-    """Running counts of a run's call records: answered, failed, and their usage."""
-
-    answered: int = 0
-    errors: int = 0
-    _usage: UsageTally = field(default_factory=UsageTally)
-
-    def add(self, rec: CallRecord | CallView) -> None:
-        if rec.error is None:
-            self.answered += 1
-        else:
-            self.errors += 1
-        self._usage.add(rec)
-
-    def usage(self, price: UserPrice | None = None, model: str | None = None) -> Usage:
-        return self._usage.usage(price, model)
-
-
 def _cut(path: Path) -> tuple[int, int]:
     """(size, offset after the last newline): a kill mid-write leaves a torn last line."""
     with path.open("rb") as f:
@@ -140,40 +116,31 @@ def _corrupt(path: Path, n: int, e: ValidationError) -> UserError:
                      "asked again when the run's command is re-run)")
 
 
+def _cut_torn(path: Path) -> None:
+    """Cut a torn last line (a kill mid-write: no newline yet) off the file."""
+    try:
+        size, cut = _cut(path)
+        if cut < size:
+            with path.open("r+b") as torn:
+                torn.truncate(cut)
+    except OSError as e:
+        raise UserError(f"{path}: cannot repair: {e.strerror or e}") from None
+
+
 def iter_records(path: Path, *, repair: bool = False
                  ) -> Iterator[tuple[int, bytes, CallRecord]]:
     """(line number, the line's bytes, record) of every call record, read line by line and
     validated once. A torn last line (a kill mid-write: no newline yet) is ignored, and cut off
     the file when ``repair``; any other bad line is a corrupt run directory."""
-    if not path.exists():
-        return
-    try:
-        size, cut = _cut(path)
-        if cut < size and repair:
-            with path.open("r+b") as torn:
-                torn.truncate(cut)
-        f = path.open("rb")
-    except OSError as e:
-        raise UserError(f"{path}: cannot {'repair' if repair else 'read'}: "
-                        f"{e.strerror or e}") from None
-    with f:
-        at = 0
-        for n, line in enumerate(f, 1):
-            at += len(line)
-            if at > cut:
-                return
-            try:
-                yield n, line, CallRecord.model_validate_json(line)
-            except ValidationError as e:
-                raise _corrupt(path, n, e) from None
-
-
-def iter_calls(path: Path, *, repair: bool = False) -> Iterator[tuple[int, CallRecord]]:
-    """(line number, record) of every call record (see :func:`iter_records`)."""
-    for n, _, rec in iter_records(path, repair=repair):
-        yield n, rec
+    if repair and path.exists():
+        _cut_torn(path)
+    for n, line in enumerate(complete_lines(path), 1):
+        try:
+            yield n, line, CallRecord.model_validate_json(line)
+        except ValidationError as e:
+            raise _corrupt(path, n, e) from None
 
 
 def read_calls(path: Path, *, repair: bool = False) -> list[CallRecord]:
     """Every call record, whole (tests and tools; readers keep :class:`CallView` instead)."""
-    return [rec for _, rec in iter_calls(path, repair=repair)]
+    return [rec for _, _, rec in iter_records(path, repair=repair)]

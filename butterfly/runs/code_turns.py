@@ -11,7 +11,7 @@ call record says.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -39,40 +39,37 @@ def _program(rec: Record) -> str | None:
     return program_of(rec.raw, rec.finish_reason == "length").program
 
 
-def _answered(records: Mapping[CallKey, Record]) -> dict[CallKey, Record]:
-    return {k: r for k, r in records.items()
-            if r.error is None and r.raw is not None and k.sample == 0}
+def _answers(suite: tuple[Scenario, ...], records: Mapping[CallKey, Record]
+             ) -> Iterator[tuple[CallKey, Record, str | None, dict[str, str]]]:
+    """Each answered call (its first sample): its key, its record, its program (None: it
+    holds none) and the oracle's spec on its turn."""
+    by_id = {s.id: s for s in suite}
+    oracle = lru_cache(maxsize=None)(lambda sid: replay(by_id[sid]))
+    for key, rec in records.items():
+        if rec.error is None and rec.raw is not None and key.sample == 0:
+            yield key, rec, _program(rec), oracle(key.scenario)[key.turn]
 
 
 def programs(suite: tuple[Scenario, ...], records: Mapping[CallKey, Record]
              ) -> dict[CallKey, tuple[str, dict[str, str]]]:
     """Every answered call's program with the oracle's code spec on its turn: what observing a
     run observes."""
-    by_id = {s.id: s for s in suite}
-    oracle = lru_cache(maxsize=None)(lambda sid: replay(by_id[sid]))
-    out = {}
-    for key, rec in _answered(records).items():
-        program = _program(rec)
-        if program is not None:
-            out[key] = (program, code_spec(oracle(key.scenario)[key.turn]))
-    return out
+    return {key: (program, code_spec(want)) for key, _, program, want in _answers(suite, records)
+            if program is not None}
 
 
 def code_turns(run_dir: Path, suite: tuple[Scenario, ...],
                records: Mapping[CallKey, Record]) -> CodeTurns:
     """Every answered turn of a code run whose program is observed (read from ``run_dir``),
     and those whose program is not."""
-    by_id = {s.id: s for s in suite}
-    oracle = lru_cache(maxsize=None)(lambda sid: replay(by_id[sid]))
     found = read_observations(run_dir)
     out: dict[TurnKey, Turn] = {}
     unobserved: set[TurnKey] = set()
     sandboxes: set[str] = set()
-    for key, rec in _answered(records).items():
+    for key, rec, program, want in _answers(suite, records):
         turn = TurnKey(key.scenario, key.turn, key.layout, key.repeat)
-        program, spec = _program(rec), None
+        spec = None
         if program is not None:
-            want = oracle(key.scenario)[key.turn]
             seen = found.get(program, code_spec(want))
             if seen is None:
                 unobserved.add(turn)

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
+
+from pydantic import BaseModel
 
 from butterfly.errors import UserError
 from butterfly.runs.records import RunManifest, Seal
@@ -49,15 +52,55 @@ class Chain:
         self.records += 1
 
 
+def complete_lines(path: Path) -> Iterator[bytes]:
+    """The complete lines of ``path``, none when it is missing (a torn last line, a kill
+    mid-write, left out, as every reader does)."""
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+    with f:
+        for line in f:
+            if line.endswith(b"\n"):
+                yield line
+
+
 def chain_of(path: Path) -> Chain:
     """The digest of a calls file's complete lines (a torn last line left out), unchecked."""
     chain = Chain()
-    if path.exists():
-        with path.open("rb") as f:
-            for line in f:
-                if line.endswith(b"\n"):
-                    chain.add(line)
+    for line in complete_lines(path):
+        chain.add(line)
     return chain
+
+
+def linked_line(record: BaseModel, chain: Chain) -> bytes:
+    """``record``'s line, linked to the digest of the lines before it (``chain_sha256``)."""
+    return (record.model_copy(update={"chain_sha256": chain.sha256}).model_dump_json()
+            + "\n").encode("utf-8")
+
+
+class LinkedLog:
+    """Append-only writer of linked records (calls, observations): one line per record,
+    flushed as it is written, each linked to the digest of the lines before it (``chain``,
+    continued)."""
+
+    def __init__(self, path: Path, chain: Chain) -> None:
+        self.path, self.chain = path, chain
+        try:
+            self._f: IO[bytes] = path.open("ab")
+        except OSError as e:
+            raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
+
+    def append(self, record: BaseModel) -> None:
+        line = linked_line(record, self.chain)
+        self._f.write(line)
+        self._f.flush()
+        self.chain.add(line)
+
+    def close(self) -> None:
+        self._f.close()
 
 
 def content_sha256(obj: dict[str, object]) -> str:

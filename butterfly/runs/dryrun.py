@@ -29,10 +29,10 @@ from butterfly.engine.tracks import Track, track
 from butterfly.models.client import ModelClient
 from butterfly.models.price_map import Rates
 from butterfly.models.tokens import PER_CALL, Counter, LongCounts, PromptCaching
-from butterfly.runs.play import Conversation, Player, Progress, play_conversation
-from butterfly.runs.records import CallRecord, RunParams
+from butterfly.runs.play import Player, Progress, play_conversation
+from butterfly.runs.records import RunParams
 from butterfly.runs.scope import conversations
-from butterfly.runs.store import CallLog, RunState
+from butterfly.runs.store import RunState
 from oracle import Scenario, replay
 
 SliceBy = Literal["length", "category", "scenario"]
@@ -225,19 +225,6 @@ class Expected:
         return None
 
 
-class NoLog(CallLog):
-    """The call log of a dry run: nothing is written."""
-
-    def __init__(self) -> None:
-        pass
-
-    def append(self, record: CallRecord) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
 def slicer(scenarios: Sequence[Scenario], by: SliceBy) -> Callable[[str], str]:
     """The slice of a scenario id: its chain length (``N turns``), its category, or itself."""
     names = {s.id: (f"{len(s.turns)} turns" if by == "length" else
@@ -247,8 +234,8 @@ def slicer(scenarios: Sequence[Scenario], by: SliceBy) -> Callable[[str], str]:
 
 async def _play(scenarios: Sequence[Scenario], player: Player) -> None:
     try:
-        for s, layout, repeat in conversations(scenarios, player.params):
-            await play_conversation(Conversation(s, layout, repeat), player)
+        for conv in conversations(scenarios, player.params):
+            await play_conversation(conv, player)
     finally:
         await player.client.aclose()
 
@@ -259,7 +246,7 @@ def meter_run(scenarios: Sequence[Scenario], state: RunState, meter: Meter) -> M
     params: RunParams = state.manifest.params
     answers = Expected(track(params.track), scenarios, meter)
     client = ModelClient(answers, concurrency=1, retries=0, adaptive=False)
-    player = Player(client, state, NoLog(), Progress(total=0))
+    player = Player(client, state, None, Progress(total=0))
     asyncio.run(_play(scenarios, player))
     return meter
 

@@ -12,7 +12,7 @@ what inspect sent), the raw answer is kept as logged and read again by the engin
 response-size cap, then the track's reader), tokens are carried over and priced as ``butterfly
 run`` prices them: by the price the user gave (``--price``, ``--price-per-mtok``; recorded as
 the manifest's ``params.price``), else by butterfly's price map. The directory is written by
-the run writers (:func:`~butterfly.runs.store.open_run`, :class:`~butterfly.runs.store.CallLog`,
+the run writers (:func:`~butterfly.runs.store.open_run`, :class:`~butterfly.runs.digest.LinkedLog`,
 :func:`~butterfly.runs.store.close_run`) into a hidden directory beside ``--out`` and moved in
 at the end, the manifest last, then read back through the run reader's integrity checks.
 Inspect's own verdicts are not read: ``score`` re-scores the answers with the oracle.
@@ -39,7 +39,7 @@ from butterfly.engine.tracks import Parsed, track
 from butterfly.errors import UserError
 from butterfly.models.price_map import Rates, rates_for
 from butterfly.runs.calls import Compactor
-from butterfly.runs.digest import START
+from butterfly.runs.digest import START, LinkedLog
 from butterfly.runs.inspect_log import (
     OVER_CONTEXT,
     OVER_CONTEXT_DETAIL,
@@ -61,7 +61,7 @@ from butterfly.runs.records import (
     Tokens,
 )
 from butterfly.runs.scope import asked, conversation_keys, select
-from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, CallLog, close_run, open_run
+from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, close_run, open_run
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
@@ -273,7 +273,7 @@ def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: R
     """Write the run into ``tmp`` (to be moved to ``out``)."""
     chosen = select(load_suite(suite_path, played=True), params)
     state = open_run(tmp, logged.run_model, suite_path, chosen, params)
-    maker, log = Maker(logged, params), CallLog(tmp / CALLS, state.chain)
+    maker, log = Maker(logged, params), LinkedLog(tmp / CALLS, state.chain)
     incomplete: dict[str, None] = {}
     begun = unfinished = 0
     try:

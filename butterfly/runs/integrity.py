@@ -17,17 +17,14 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
 
 from butterfly.core.turns import CallKey
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
-from butterfly.runs.calls import Record
+from butterfly.runs.calls import CallView, Record
 from butterfly.runs.digest import WAY_BACK
 from butterfly.runs.records import CallRecord, RunManifest, RunParams
 from oracle import Scenario
-
-R = TypeVar("R", bound=Record)
 
 
 def key_of(rec: Record) -> CallKey:
@@ -35,16 +32,16 @@ def key_of(rec: Record) -> CallKey:
 
 
 @dataclass
-class CallIndex(Generic[R]):
+class CallIndex:
     """The answer of every call (``done``), and the last error of every call with no answer
     (``failed``), built line by line. Two answers for one call are refused."""
 
     path: Path
-    done: dict[CallKey, R] = field(default_factory=dict)
-    failed: dict[CallKey, R] = field(default_factory=dict)
+    done: dict[CallKey, CallView] = field(default_factory=dict)
+    failed: dict[CallKey, CallView] = field(default_factory=dict)
     _line: dict[CallKey, int] = field(default_factory=dict)
 
-    def add(self, n: int, rec: R) -> None:
+    def add(self, n: int, rec: CallView) -> None:
         """Record ``rec``, read from line ``n``."""
         key = key_of(rec)
         if rec.error is not None:

@@ -25,20 +25,19 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-from pydantic import ValidationError
-
 from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import RunStatus
 from butterfly.errors import UserError
-from butterfly.runs.digest import Chain
+from butterfly.runs.calls import iter_records
+from butterfly.runs.digest import Chain, linked_line
 from butterfly.runs.lock import LOCK, writer_lock
-from butterfly.runs.observe import OBSERVATIONS, SEAL, carry, complete_lines
+from butterfly.runs.observe import OBSERVATIONS, SEAL, carry
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import CallRecord, MergedShard, RunManifest, RunParams, Shard
 from butterfly.runs.scope import conversation_keys, select
 from butterfly.runs.shards import served
 from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, ask_flag, now, write_manifest
-from butterfly.runs.usage import total_usage
+from butterfly.runs.usage import Tally
 from butterfly.suite.load import load_suite
 
 BEST_TO_WORST: tuple[RunStatus, ...] = ("complete", "incomplete", "budget", "interrupted",
@@ -140,20 +139,14 @@ def _copy(path: Path, m: RunManifest, out: IO[bytes], chain: Chain) -> Iterator[
     (the merged file's digest), and yield them."""
     keys = _slice_of(path, m)
     src = path / CALLS
-    for n, line in enumerate(complete_lines(src), 1):
-        try:
-            rec = CallRecord.model_validate_json(line)
-        except ValidationError as e:
-            raise UserError(f"{src}:{n}: corrupt call record ({str(e).splitlines()[0]})"
-                            ) from None
+    for n, line, rec in iter_records(src):
         if ConversationKey(rec.scenario, rec.layout, rec.repeat) not in keys:
             raise UserError(f"merge: {src}:{n}: a call of conversation (scenario "
                             f"{rec.scenario}, layout {rec.layout}, repeat {rec.repeat}), which "
                             f"is not in shard {m.params.shard}'s slice: a call copied between "
                             "shards (a duplicate), or an edited file")
         if rec.chain_sha256 is not None:
-            rec = rec.model_copy(update={"chain_sha256": chain.sha256})
-            line = (rec.model_dump_json() + "\n").encode("utf-8")
+            line = linked_line(rec, chain)
         out.write(line)
         chain.add(line)
         yield rec
@@ -161,9 +154,9 @@ def _copy(path: Path, m: RunManifest, out: IO[bytes], chain: Chain) -> Iterator[
 
 def _merged_manifest(paths: Sequence[Path], shards: Sequence[RunManifest],
                      records: Iterator[CallRecord]) -> RunManifest:
-    counts = [0, 0]
-    first = shards[0]
-    usage = total_usage(_counted(records, counts), first.params.price, first.model)
+    first, tally = shards[0], Tally()
+    for rec in records:
+        tally.add(rec)
     bases = {m.params.api_base for m in shards}
     routers = [m.params.router for m in shards]
     params = first.params.model_copy(update={
@@ -176,17 +169,12 @@ def _merged_manifest(paths: Sequence[Path], shards: Sequence[RunManifest],
     return first.model_copy(update={
         "params": params, "status": status, "updated_at": now(),
         "started_at": min(m.started_at for m in shards),
-        "n_calls": counts[0], "n_provider_errors": counts[1],
-        "incomplete_scenarios": tuple(incomplete), "usage": usage,
+        "n_calls": tally.answered, "n_provider_errors": tally.errors,
+        "incomplete_scenarios": tuple(incomplete),
+        "usage": tally.usage(first.params.price, first.model),
         "failure": next((m.failure for m in shards if m.failure), None),
         "merged_from": tuple(MergedShard(path=str(p), shard=_shard(m), status=m.status)
                              for p, m in zip(paths, shards, strict=True))})
-
-
-def _counted(records: Iterator[CallRecord], counts: list[int]) -> Iterator[CallRecord]:
-    for rec in records:
-        counts[0 if rec.error is None else 1] += 1
-        yield rec
 
 
 def _check_empty(out: Path) -> None:

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import IO, Final, Literal
+from typing import Final, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from butterfly.code.runner import sweep_stale
 from butterfly.code.sandbox import ENV, bubblewrap_problem, sandbox_kind
@@ -45,7 +45,7 @@ from butterfly.code.spec_of_program import EXTRACTOR_VERSION, budget, observe
 from butterfly.core.code_catalogue import KEYS
 from butterfly.core.pooling import Result
 from butterfly.errors import UserError
-from butterfly.runs.digest import Chain
+from butterfly.runs.digest import Chain, LinkedLog, complete_lines
 from butterfly.runs.records import SHA256, StrictModel
 
 OBSERVATIONS: Final = "observations.jsonl"
@@ -99,8 +99,9 @@ def program_sha256(program: str) -> str:
     return hashlib.sha256(program.encode("utf-8")).hexdigest()
 
 
-def key_of(program: str, expect: Mapping[str, str]) -> Key:
-    return program_sha256(program), json.dumps({k: expect[k] for k in KEYS})
+def key_of(sha256: str, expect: Mapping[str, str]) -> Key:
+    """The key of the program whose hash is ``sha256`` observed against ``expect``."""
+    return sha256, json.dumps({k: expect[k] for k in KEYS})
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Observations:
     unsealed: int = 0
 
     def get(self, program: str, expect: Mapping[str, str]) -> Observation | None:
-        return self.known.get(key_of(program, expect))
+        return self.known.get(key_of(program_sha256(program), expect))
 
 
 def _seal(run_dir: Path) -> ObservationSeal | None:
@@ -129,21 +130,6 @@ def _seal(run_dir: Path) -> ObservationSeal | None:
     except ValidationError as e:
         raise UserError(f"{path}: not an observation seal ({str(e).splitlines()[0]}): it was "
                         f"edited or damaged; {WAY_BACK}") from None
-
-
-def complete_lines(path: Path) -> Iterator[bytes]:
-    """The complete lines of ``path``, none when it is missing (a torn last line, a kill
-    mid-write, left out, as every reader does)."""
-    try:
-        f = path.open("rb")
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-    with f:
-        for line in f:
-            if line.endswith(b"\n"):
-                yield line
 
 
 def _parsed(path: Path, n: int, line: bytes) -> Observation:
@@ -173,7 +159,7 @@ def read_observations(run_dir: Path) -> Observations:
         if n <= covers:
             out.end += len(line)
             if obs.schema_version == 2 and obs.extractor == EXTRACTOR_VERSION:
-                out.known.setdefault(key_of_observation(obs), obs)
+                out.known.setdefault(key_of(obs.program_sha256, obs.expect), obs)
             if n == covers:
                 sealed = Chain(out.chain.records, out.chain.sha256)
         else:
@@ -189,41 +175,29 @@ def read_observations(run_dir: Path) -> Observations:
     return out
 
 
-def key_of_observation(obs: Observation) -> Key:
-    return obs.program_sha256, json.dumps({k: obs.expect[k] for k in KEYS})
-
-
-class ObservationLog:
+class ObservationLog(LinkedLog):
     """Appends observations to a run directory as each is made: its line (linked, flushed),
     then the seal, rewritten atomically. Opened on what :func:`read_observations` found: a torn
     line or lines past the seal are cut off first (they were vouched for by nothing)."""
 
     def __init__(self, run_dir: Path, found: Observations) -> None:
-        self.path, self.seal = run_dir / OBSERVATIONS, run_dir / SEAL
-        self.chain = Chain(found.chain.records, found.chain.sha256)
+        super().__init__(run_dir / OBSERVATIONS, Chain(found.chain.records, found.chain.sha256))
+        self.seal = run_dir / SEAL
         try:
-            self._f: IO[bytes] = self.path.open("ab")
             self._f.truncate(found.end)
         except OSError as e:
             raise UserError(f"{self.path}: cannot write: {e.strerror or e}") from None
 
-    def append(self, obs: Observation) -> None:
-        line = (obs.model_copy(update={"chain_sha256": self.chain.sha256}).model_dump_json()
-                + "\n").encode("utf-8")
+    def append(self, record: BaseModel) -> None:
         tmp = self.seal.with_name(SEAL + ".tmp")
         try:
-            self._f.write(line)
-            self._f.flush()
-            self.chain.add(line)
+            super().append(record)
             tmp.write_text(ObservationSeal(observations=self.chain.records,
                                            observations_sha256=self.chain.sha256)
                            .model_dump_json() + "\n", encoding="utf-8")
             os.replace(tmp, self.seal)
         except OSError as e:
             raise UserError(f"{self.path}: cannot write: {e.strerror or e}") from None
-
-    def close(self) -> None:
-        self._f.close()
 
 
 def carry(sources: Iterable[Path], out: Path) -> int:
@@ -315,7 +289,7 @@ def observe_programs(run_dir: Path, todo: Iterable[tuple[str, Mapping[str, str]]
     fresh: dict[Key, tuple[str, dict[str, str]]] = {}
     on_file: set[Key] = set()
     for program, expect in todo:
-        key = key_of(program, expect)
+        key = key_of(program_sha256(program), expect)
         if key in found.known:
             on_file.add(key)
         elif key not in fresh:

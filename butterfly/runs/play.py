@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from butterfly.core.turns import CallKey, Turn
 from butterfly.core.vocab import ErrorClass, RunStatus
@@ -29,7 +29,7 @@ from butterfly.models.client import ModelClient
 from butterfly.models.provider import ContextOverflow
 from butterfly.runs.budget import Budget
 from butterfly.runs.calls import CallView
-from butterfly.runs.digest import START
+from butterfly.runs.digest import START, LinkedLog
 from butterfly.runs.integrity import key_of
 from butterfly.runs.records import (
     CallError,
@@ -39,11 +39,14 @@ from butterfly.runs.records import (
     RunParams,
     Tokens,
 )
-from butterfly.runs.scope import asked, conversations
-from butterfly.runs.store import CALLS, CallLog, RunState, close_run, now
+from butterfly.runs.scope import Conversation, asked, conversations
+from butterfly.runs.store import CALLS, RunState, close_run, now
 from oracle import Scenario
 
 T = TypeVar("T")
+KEPT = ("raw_chars", "reasoning_content", "finish_reason", "cost_usd", "saved_usd")
+"""What a call record keeps of an answer under the answer's own names (its tokens are the
+answer's ``NAME_tokens``, field by field)."""
 
 
 def wait_note(seconds: float, kind: ErrorClass) -> str:
@@ -83,21 +86,13 @@ class Progress:
 
 
 @dataclass(frozen=True)
-class Conversation:
-    """One conversation to play: what is asked, and where its answers go."""
-
-    scenario: Scenario
-    layout: str
-    repeat: int
-
-
-@dataclass(frozen=True)
 class Player:
     """Everything a conversation is played with: the model, the run's state and its log."""
 
     client: ModelClient
     state: RunState
-    log: CallLog
+    log: LinkedLog | None
+    """None: nothing is written (the dry run)."""
     progress: Progress
     budget: Budget = field(default_factory=lambda: Budget(None))
 
@@ -150,7 +145,8 @@ async def _ask(engine: Engine, ask: Ask, todo: list[int], player: Player
     state = player.state
     for rec in fresh:
         player.budget.settle(rec)
-        player.log.append(rec)
+        if player.log is not None:
+            player.log.append(rec)
         state.add(state.lines + 1, rec)
         player.progress.add(rec)
     if len(allowed) < len(todo) or any(rec.error is not None for rec in fresh):
@@ -184,57 +180,36 @@ async def _call(engine: Engine, ask: Ask, sample: int, msgs: tuple[dict[str, str
         parsed = engine.over_context(str(e))
         if parsed is None:  # a provider fault: the run stops
             raise
-        return _over_context(ask, sample, added, parsed)
-    resp = outcome.response
-    read = (Parsed(None, None, "") if resp is None else
-            engine.read(resp.text, resp.finish_reason, resp.raw_chars))
-    return CallRecord(
-        chain_sha256=START,  # linked into the file's digest when it is appended (CallLog)
-        scenario=ask.scenario,
-        turn=ask.turn,
-        layout=ask.layout,
-        repeat=ask.repeat,
-        sample=sample,
-        messages_sha256=ask.messages_sha256,
-        messages_added=added,
-        raw=None if resp is None else resp.text,
-        raw_chars=None if resp is None else resp.raw_chars,
-        reasoning_content=None if resp is None else resp.reasoning_content,
-        finish_reason=None if resp is None else resp.finish_reason,
-        spec=read.spec,
-        abstention=read.reason,
-        abstention_detail=read.detail,
-        latency_s=round(outcome.latency_s, 6),
-        tokens=Tokens(
-            prompt=None if resp is None else resp.prompt_tokens,
-            completion=None if resp is None else resp.completion_tokens,
-            cached=None if resp is None else resp.cached_tokens,
-            reasoning=None if resp is None else resp.reasoning_tokens,
-            cache_write=None if resp is None else resp.cache_write_tokens,
-        ),
-        cost_usd=None if resp is None else resp.cost_usd,
-        saved_usd=None if resp is None else resp.saved_usd,
-        attempts=outcome.attempts,
-        cached=outcome.cached,
-        error=None if outcome.error is None else CallError(kind=outcome.error.kind,
-                                                            message=outcome.error.message),
-        at=now(),
-        invalid_usage=None if resp is None or resp.usage_invalid is None else InvalidUsage(
-            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"),
-    )
+        # a code-track turn or an ask (--ask-at) over the model's context window: an
+        # abstention (reason context) of its own sample, answered with nothing; the
+        # conversation goes on (contract v3, s. 4)
+        return _record(ask, sample, added, parsed, raw="", latency_s=0.0, attempts=1)
+    resp, error = outcome.response, outcome.error
+    done: dict[str, Any] = {
+        "latency_s": round(outcome.latency_s, 6), "attempts": outcome.attempts,
+        "cached": outcome.cached,
+        "error": None if error is None else CallError(kind=error.kind, message=error.message)}
+    if resp is None:
+        return _record(ask, sample, added, Parsed(None, None, ""), raw=None, **done)
+    kept = {name: getattr(resp, name) for name in KEPT}
+    counts = {name: getattr(resp, f"{name}_tokens") for name in Tokens.model_fields}
+    return _record(
+        ask, sample, added, engine.read(resp.text, resp.finish_reason, resp.raw_chars),
+        raw=resp.text, tokens=Tokens(**counts), **kept, **done,
+        invalid_usage=None if resp.usage_invalid is None else InvalidUsage(
+            reason=resp.usage_invalid, raw=resp.raw_usage or "{}"))
 
 
-def _over_context(ask: Ask, sample: int, added: tuple[Message, ...],
-                  parsed: Parsed) -> CallRecord:
-    """A code-track turn or an ask (``--ask-at``) over the model's context window: an abstention
-    (reason ``context``) of its own sample, answered with nothing; the conversation goes on
-    (contract v3, s. 4)."""
+def _record(ask: Ask, sample: int, added: tuple[Message, ...], read: Parsed,
+            **answer: Any) -> CallRecord:
+    """The record of one sample of the asked turn: its key, what was sent, the reading of
+    its answer, and ``answer`` (what came back, how long it took)."""
     return CallRecord(
-        chain_sha256=START, scenario=ask.scenario, turn=ask.turn, layout=ask.layout,
-        repeat=ask.repeat, sample=sample, messages_sha256=ask.messages_sha256,
-        messages_added=added, raw="", finish_reason=None, spec=parsed.spec,
-        abstention=parsed.reason, abstention_detail=parsed.detail, latency_s=0.0, attempts=1,
-        at=now())
+        chain_sha256=START,  # linked into the file's digest when it is appended (LinkedLog)
+        scenario=ask.scenario, turn=ask.turn, layout=ask.layout, repeat=ask.repeat,
+        sample=sample, messages_sha256=ask.messages_sha256, messages_added=added,
+        spec=read.spec, abstention=read.reason, abstention_detail=read.detail, at=now(),
+        **answer)
 
 
 async def in_workers(items: Iterable[T], concurrency: int,
@@ -262,15 +237,15 @@ async def run_suite(
     with ``max_cost``, stop (status ``budget``) before a call could exceed it."""
     params = state.manifest.params
     budget = Budget.of(params.max_cost, state.done.values())
-    player = Player(client, state, CallLog(out / CALLS, state.chain), progress, budget)
+    log = LinkedLog(out / CALLS, state.chain)
+    player = Player(client, state, log, progress, budget)
     incomplete: dict[str, None] = {}  # the scenario ids, each once
     interrupted = False
     failure: str | None = None
 
-    async def one(conv: tuple[Scenario, str, int]) -> None:
-        s, layout, repeat = conv
-        if await play_conversation(Conversation(s, layout, repeat), player) is None:
-            incomplete[s.id] = None
+    async def one(conv: Conversation) -> None:
+        if await play_conversation(conv, player) is None:
+            incomplete[conv.scenario.id] = None
 
     try:
         await in_workers(conversations(scenarios, params), params.concurrency, one)
@@ -282,7 +257,7 @@ async def run_suite(
         raise RunFailed(f"the run failed: {failure}; its manifest says status failed. Fix the "
                         "cause and re-run the same command to resume") from None
     finally:
-        player.log.close()
+        log.close()
         order = {s.id: i for i, s in enumerate(scenarios)}
         done_ids = tuple(sorted(incomplete, key=order.__getitem__))
         status: RunStatus = ("interrupted" if interrupted else "failed" if failure else

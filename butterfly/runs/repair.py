@@ -30,8 +30,7 @@ from butterfly.core.pooling import Result
 from butterfly.core.turns import CallKey, ConversationKey
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
-from butterfly.runs.calls import Tally
-from butterfly.runs.digest import Chain
+from butterfly.runs.digest import Chain, linked_line
 from butterfly.runs.integrity import ParseCheck, key_of
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.reader import load_run
@@ -53,6 +52,7 @@ from butterfly.runs.store import (
     suite_sha256,
     write_manifest,
 )
+from butterfly.runs.usage import Tally
 from butterfly.suite.load import load_suite
 from oracle import Scenario
 
@@ -78,16 +78,6 @@ class RepairResult(Result):
     manifest: RunManifest | None = None
     kept: int = 0
     dropped: tuple[str, ...] = ()
-
-
-@dataclass
-class Kept:
-    """The records kept so far, their digest and counts, and the lines dropped."""
-
-    chain: Chain = field(default_factory=Chain)
-    tally: Tally = field(default_factory=Tally)
-    answered: set[CallKey] = field(default_factory=set)
-    dropped: list[str] = field(default_factory=list)
 
 
 def _found(out: Path) -> str | None:
@@ -153,28 +143,6 @@ class Scope:
         return [dict(m) for m in sent]
 
 
-class Old:
-    """The old file's digest as it is read, taken up again at each record's link: where a link
-    disagrees with the lines before it, the line before it is not what was written."""
-
-    def __init__(self, manifest: RunManifest) -> None:
-        self.seal = manifest.seal
-        self.running = Chain()
-
-    def contradicts(self, n: int, rec: CallRecord | None) -> bool:
-        """Whether line ``n``'s link says line ``n - 1`` was changed."""
-        if rec is None or rec.chain_sha256 is None:
-            return False
-        bad = n > 1 and rec.chain_sha256 != self.running.sha256
-        self.running.sha256 = rec.chain_sha256
-        return bad
-
-    def contradicts_end(self, n: int) -> bool:
-        """Whether the seal says line ``n``, the last, was changed."""
-        return (self.seal is not None and self.seal.records == n
-                and self.seal.calls_sha256 != self.running.sha256)
-
-
 def _read(n: int, line: bytes, kept: Kept) -> CallRecord | None:
     if not line.endswith(b"\n"):
         kept.dropped.append(f"line {n}: torn (no newline)")
@@ -187,14 +155,18 @@ def _read(n: int, line: bytes, kept: Kept) -> CallRecord | None:
 
 
 @dataclass
-class Writer:
-    """Keeps a record (linked into the new digest, written) or drops it with its reason."""
+class Kept:
+    """Keeps a record (linked into the new digest, written) or drops it with its reason: the
+    records kept so far, their digest and counts, and the lines dropped."""
 
-    kept: Kept
     scope: Scope
     parses: ParseCheck
     rebuilt: bool
     out: IO[bytes]
+    chain: Chain = field(default_factory=Chain)
+    tally: Tally = field(default_factory=Tally)
+    answered: set[CallKey] = field(default_factory=set)
+    dropped: list[str] = field(default_factory=list)
 
     def why_not(self, n: int, rec: CallRecord) -> str | None:
         why = self.scope.why_not(rec)
@@ -204,7 +176,7 @@ class Writer:
             self.parses.add(n, rec)
         except UserError:
             why = why or "its spec is not the parse of its answer"
-        if why is None and rec.error is None and key_of(rec) in self.kept.answered:
+        if why is None and rec.error is None and key_of(rec) in self.answered:
             why = "a second answer for its call"
         return why
 
@@ -214,16 +186,14 @@ class Writer:
         n, rec = pending
         why = self.why_not(n, rec)
         if why is not None:
-            self.kept.dropped.append(f"line {n}: {why}")
+            self.dropped.append(f"line {n}: {why}")
             return
         if rec.error is None:
-            self.kept.answered.add(key_of(rec))
-        linked = rec.model_copy(update={"schema_version": 2,
-                                        "chain_sha256": self.kept.chain.sha256})
-        line = (linked.model_dump_json() + "\n").encode("utf-8")
+            self.answered.add(key_of(rec))
+        line = linked_line(rec.model_copy(update={"schema_version": 2}), self.chain)
         self.out.write(line)
-        self.kept.chain.add(line)
-        self.kept.tally.add(rec)
+        self.chain.add(line)
+        self.tally.add(rec)
 
 
 def _records(out: Path, manifest: RunManifest, rebuilt: bool, suite: Path) -> Kept:
@@ -237,26 +207,31 @@ def _records(out: Path, manifest: RunManifest, rebuilt: bool, suite: Path) -> Ke
 
 
 def _kept(out: Path, manifest: RunManifest, rebuilt: bool, suite: Path) -> Kept:
-    kept, old = Kept(), Old(manifest)
+    """The old file's digest is taken up again at each record's link as it is read: where a
+    link disagrees with the lines before it, the line before it is not what was written."""
     scope = Scope(load_suite(suite, played=True), manifest.params)
+    seal, running = manifest.seal, Chain()
     pending: tuple[int, CallRecord] | None = None
     with (out / (CALLS + ".repairing")).open("wb") as w, (out / CALLS).open("rb") as f:
-        writer = Writer(kept, scope, ParseCheck(out / CALLS, manifest.params), rebuilt, w)
+        kept = Kept(scope, ParseCheck(out / CALLS, manifest.params), rebuilt, w)
         for n, line in enumerate(f, 1):
             rec = _read(n, line, kept)
-            if old.contradicts(n, rec) and pending is not None:
-                kept.dropped.append(f"line {pending[0]}: the digest line {n} keeps disagrees "
-                                    "(this line was edited, or a line removed or inserted "
-                                    "after it)")
-                pending = None
-            writer.flush(pending)
-            old.running.add(line)
+            if rec is not None and rec.chain_sha256 is not None:
+                if n > 1 and rec.chain_sha256 != running.sha256 and pending is not None:
+                    kept.dropped.append(f"line {pending[0]}: the digest line {n} keeps "
+                                        "disagrees (this line was edited, or a line removed "
+                                        "or inserted after it)")
+                    pending = None
+                running.sha256 = rec.chain_sha256
+            kept.flush(pending)
+            running.add(line)
             pending = None if rec is None else (n, rec)
-        if pending is not None and old.contradicts_end(pending[0]):
+        if (pending is not None and seal is not None and seal.records == pending[0]
+                and seal.calls_sha256 != running.sha256):
             kept.dropped.append(f"line {pending[0]}: not the record written there (the "
                                 "manifest's seal disagrees)")
             pending = None
-        writer.flush(pending)
+        kept.flush(pending)
     return kept
 
 

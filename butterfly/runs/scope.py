@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from butterfly.core.asking import asked_turns
 from butterfly.core.turns import ConversationKey
@@ -12,6 +13,14 @@ from butterfly.errors import UserError
 from butterfly.runs.records import RunParams
 from butterfly.runs.shards import shard_slice
 from oracle import Scenario
+
+
+class Conversation(NamedTuple):
+    """One conversation a run plays: a scenario, in one layout, one repeat."""
+
+    scenario: Scenario
+    layout: str
+    repeat: int
 
 
 def select(scenarios: Sequence[Scenario], params: RunParams) -> list[Scenario]:
@@ -54,13 +63,10 @@ def asked(scenario: Scenario, params: RunParams) -> Sequence[int]:
     return asked_turns(len(scenario.turns), params.ask_at)
 
 
-def conversations(
-    scenarios: Sequence[Scenario], params: RunParams
-) -> list[tuple[Scenario, str, int]]:
-    """Every (scenario, layout, repeat) a run plays, scenario by scenario (a shard's slice)."""
-    every: list[tuple[Scenario, str, int]] = [
-        (s, layout, r) for s in scenarios for layout in params.layouts
-        for r in range(params.repeats)]
+def conversations(scenarios: Sequence[Scenario], params: RunParams) -> list[Conversation]:
+    """Every conversation a run plays, scenario by scenario (a shard's slice)."""
+    every = [Conversation(s, layout, r) for s in scenarios for layout in params.layouts
+             for r in range(params.repeats)]
     if params.shard is None:
         return every
     return shard_slice(every, params.shard, params.samples, params.ask_at)

@@ -36,9 +36,9 @@ from butterfly.models.registry import (
 )
 from butterfly.models.router import RouterConfig
 from butterfly.runs.budget import Budget
+from butterfly.runs.digest import LinkedLog
 from butterfly.runs.lock import writer_lock
 from butterfly.runs.play import (
-    Conversation,
     Player,
     Progress,
     in_workers,
@@ -46,8 +46,9 @@ from butterfly.runs.play import (
 )
 from butterfly.runs.records import RunParams
 from butterfly.runs.run_flags import check_routed
+from butterfly.runs.scope import Conversation
 from butterfly.runs.shards import router_ref
-from butterfly.runs.store import CALLS, CallLog, close_run, note_transport, open_run
+from butterfly.runs.store import CALLS, close_run, note_transport, open_run
 from oracle import Scenario, replay
 
 
@@ -105,7 +106,7 @@ def _open_sides(plan: Plan, providers: dict[str, ModelClient]) -> tuple[list[Sid
     for (model, out), state in zip(pairs, states, strict=True):
         note_transport(out, state, transport(model, plan.api_base, params.via,
                                              routed=model in plan.configs))
-        player = Player(providers[model], state, CallLog(out / CALLS, state.chain), progress,
+        player = Player(providers[model], state, LinkedLog(out / CALLS, state.chain), progress,
                         budget)
         sides.append(Side(model, out, player, finals))
     return sides, budget
@@ -133,7 +134,8 @@ def _budget_line(budget: Budget) -> str:
 
 
 def _close(side: Side, rounds: int, status: RunStatus, failure: str | None) -> None:
-    side.player.log.close()
+    if side.player.log is not None:
+        side.player.log.close()
     state = side.player.state
     close_run(side.out, state, status, failure=failure,
               params=state.manifest.params.model_copy(update={"repeats": max(1, rounds)}))

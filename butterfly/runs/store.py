@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Final
+from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
@@ -30,10 +30,9 @@ from butterfly.core.turns import CallKey
 from butterfly.core.vocab import RunStatus, Transport
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
-from butterfly.runs.calls import CallView, Compactor, Tally, iter_records
+from butterfly.runs.calls import CallView, Compactor, iter_records
 from butterfly.runs.digest import UNSEALED, Chain, Digest, Links, check_content, sealed
 from butterfly.runs.integrity import CallIndex, ParseCheck
-from butterfly.runs.integrity import key_of as key_of  # re-exported: callers read it here
 from butterfly.runs.lock import LOCK
 from butterfly.runs.records import (
     MANIFEST_SCHEMA_VERSION,
@@ -44,7 +43,8 @@ from butterfly.runs.records import (
     SuiteRef,
 )
 from butterfly.runs.shards import check_resume
-from butterfly.runs.versions import prompt_label, version_name
+from butterfly.runs.usage import Tally
+from butterfly.runs.versions import prompt_label
 from butterfly.suite.load import ROOT, sha256_file
 from oracle import Scenario
 
@@ -87,11 +87,12 @@ class RunState:
     answers, and the last error of each call with none) and their running counts."""
 
     manifest: RunManifest
-    index: CallIndex[CallView] = field(default_factory=lambda: CallIndex(Path(CALLS)))
+    index: CallIndex = field(default_factory=lambda: CallIndex(Path(CALLS)))
     tally: Tally = field(default_factory=Tally)
     compactor: Compactor = field(default_factory=Compactor)
     chain: Chain = field(default_factory=Chain)
-    """The rolling digest of every line of calls.jsonl so far (continued by :class:`CallLog`)."""
+    """The rolling digest of every line of calls.jsonl so far (continued by its
+    :class:`~butterfly.runs.digest.LinkedLog`)."""
     unlinked: int = 0
     """Leading records made before the digest (version 1)."""
 
@@ -177,18 +178,14 @@ def _check_same_run(out: Path, old: RunManifest, model: str, suite_path: Path, s
                            for k in keys if was.get(k) != now_.get(k))
         raise UserError(f"--out {out} was run with other answer-changing parameters: {differ}; "
                         "resume with the same ones or choose another --out")
-    if old.prompt_sha256 != track(params.track).prompt_sha256(params):
+    this = track(params.track)
+    if old.prompt_sha256 != this.prompt_sha256(params):
         raise UserError(
             f"--out {out} was run with a different prompt "
-            f"({version_name(prompt_label(old).version, old.params.track)}, prompt_sha256 "
+            f"({track(old.params.track).version_name(prompt_label(old).version)}, prompt_sha256 "
             f"{old.prompt_sha256[:12]}): its answers cannot be continued with this version's "
-            f"prompt ({_this_version(params)}); choose another --out"
+            f"prompt ({this.version_name(this.prompt_version)}); choose another --out"
         )
-
-
-def _this_version(params: RunParams) -> str:
-    t = track(params.track)
-    return t.version_name(t.prompt_version)
 
 
 def _check_same_scope(out: Path, old: RunParams, params: RunParams) -> None:
@@ -218,11 +215,24 @@ def ask_flag(ask_at: Sequence[int] | None) -> str:
     return f"--ask-at {','.join(map(str, ask_at)) if ask_at else LAST}"
 
 
-def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path,
-            link: BudgetSweep | None = None) -> RunState:
+def _resumed(out: Path | None, model: str, suite_path: Path, suite_sha: str,
+             params: RunParams, link: BudgetSweep | None = None) -> RunManifest | None:
+    """The manifest of the run ``out`` holds, checked to be this run (refused otherwise);
+    None when there is none, or it never recorded a call."""
+    if out is None or not (out / MANIFEST).exists():
+        return None
+    old, obj = manifest_and_json(out)
+    if _unstarted(out, old):
+        return None
+    check_content(out / MANIFEST, old, obj)
+    _check_same_run(out, old, model, suite_path, suite_sha, params)
     _check_same_scope(out, old.params, params)
     check_link(out, old.budget_sweep, link)
     check_resume(out, old.model, old.params, params)
+    return old
+
+
+def _resume(out: Path, old: RunManifest, params: RunParams, suite_path: Path) -> RunState:
     state = read_state(out, old, repair=True)
     copy = out / SUITE_COPY
     if not copy.is_file() or sha256_file(copy) != old.suite.sha256:
@@ -278,12 +288,10 @@ def open_run(out: Path, model: str, suite_path: Path, scenarios: Sequence[Scenar
     directory's :func:`butterfly.runs.lock.writer_lock`. ``link``: the budget sweep the run is
     one budget of (``butterfly sweep``), recorded in a new manifest and checked on a resume."""
     suite_sha = suite_sha256(suite_path)
-    if (out / MANIFEST).exists():
-        old, obj = manifest_and_json(out)
-        if not _unstarted(out, old):
-            check_content(out / MANIFEST, old, obj)
-            _check_same_run(out, old, model, suite_path, suite_sha, params)
-            return _resume(out, old, params, suite_path, link)
+    old = _resumed(out, model, suite_path, suite_sha, params, link)
+    if old is not None:
+        return _resume(out, old, params, suite_path)
+    if (out / MANIFEST).exists():  # a run that never recorded a call: started afresh
         for name in (MANIFEST, CALLS, SUITE_COPY):
             with contextlib.suppress(FileNotFoundError):
                 (out / name).unlink()
@@ -327,16 +335,11 @@ def peek_state(out: Path | None, model: str, suite_path: Path, scenarios: Sequen
     --dry-run``): the recorded calls of ``out`` when it holds this run (refused as a resume
     would be), else an empty run held in memory."""
     suite_sha = suite_sha256(suite_path)
-    if out is not None and (out / MANIFEST).exists():
-        old, obj = manifest_and_json(out)
-        if not _unstarted(out, old):
-            check_content(out / MANIFEST, old, obj)
-            _check_same_run(out, old, model, suite_path, suite_sha, params)
-            _check_same_scope(out, old.params, params)
-            check_resume(out, old.model, old.params, params)
-            state = read_state(out, old)  # a torn last line is skipped, not cut off
-            state.manifest = old.model_copy(update={"params": params})
-            return state
+    old = _resumed(out, model, suite_path, suite_sha, params)
+    if out is not None and old is not None:
+        state = read_state(out, old)  # a torn last line is skipped, not cut off
+        state.manifest = old.model_copy(update={"params": params})
+        return state
     return RunState(new_manifest(model, suite_path, suite_sha, scenarios, params))
 
 
@@ -381,25 +384,3 @@ def close_run(out: Path, state: RunState, status: RunStatus,
         update["params"] = params
     state.manifest = write_manifest(out, state.manifest.model_copy(update=update), state.chain)
     return state.manifest
-
-
-class CallLog:
-    """Append-only writer of call records: one line per call, flushed as it is written, each
-    linked to the digest of the lines before it (``chain``, continued)."""
-
-    def __init__(self, path: Path, chain: Chain) -> None:
-        self._chain = chain
-        try:
-            self._f: IO[bytes] = path.open("ab")
-        except OSError as e:
-            raise UserError(f"{path}: cannot write: {e.strerror or e}") from None
-
-    def append(self, record: CallRecord) -> None:
-        linked = record.model_copy(update={"chain_sha256": self._chain.sha256})
-        line = (linked.model_dump_json() + "\n").encode("utf-8")
-        self._f.write(line)
-        self._f.flush()
-        self._chain.add(line)
-
-    def close(self) -> None:
-        self._f.close()

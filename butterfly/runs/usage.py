@@ -50,10 +50,14 @@ def usage_invalid(rec: Record) -> bool:
 
 
 @dataclass
-class UsageTally:
-    """Running totals over every call that got an answer (cost_usd), and over those this run
-    sent itself, not served by the answer cache (spent_usd)."""
+class Tally:
+    """Running counts of a run's call records, as they are read or written (closing a run
+    never re-reads its file): answered, failed, and the totals over every call that got an
+    answer (cost_usd) and over those this run sent itself, not served by the answer cache
+    (spent_usd)."""
 
+    answered: int = 0
+    errors: int = 0
     calls: int = 0
     prompt: int = 0
     completion: int = 0
@@ -69,6 +73,10 @@ class UsageTally:
     invalid: int = 0
 
     def add(self, rec: Record) -> None:
+        if rec.error is None:
+            self.answered += 1
+        else:
+            self.errors += 1
         if answered_nothing(rec):
             return
         self.calls += 1
@@ -111,9 +119,9 @@ class UsageTally:
 
 def total_usage(records: Iterable[Record], price: UserPrice | None = None,
                 model: str | None = None) -> Usage:
-    """The usage of ``records`` (see :class:`UsageTally`), priced by ``price`` when the user
+    """The usage of ``records`` (see :class:`Tally`), priced by ``price`` when the user
     gave one, of the run of ``model``."""
-    tally = UsageTally()
+    tally = Tally()
     for rec in records:
         tally.add(rec)
     return tally.usage(price, model)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Final
 
 from butterfly.core.scores import PromptLabel
-from butterfly.engine.tracks import track
 from butterfly.runs.records import RunManifest
 
 V2: Final = frozenset({
@@ -62,10 +61,3 @@ def prompt_label(manifest: RunManifest) -> PromptLabel:
                            track=name)
     return PromptLabel(version=2 if sha in V2 else None, recorded=False, sha256=sha,
                        track=name)
-
-
-def version_name(version: int | None, track_name: str = "spec") -> str:
-    """``prompt v2`` (``code prompt v1`` on the code track: the track's
-    :meth:`~butterfly.engine.tracks.Track.version_name`); ``prompt before versions`` for an
-    unknown fingerprint without one."""
-    return track(track_name).version_name(version)

@@ -6,7 +6,7 @@ About 20 references in docs/ named modules of an old flat layout (``butterfly/sc
 cited a contract file outside the repository. A path is looked up from the repository's root,
 or from ``butterfly/`` for a layer's module (``runs/reader.py``: docs/design.md names modules
 relative to the package); an upper-case word or ``<...>`` in it is a placeholder
-(``scenarios/NAME.manifest.json``) that must match a file; ``runs/calls.iter_calls`` names a
+(``scenarios/NAME.manifest.json``) that must match a file; ``runs/calls.iter_records`` names a
 module and an attribute. Paths the docs name as what a command writes are listed in
 :data:`OUTPUTS`, each with why it is not in the repository.
 """
@@ -76,7 +76,7 @@ def _found(pattern: str) -> bool:
 
 
 def _attribute(path: str) -> bool:
-    """``runs/calls.iter_calls``: a module file and an attribute of it."""
+    """``runs/calls.iter_records``: a module file and an attribute of it."""
     head, _, tail = path.rpartition("/")
     name, _, attrs = tail.partition(".")
     for base in ("", "butterfly/"):
@@ -169,7 +169,7 @@ def test_each_output_path_listed_is_still_named() -> None:
 def test_the_check_catches_what_the_docs_got_wrong(wrong: str) -> None:
     assert not exists(wrong)
     assert exists("docs/parser.md") and exists("runs/reader.py")
-    assert exists("runs/calls.iter_calls") and not exists("runs/calls.iter_nothing")
+    assert exists("runs/calls.iter_records") and not exists("runs/calls.iter_nothing")
     doc = "`butterfly frobnicate RUN` and `butterfly score RUN`; butterfly fix in prose"
     assert commands_named(iter([("x.md", doc)])) == [("x.md", "frobnicate"), ("x.md", "score")]
 

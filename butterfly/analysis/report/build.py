@@ -33,10 +33,10 @@ from butterfly.analysis.report.frontier import frontier, ranking
 from butterfly.analysis.report.pages import page_conversations, page_scenario
 from butterfly.analysis.scoring import score_run
 from butterfly.core.asking import ask_label
+from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, check_same_scenarios, load_run
 from butterfly.runs.records import RunManifest
-from butterfly.runs.versions import version_name
 from oracle import CATEGORIES, OPS
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def mode_pairs(runs: Sequence[RunEntry]) -> tuple[ModePair, ...]:
 
 def _entries(loaded: Sequence[Run]) -> list[RunEntry]:
     scores = [score_run(run) for run in loaded]
-    prompts = [version_name(s.prompt.version, s.prompt.track) for s in scores]
+    prompts = [track(s.prompt.track).version_name(s.prompt.version) for s in scores]
     labels = labels_apart(loaded, prompts)
     base_ids = sorted({c.id for c in scores[0].scenarios})
     return [RunEntry(label=label, path=str(run.path), status=run.manifest.status,

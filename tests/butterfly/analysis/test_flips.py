@@ -10,9 +10,9 @@ from conftest import run_inproc as run_cli  # in this process: no interpreter st
 from butterfly.analysis.flips import Column, audit, classify, flip_grid
 from butterfly.core.turns import Turn, TurnKey
 from butterfly.present.text import flips_text as render_flips
+from butterfly.runs.integrity import key_of
 from butterfly.runs.reader import turns
 from butterfly.runs.records import CallError, CallRecord, RunParams
-from butterfly.runs.store import key_of
 from butterfly.suite.generate import generate, proportional_counts
 from oracle import Scenario, replay
 
