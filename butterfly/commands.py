@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,11 @@ def _json(result: Any, *, line: bool = False) -> str:
     if line:
         return json.dumps(data, ensure_ascii=False)
     return json.dumps(data, indent=2)
+
+
+def _print(a: argparse.Namespace, result: Any, text: Callable[[Any], str]) -> None:
+    """``result`` on stdout: as JSON with --json, else as ``text`` renders it, made printable."""
+    print(_json(result) if a.json else _printable(text(result)))
 
 
 def _say(lines: list[str]) -> None:
@@ -125,23 +130,17 @@ def run_options(a: argparse.Namespace) -> RunOptions:
                       cache=None if a.no_cache else a.cache)
 
 
-def cmd_dry_run(a: argparse.Namespace) -> int:
-    from butterfly import api
-    from butterfly.present.bill import bill_text
-
-    result = api.dry_run(run_options(a))
-    print(_json(result) if a.json else bill_text(result))
-    return 0
-
-
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly import api
+    from butterfly.present.bill import bill_text
     from butterfly.present.display import failure_lines, print_score
     from butterfly.present.messages import interrupted, run_end
 
-    if getattr(a, "dry_run", False):
-        return cmd_dry_run(a)
-    if getattr(a, "json", False):
+    if a.dry_run:
+        bill = api.dry_run(run_options(a))
+        print(_json(bill) if a.json else bill_text(bill))
+        return 0
+    if a.json:
         raise UserError("--json goes with --dry-run (a run's JSON is butterfly score RUN "
                         "--json)")
     opts = run_options(a)
@@ -180,7 +179,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _say([interrupted(where[0]) if where else "butterfly: interrupted"])
         return 130
-    print(_json(result) if a.json else _printable(sweep_text(result)))
+    _print(a, result, sweep_text)
     statuses = {b.status for b in result.budgets}
     if "budget" in statuses or (result.stopped or "").startswith("--max-cost"):
         _say([f"butterfly: stopped by the budget: {result.stopped or 'see the table'}; re-run "
@@ -265,7 +264,7 @@ def cmd_flips(a: argparse.Namespace) -> int:
 
     runs = _loaded(a.runs)
     grid = api.flips(list(runs))
-    print(_json(grid) if a.json else _printable(flips_text(grid)))
+    _print(a, grid, flips_text)
     _unobserved(runs)
     return 0
 
@@ -276,7 +275,7 @@ def cmd_audit(a: argparse.Namespace) -> int:
 
     runs = _loaded(a.runs)
     items = api.audit(list(runs))
-    print(_json(items) if a.json else _printable(audit_text(items)))
+    _print(a, items, audit_text)
     _unobserved(runs)
     return 0
 
@@ -313,7 +312,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     run_a, run_b = _loaded([a.run_a, a.run_b])
     result = api.compare(run_a, run_b, a.method, a.q, k=a.k, cap=a.cap,
                          stop_fine=a.stop_fine, layout=a.layout, seed=a.seed)
-    print(_json(result) if a.json else _printable(compare_text(result)))
+    _print(a, result, compare_text)
     _unobserved([run_a, run_b])
     return 0
 
@@ -347,7 +346,7 @@ def cmd_sequential(a: argparse.Namespace) -> int:
                             price_a=a.price_a, price_b=a.price_b,
                             price_per_mtok_a=a.price_per_mtok_a,
                             price_per_mtok_b=a.price_per_mtok_b, quiet=a.json)
-    print(_json(result) if a.json else _printable(sequential_text(result)))
+    _print(a, result, sequential_text)
     return 0
 
 
