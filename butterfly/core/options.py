@@ -1,7 +1,7 @@
 """A run's options as one typed record: :class:`RunOptions`.
 
 It is what the command line builds (``butterfly run``'s flags are generated from its fields, in
-their order, each with the help line kept beside it here: :func:`butterfly.cli_args.add_run`),
+their order, each with the help line kept beside it here: :func:`butterfly.cli_args.add_fields`),
 what :func:`butterfly.api.run` takes, what :func:`butterfly.runs.run_flags.make_params` checks
 and turns into the manifest's ``RunParams``. A new option is one field here, with its help line;
 one the manifest should record is also a field of ``RunParams`` (``runs/records.py``).
