@@ -271,20 +271,22 @@ def cmd_flips(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import flips_text
 
-    runs = _loaded(a.runs)
-    grid = api.flips(list(runs))
-    _print(a, grid, flips_text)
-    _unobserved(runs)
-    return 0
+    return _over_runs(a, api.flips, flips_text)
 
 
 def cmd_audit(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import audit_text
 
+    return _over_runs(a, api.audit, audit_text)
+
+
+def _over_runs(a: argparse.Namespace, fn: Callable[[list[Any]], T],
+               text: Callable[[T], str]) -> int:
+    """A reading command over the runs RUN..: ``fn`` of them printed (``text``, or --json),
+    then which of them await ``observe``."""
     runs = _loaded(a.runs)
-    items = api.audit(list(runs))
-    _print(a, items, audit_text)
+    _print(a, fn(runs), text)
     _unobserved(runs)
     return 0
 
