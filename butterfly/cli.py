@@ -13,18 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, Final
 
 from butterfly import __version__, commands
-from butterfly.cli_args import (
-    Parser,
-    add_cache,
-    add_limits,
-    add_model_args,
-    add_option,
-    add_run,
-    add_side_prices,
-    add_sweep,
-)
+from butterfly.cli_args import Parser, add_fields, add_side_prices, add_sweep
+from butterfly.core.options import FIELDS
 from butterfly.core.printable import printable
 from butterfly.core.vocab import (
     CHAIN_MIX,
@@ -97,6 +90,21 @@ ABOUT: dict[str, tuple[str, str, str]] = {
 """Commands with a description and an epilog of their own: (help, description, epilog)."""
 
 
+SEQUENTIAL: Final[dict[str, dict[str, Any]]] = {
+    "limit": {"help": "only the first N scenarios"},
+    "seed": {"help": "base seed; pair r uses seed + r"},
+    "temperature": {"default": D.sequential_temperature,
+                    "help": "sampling temperature (above 0: pairs must differ)"},
+    "router": {"help": "a litellm Router file (JSON or YAML) in which --model-a and --model-b "
+               "each name a group of deployments (docs/scale.md)"},
+    "max_cost": {"help": "stop before a call could take the spending of both models together "
+                 "above USD (both runs' status budget, exit 6; re-run with a larger budget to "
+                 "continue)"},
+}
+"""``butterfly sequential``'s help (and default) where a run option means something else for
+two models."""
+
+
 def _documented(sub: argparse._SubParsersAction[Parser],
                 name: str) -> argparse.ArgumentParser:
     """The parser of ``name`` with its help line, description and epilog from ABOUT."""
@@ -157,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--out-dir", default="docs/schemas", help="directory to write them to")
 
     r = sub.add_parser("run", help="run a suite against a model (default: the embedded SmolLM2)")
-    add_run(r)
+    add_fields(r, FIELDS)
     r.add_argument("--dry-run", action="store_true", help="play nothing and write nothing: "
                    "print the calls, prompt, completion and cached-prefix tokens and the cost "
                    "the run would send, per slice of the suite and in total (docs/cost.md)")
@@ -179,8 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     ii.add_argument("--suite", metavar="FILE", help="the suite file (or frozen suite's name) "
                     "the eval played, when it is not where the log says (its sha256 must be the "
                     "log's)")
-    add_option(ii, "price")
-    add_option(ii, "price_per_mtok")
+    add_fields(ii, ("price", "price_per_mtok"))
 
     rr = _documented(sub, "repair")
     rr.add_argument("run", metavar="RUN", help="a run directory")
@@ -297,28 +304,14 @@ def build_parser() -> argparse.ArgumentParser:
     sq.add_argument("--q", type=float, default=0.1, help="false discovery rate")
     sq.add_argument("--stop-fine", action="store_true",
                     help="ebh: stop scenarios that look fine at the looks")
-    add_option(sq, "suite")
-    add_option(sq, "limit", help="only the first N scenarios")
-    add_option(sq, "per_category")
-    add_option(sq, "mode")
-    add_option(sq, "ask_at")
+    add_fields(sq, ("suite", "limit", "per_category", "mode", "ask_at"), override=SEQUENTIAL)
     sq.add_argument("--out-a", help="run directory of A (runs/seq-MODEL__SUITE when not given)")
     sq.add_argument("--out-b", help="run directory of B (runs/seq-MODEL__SUITE when not given)")
-    add_option(sq, "seed", default=0, help="base seed; pair r uses seed + r")
-    add_option(sq, "temperature", default=D.sequential_temperature,
-               help="sampling temperature (above 0: pairs must differ)")
-    for name in ("max_tokens", "concurrency", "timeout", "retries", "api_base"):
-        add_option(sq, name)
-    add_option(sq, "router", help="a litellm Router file (JSON or YAML) in which --model-a and "
-               "--model-b each name a group of deployments (docs/scale.md)")
-    add_option(sq, "via")
-    add_model_args(sq, "every call of both models")
-    add_option(sq, "max_cost", help="stop before a call could take the spending of both models "
-               "together above USD (both runs' status budget, exit 6; re-run with a larger "
-               "budget to continue)")
+    add_fields(sq, ("seed", "temperature", "max_tokens", "concurrency", "timeout", "retries",
+                    "api_base", "router", "via", "model_args", "no_seed", "max_cost"),
+               "every call of both models", SEQUENTIAL)
     add_side_prices(sq)
-    add_limits(sq)
-    add_cache(sq)
+    add_fields(sq, ("max_answer_chars", "max_retry_wait", "cache"))
     sq.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
     pa = sub.add_parser("parse", help="parse one raw answer from stdin (exit 3: abstention)")
@@ -343,20 +336,15 @@ def _repair(a: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     func: Command = args.func
     try:
         return func(args)
-    except RunFailed as e:
-        print(f"butterfly: error: {printable(str(e), newlines=False)}", file=sys.stderr)
-        return 5
-    except BudgetStopped as e:
-        print(f"butterfly: {printable(str(e), newlines=False)}", file=sys.stderr)
-        return 6
-    except UserError as e:
-        print(f"butterfly: error: {printable(str(e), newlines=False)}", file=sys.stderr)
-        return 1
+    except UserError as e:  # RunFailed exits 5, BudgetStopped 6 (and is no error)
+        stopped = isinstance(e, BudgetStopped)
+        print(f"butterfly: {'' if stopped else 'error: '}{printable(str(e), newlines=False)}",
+              file=sys.stderr)
+        return 6 if stopped else 5 if isinstance(e, RunFailed) else 1
     except PermissionError as e:  # a file, or a directory on its way, this user may not open
         where = "" if e.filename is None else f"{e.filename}: "
         print(f"butterfly: error: {printable(where, newlines=False)}{e.strerror or e} (this "

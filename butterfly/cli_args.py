@@ -5,9 +5,10 @@ formatter (every flag's default shown), ``butterfly run``'s flags generated from
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from butterfly.core.options import FIELDS, flag_of
+from butterfly.core.options import FIELDS, Flag
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -40,40 +41,34 @@ def _kind(name: str) -> type | None:
 def add_option(p: argparse.ArgumentParser, name: str, **override: Any) -> None:
     """The flag of the field ``name`` of ``RunOptions`` (``override``: argparse keywords that
     differ for this command, e.g. ``sequential``'s own help line or default)."""
-    how = flag_of(name)
+    how: Flag = FIELDS[name].metadata["flag"]
     default = FIELDS[name].default
-    words: dict[str, Any] = {"help": how.help}
-    if default is False:
-        words["action"] = "store_true"
-    else:
-        words["default"] = how.shown_default if how.shown_default is not None else default
-        if how.choices is not None:
-            words["choices"] = how.choices
-        elif _kind(name) is not None:
-            words["type"] = _kind(name)
-        if how.metavar is not None:
-            words["metavar"] = how.metavar
-    words.update(override)
-    p.add_argument(how.flag or "--" + name.replace("_", "-"), **words)
+    words: dict[str, Any] = {"action": "store_true"} if default is False else {
+        "default": default if how.shown_default is None else how.shown_default,
+        "choices": how.choices, "metavar": how.metavar, "type": _kind(name)}
+    p.add_argument("--" + name.replace("_", "-"), **{"help": how.help, **words, **override})
 
 
-def add_run(p: argparse.ArgumentParser) -> None:
-    """Every flag of ``butterfly run``, in the order of ``RunOptions``' fields."""
-    for name in FIELDS:
+def add_fields(p: argparse.ArgumentParser, names: Iterable[str], sent_with: str = "every call",
+               override: Mapping[str, dict[str, Any]] | None = None) -> None:
+    """The flags of the fields ``names`` of ``RunOptions``, in that order: ``model_args`` as
+    -M and --model-args (an argument sent with ``sent_with``), ``cache`` as --cache and
+    --no-cache; ``override``: a field's argparse keywords that differ for this command."""
+    for name in names:
         if name == "model_args":
-            add_model_args(p, "every call", seed=False)
+            add_model_args(p, sent_with)
         elif name == "cache":
             add_cache(p)
         else:
-            add_option(p, name)
+            add_option(p, name, **(override or {}).get(name, {}))
 
 
-SWEEP_HELP: Final = {
-    "out": "the sweep's folder: each budget's run is OUT/MODEL__SUITE__KEY=VALUE (default "
-           "runs/MODEL__SUITE__sweep-KEY); re-run to resume",
-    "max_cost": "stop before a call could take the whole sweep's spending above USD (what "
-                "earlier budgets spent counts; status budget, exit 6; re-run with a larger "
-                "budget to continue)",
+SWEEP_HELP: Final[dict[str, dict[str, Any]]] = {
+    "out": {"help": "the sweep's folder: each budget's run is OUT/MODEL__SUITE__KEY=VALUE "
+            "(default runs/MODEL__SUITE__sweep-KEY); re-run to resume"},
+    "max_cost": {"help": "stop before a call could take the whole sweep's spending above USD "
+                 "(what earlier budgets spent counts; status budget, exit 6; re-run with a "
+                 "larger budget to continue)"},
 }
 """``butterfly sweep``'s help where a run option means something else for a sweep."""
 
@@ -87,36 +82,21 @@ def add_sweep(p: argparse.ArgumentParser) -> None:
                    "max_tokens=256,1024 (each VALUE as -M reads it)")
     p.add_argument("--name", help="the sweep's name, recorded in each run's manifest (default: "
                    "its folder's name)")
-    for name in FIELDS:
-        if name == "model_args":
-            add_model_args(p, "every call of every budget", seed=False)
-        elif name == "cache":
-            add_cache(p)
-        elif name != "shard":
-            add_option(p, name, **({"help": SWEEP_HELP[name]} if name in SWEEP_HELP else {}))
+    add_fields(p, [n for n in FIELDS if n != "shard"], "every call of every budget", SWEEP_HELP)
     p.add_argument("--dry-run", action="store_true", help="play nothing and write nothing: "
                    "print the whole sweep's bill, per budget and in total (docs/cost.md)")
     p.add_argument("--json", action="store_true", help="print the bill (with --dry-run) or "
                    "the sweep's result as JSON")
 
 
-def add_model_args(p: argparse.ArgumentParser, sent_with: str, seed: bool = True) -> None:
-    """-M and --model-args (the field ``model_args``), then --no-seed unless ``seed`` is
-    False (``butterfly run`` reaches it as a field of its own)."""
+def add_model_args(p: argparse.ArgumentParser, sent_with: str) -> None:
+    """-M and --model-args (the field ``model_args``)."""
     p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE",
                    help=f"an argument sent with {sent_with} (repeatable; VALUE as JSON when "
                    "it parses), e.g. -M reasoning_effort=low -M top_p=0.9 -M "
                    "'extra_body={\"chat_template_kwargs\": {\"enable_thinking\": false}}'")
     p.add_argument("--model-args", metavar="FILE",
                    help="model arguments from a JSON or YAML mapping (-M overrides)")
-    if seed:
-        add_option(p, "no_seed")
-
-
-def add_limits(p: argparse.ArgumentParser) -> None:
-    """--max-answer-chars and --max-retry-wait."""
-    add_option(p, "max_answer_chars")
-    add_option(p, "max_retry_wait")
 
 
 def add_cache(p: argparse.ArgumentParser) -> None:

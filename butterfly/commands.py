@@ -12,15 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
 
 if TYPE_CHECKING:
     from butterfly.api import Run, RunOptions
+
+T = TypeVar("T")
 
 
 def _write(path: str | None, text: str) -> None:
@@ -44,6 +46,22 @@ def _json(result: Any, *, line: bool = False) -> str:
     return json.dumps(data, indent=2)
 
 
+def _call(fn: Callable[..., T], a: argparse.Namespace, *args: Any, **made: Any) -> T:
+    """``fn`` of the API called with ``args`` and, by name, the flags named as its parameters
+    (a flag's dest is the API's name for it), ``made`` over them (what the command made of
+    them, e.g. the runs it read)."""
+    import inspect
+
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = [n for n, p in inspect.signature(fn).parameters.items() if p.kind in by_name]
+    return fn(*args, **{n: getattr(a, n) for n in names if hasattr(a, n)} | made)
+
+
+def _print(a: argparse.Namespace, result: Any, text: Callable[[Any], str]) -> None:
+    """``result`` on stdout: as JSON with --json, else as ``text`` renders it, made printable."""
+    print(_json(result) if a.json else _printable(text(result)))
+
+
 def _say(lines: list[str]) -> None:
     """Lines on stderr, each made printable (paths and names may hold control characters)."""
     from butterfly.present.messages import one_line
@@ -60,10 +78,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
     if a.ask_at is not None and to_stdout and not a.manifest:
         raise UserError("generate: with --ask-at, give --out FILE (the manifest that names the "
                         "ask points is written beside it) or --manifest FILE")
-    made = api.generate(suite=a.suite, count=a.count, seed=a.seed, lengths=a.lengths,
-                        per_length=a.per_length, ops=a.ops,
-                        paraphrase_variants=a.paraphrase_variants, track=a.track,
-                        ask_at=a.ask_at)
+    made = _call(api.generate, a)
     _write(a.out, suite_jsonl(made.scenarios))
     manifest, where = made.manifest, a.manifest
     if manifest is not None and a.suite is None:  # chains with ask points: name them by --out
@@ -125,23 +140,17 @@ def run_options(a: argparse.Namespace) -> RunOptions:
                       cache=None if a.no_cache else a.cache)
 
 
-def cmd_dry_run(a: argparse.Namespace) -> int:
-    from butterfly import api
-    from butterfly.present.bill import bill_text
-
-    result = api.dry_run(run_options(a))
-    print(_json(result) if a.json else bill_text(result))
-    return 0
-
-
 def cmd_run(a: argparse.Namespace) -> int:
     from butterfly import api
+    from butterfly.present.bill import bill_text
     from butterfly.present.display import failure_lines, print_score
     from butterfly.present.messages import interrupted, run_end
 
-    if getattr(a, "dry_run", False):
-        return cmd_dry_run(a)
-    if getattr(a, "json", False):
+    if a.dry_run:
+        bill = api.dry_run(run_options(a))
+        print(_json(bill) if a.json else bill_text(bill))
+        return 0
+    if a.json:
         raise UserError("--json goes with --dry-run (a run's JSON is butterfly score RUN "
                         "--json)")
     opts = run_options(a)
@@ -180,7 +189,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _say([interrupted(where[0]) if where else "butterfly: interrupted"])
         return 130
-    print(_json(result) if a.json else _printable(sweep_text(result)))
+    _print(a, result, sweep_text)
     statuses = {b.status for b in result.budgets}
     if "budget" in statuses or (result.stopped or "").startswith("--max-cost"):
         _say([f"butterfly: stopped by the budget: {result.stopped or 'see the table'}; re-run "
@@ -201,8 +210,7 @@ def cmd_import_inspect(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.messages import imported
 
-    _say(imported(a.log, api.import_inspect(a.log, a.out, a.suite, a.price,
-                                            a.price_per_mtok)))
+    _say(imported(a.log, _call(api.import_inspect, a)))
     return 0
 
 
@@ -263,20 +271,22 @@ def cmd_flips(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import flips_text
 
-    runs = _loaded(a.runs)
-    grid = api.flips(list(runs))
-    print(_json(grid) if a.json else _printable(flips_text(grid)))
-    _unobserved(runs)
-    return 0
+    return _over_runs(a, api.flips, flips_text)
 
 
 def cmd_audit(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import audit_text
 
+    return _over_runs(a, api.audit, audit_text)
+
+
+def _over_runs(a: argparse.Namespace, fn: Callable[[list[Any]], T],
+               text: Callable[[T], str]) -> int:
+    """A reading command over the runs RUN..: ``fn`` of them printed (``text``, or --json),
+    then which of them await ``observe``."""
     runs = _loaded(a.runs)
-    items = api.audit(list(runs))
-    print(_json(items) if a.json else _printable(audit_text(items)))
+    _print(a, fn(runs), text)
     _unobserved(runs)
     return 0
 
@@ -300,7 +310,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     check_report(a.runs, a.html, a.q)  # before any run is read
     runs = _loaded(a.runs)
-    written = api.report(list(runs), a.html, a.title, compare_method=a.compare_method, q=a.q)
+    written = _call(api.report, a, runs=runs)
     _say([f"wrote {a.html} ({written.size / 1e6:.2f} MB)"])
     _unobserved(runs)
     return 0
@@ -311,9 +321,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
     from butterfly.present.text import compare_text
 
     run_a, run_b = _loaded([a.run_a, a.run_b])
-    result = api.compare(run_a, run_b, a.method, a.q, k=a.k, cap=a.cap,
-                         stop_fine=a.stop_fine, layout=a.layout, seed=a.seed)
-    print(_json(result) if a.json else _printable(compare_text(result)))
+    result = _call(api.compare, a, run_a=run_a, run_b=run_b)
+    _print(a, result, compare_text)
     _unobserved([run_a, run_b])
     return 0
 
@@ -322,8 +331,7 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import calibration_text
 
-    study = api.calibrate(a.run, simulate=a.simulate, q=a.q, reshuffles=a.reshuffles, m=a.m,
-                          reps=a.reps, seed=a.seed)
+    study = _call(api.calibrate, a)
     print(_json(study.result) if a.json
           else _printable(calibration_text(study.result, study.title)))
     return 0
@@ -342,12 +350,8 @@ def cmd_sequential(a: argparse.Namespace) -> int:
     from butterfly import api
     from butterfly.present.text import sequential_text
 
-    result = api.sequential(a.model_a, a.model_b, run_options(a), method=a.method, cap=a.cap,
-                            q=a.q, stop_fine=a.stop_fine, out_a=a.out_a, out_b=a.out_b,
-                            price_a=a.price_a, price_b=a.price_b,
-                            price_per_mtok_a=a.price_per_mtok_a,
-                            price_per_mtok_b=a.price_per_mtok_b, quiet=a.json)
-    print(_json(result) if a.json else _printable(sequential_text(result)))
+    result = _call(api.sequential, a, a.model_a, a.model_b, run_options(a), quiet=a.json)
+    _print(a, result, sequential_text)
     return 0
 
 

@@ -1,7 +1,7 @@
 """A run's options as one typed record: :class:`RunOptions`.
 
 It is what the command line builds (``butterfly run``'s flags are generated from its fields, in
-their order, each with the help line kept beside it here: :func:`butterfly.cli_args.add_run`),
+their order, each with the help line kept beside it here: :func:`butterfly.cli_args.add_fields`),
 what :func:`butterfly.api.run` takes, what :func:`butterfly.runs.run_flags.make_params` checks
 and turns into the manifest's ``RunParams``. A new option is one field here, with its help line;
 one the manifest should record is also a field of ``RunParams`` (``runs/records.py``).
@@ -46,12 +46,8 @@ class Flag:
     help: str
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
-    flag: str | None = None
-    """The flag when it is not ``--`` + the field's name with dashes."""
     shown_default: str | None = None
     """The default argparse holds (and ``--help`` shows) when it is not the field's."""
-    cli: bool = True
-    """False: the command line builds the field from flags of its own (-M, --no-cache)."""
 
 
 def _opt(default: Any, text: str, **how: Any) -> Any:
@@ -125,7 +121,7 @@ class RunOptions:
     sc_base: SCBase | None = _opt(None, "self-consistency: the prompt sampled and voted "
                                   "(default zero-shot)", choices=SC_BASES)
     model_args: Mapping[str, JsonValue] | None = _opt(
-        None, "arguments sent with every call (-M KEY=VALUE, --model-args FILE)", cli=False)
+        None, "arguments sent with every call (-M KEY=VALUE, --model-args FILE)")
     no_seed: bool = _opt(False, "send no seed (for providers that reject it)")
     no_cache_markers: bool = _opt(False, "send no cache_control markers to Claude (Anthropic, "
                                   "Vertex AI, Bedrock), which caches only the prompt prefixes "
@@ -148,18 +144,11 @@ class RunOptions:
         metavar="N")
     max_retry_wait: float = _opt(DEFAULTS.max_retry_wait, "the longest wait before a retry, "
                                  "whatever a server's Retry-After asks", metavar="SECONDS")
-    cache: str | None = _opt(DEFAULTS.cache, "SQLite answer cache shared by runs (None: off)",
-                             cli=False)
+    cache: str | None = _opt(DEFAULTS.cache, "SQLite answer cache shared by runs (None: off)")
 
     def replace(self, **changes: object) -> RunOptions:
         """A copy with ``changes`` (field names of :class:`RunOptions`)."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
-
-
-def flag_of(name: str) -> Flag:
-    """The command-line form of the field ``name`` of :class:`RunOptions`."""
-    found: Flag = FIELDS[name].metadata["flag"]
-    return found
 
 
 FIELDS: Final = {f.name: f for f in dataclasses.fields(RunOptions)}

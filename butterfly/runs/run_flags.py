@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from pydantic import JsonValue
 
 from butterfly.core.asking import EVERY, LAST
-from butterfly.core.options import RunOptions
+from butterfly.core.options import FIELDS, RunOptions
 from butterfly.core.prompts import compatible
 from butterfly.core.vocab import (
     DEFAULTS,
@@ -356,17 +356,14 @@ def make_params(options: RunOptions, router: RouterRef | None = None,
     if o.via not in VIAS:
         raise UserError(f"--via takes one of {', '.join(VIAS)}, got {o.via!r}")
     chosen = t.protocol(chosen)
-    return RunParams(
-        temperature=o.temperature, seed=o.seed,
+    checked = dict(
         max_tokens=o.max_tokens if o.max_tokens is not None else t.max_tokens,
-        schema_output=chosen == "schema", strategy=o.strategy, samples=n_samples,
-        protocol=chosen, parse=o.parse, limit=o.limit, per_category=o.per_category,
-        layouts=parse_layouts(o.layouts), repeats=o.repeats, mode=o.mode, ask_at=ask_at,
-        concurrency=o.concurrency, timeout=o.timeout, retries=o.retries,
-        api_base=redact_url(o.api_base), sc_base=base,
-        model_args=check_model_args(o.model_args or {}), send_seed=not o.no_seed,
-        max_cost=o.max_cost, price=user_price(o.price, o.price_per_mtok), via=o.via,
-        cache_markers=not o.no_cache_markers,
-        router=router, shard=parse_shard(o.shard),
-        max_answer_chars=o.max_answer_chars, max_retry_wait=o.max_retry_wait, track=t.name,
+        schema_output=chosen == "schema", samples=n_samples, protocol=chosen,
+        layouts=parse_layouts(o.layouts), ask_at=ask_at, api_base=redact_url(o.api_base),
+        sc_base=base, model_args=check_model_args(o.model_args or {}), send_seed=not o.no_seed,
+        price=user_price(o.price, o.price_per_mtok), cache_markers=not o.no_cache_markers,
+        router=router, shard=parse_shard(o.shard), track=t.name,
     )
+    # every other parameter is the option of its name, as given
+    as_given = {name: getattr(o, name) for name in RunParams.model_fields if name in FIELDS}
+    return RunParams(**(as_given | checked))
