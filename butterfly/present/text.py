@@ -118,8 +118,10 @@ def audit_text(items: list[AuditItem]) -> str:
     return "\n".join(lines)
 
 
-def pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def pct(x: float | None, none: str = "-") -> str:
+    """A share as a percentage with one decimal (``none`` where there is no figure): the one
+    way the terminal, the texts and the report write a share."""
+    return none if x is None else f"{100 * x:.1f}%"
 
 
 def compare_asked_line(result: CompareResult) -> str:

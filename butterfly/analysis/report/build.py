@@ -20,7 +20,6 @@ from butterfly.analysis.report.data import (
     RunEntry,
 )
 from butterfly.analysis.report.figures import (
-    effective,
     first_divergent,
     headline,
     heat,
@@ -33,6 +32,7 @@ from butterfly.analysis.report.frontier import frontier, ranking
 from butterfly.analysis.report.pages import page_conversations, page_scenario
 from butterfly.analysis.scoring import score_run
 from butterfly.core.asking import ask_label
+from butterfly.core.metrics import effective_final_match
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, check_same_scenarios, load_run
 from butterfly.runs.records import RunManifest
@@ -90,11 +90,9 @@ def _entries(loaded: Sequence[Run]) -> list[RunEntry]:
     scores = [score_run(run) for run in loaded]
     prompts = [version_name(s.prompt.version, s.prompt.track) for s in scores]
     labels = labels_apart(loaded, prompts)
-    base_ids = sorted({c.id for c in scores[0].scenarios})
     return [RunEntry(label=label, path=str(run.path), status=run.manifest.status,
                      params=run.params, suite_path=str(run.manifest.suite.path),
                      suite_sha256=run.manifest.suite.sha256, prompt=prompt, score=s,
-                     same_scenarios_as_baselines=sorted({c.id for c in s.scenarios}) == base_ids,
                      budget_sweep=run.manifest.budget_sweep)
             for run, s, label, prompt in zip(loaded, scores, labels, prompts, strict=True)]
 
@@ -126,8 +124,8 @@ def report_data(runs: Sequence[Path | Run], title: str | None = None,
         return load_answers(loaded[i])
 
     first = entries[0].score
-    baselines = tuple(BaselineEntry(name=name, score=b, effective_final_match=effective(b))
-                      for name, b in first.baselines.items())
+    baselines = tuple(BaselineEntry(name=n, score=b, effective_final_match=effective_final_match(b))
+                      for n, b in first.baselines.items())
     scenarios: dict[str, PageScenario] = {}
     for run in loaded:
         for s in run.scenarios:
