@@ -15,7 +15,6 @@ from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.report.data import (
     BaselineEntry,
     ModePair,
-    PageScenario,
     ReportData,
     RunEntry,
 )
@@ -126,11 +125,7 @@ def report_data(runs: Sequence[Path | Run], title: str | None = None,
     first = entries[0].score
     baselines = tuple(BaselineEntry(name=n, score=b, effective_final_match=effective_final_match(b))
                       for n, b in first.baselines.items())
-    scenarios: dict[str, PageScenario] = {}
-    for run in loaded:
-        for s in run.scenarios:
-            if s.id not in scenarios:
-                scenarios[s.id] = page_scenario(s)
+    played = {s.id: s for run in loaded for s in run.scenarios}  # one id, one scenario
     suites = [e.suite_sha256 for e in entries]
     categories = tuple(c for c in CATEGORIES if any(c in e.score.by_category for e in entries))
     head = headline(entries, baselines, answers)
@@ -152,6 +147,6 @@ def report_data(runs: Sequence[Path | Run], title: str | None = None,
         modes=mode_pairs(entries),
         flips=_flips(loaded),
         compare=comparisons(suites, [e.label for e in entries], answers, compare_method, q),
-        scenarios=scenarios,
+        scenarios={sid: page_scenario(s) for sid, s in played.items()},
         conversations=tuple(c for i, run in enumerate(loaded) for c in page_conversations(i, run)),
     )
