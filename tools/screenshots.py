@@ -38,11 +38,13 @@ def main() -> None:
                     "beside the scripted agents"], cwd=ROOT, check=True)
     from rich.console import Console
 
-    from butterfly.present.show import show
+    from butterfly import api
+    from butterfly.present.show import print_shown
 
     console = Console(record=True, width=110, force_terminal=True, color_system="truecolor",
                       file=open("/dev/null", "w"))  # noqa: SIM115
-    show(ROOT / SHOW[0], SHOW[1], None, 0, lines=3, console=console)
+    shown = api.show(ROOT / SHOW[0], SHOW[1])
+    print_shown(shown.info, shown.conversations, shown.one, lines=3, console=console)
     console.save_svg(str(ROOT / "docs" / "img" / "show.svg"),
                      title=f"butterfly show {SHOW[0]} --scenario {SHOW[1]} --lines 3")
     why = missing()

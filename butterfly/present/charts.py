@@ -16,7 +16,7 @@ escaped)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -62,6 +62,7 @@ from butterfly.present.svgdraw import (
     x_ticks,
     y_ticks,
 )
+from butterfly.present.text import pct
 
 ROW_H: Final = 22
 """A dot chart's row, in pixels."""
@@ -99,9 +100,8 @@ def draw(data: ReportData) -> Drawn:
     labels = [r.label for r in data.runs]
     undo_axes, undo_rows = undo_chart(data.undo, labels)
     radius_axis, radius_rows = radius_chart(data.radius, labels)
-    return Drawn(headline_axis=headline_axis(data.headline),
-                 headline_rows=tuple(headline_row(data.headline, i)
-                                     for i in range(len(data.headline.rows))),
+    headline_axis, headline_rows = headline_chart(data.headline)
+    return Drawn(headline_axis=headline_axis, headline_rows=headline_rows,
                  radius_axis=radius_axis, radius_rows=radius_rows,
                  undo_axes=undo_axes, undo_rows=undo_rows,
                  first_divergent=first_divergent_chart(data.first_divergent, labels),
@@ -116,32 +116,37 @@ def base_name(name: str) -> str:
     return {"noop": "no-op"}.get(name, name) if k is None else f"last {k} msgs"
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def dot_axis(s: Scale, ticks: Sequence[float], fmt: str, base: Mapping[str, float],
+             figure: Callable[[float], str], what: str) -> str:
+    """The axis above a dot chart's rows (the headline's, the change radius'): its ticks
+    (``fmt`` formats one) and each baseline's label (``figure`` formats its value) over its
+    dashed line."""
+    return axis(s, ticks, fmt, 40, "dw-axis", f"{what} axis",
+                [*baseline_labels(s, base, {b: base_name(b) for b in base}, figure),
+                 *baseline_lines(s, base, 24)])
 
 
-def headline_row(h: Headline, i: int) -> str:
-    """Run i's dot and whisker on the headline's axis, its figures in data- attributes."""
-    r = h.rows[i]
-    parts = baseline_lines(HEAD, h.baselines, ROW_H)
-    if r.final_match is not None:
-        fm = r.final_match
-        lo, hi = (fm if r.lo is None else r.lo), (fm if r.hi is None else r.hi)
-        parts.append(group(whisker(HEAD, fm, lo, hi, ROW_H / 2, "#0b5394"),
-                           {"label": r.label, "fm": f"{fm:.6f}", "lo": f"{lo:.6f}",
-                            "hi": f"{hi:.6f}"}, class_="run"))
-    return svg(HEAD.width, ROW_H, "dw", f"final match of {r.label}", parts)
+def dot_row(s: Scale, base: Mapping[str, float], cls: str, label: str, mark: str) -> str:
+    """A run's row of a dot chart: the baselines' dashed lines, then the run's ``mark`` (its
+    dot on its interval, words saying why it has none, or nothing)."""
+    return svg(s.width, ROW_H, cls, label, [*baseline_lines(s, base, ROW_H), mark])
 
 
-def headline_axis(h: Headline) -> str:
-    """The axis above the headline's rows: ticks at 0-100% and each baseline's label over its
-    line."""
-    height = 40
-    return axis(HEAD, [t / 100 for t in range(0, 101, 25)], "{:.0%}", height, "dw-axis",
-                "final match axis",
-                [*baseline_labels(HEAD, h.baselines, {b: base_name(b) for b in h.baselines},
-                                  _pct),
-                 *baseline_lines(HEAD, h.baselines, height - 16)])
+def headline_chart(h: Headline) -> tuple[str, tuple[str, ...]]:
+    """The headline's axis (ticks at 0-100%, the baselines labelled) and per run its dot and
+    whisker, its figures in data- attributes."""
+    rows = []
+    for r in h.rows:
+        mark = ""
+        if r.final_match is not None:
+            fm = r.final_match
+            lo, hi = (fm if r.lo is None else r.lo), (fm if r.hi is None else r.hi)
+            mark = group(whisker(HEAD, fm, lo, hi, ROW_H / 2, "#0b5394"),
+                         {"label": r.label, "fm": f"{fm:.6f}", "lo": f"{lo:.6f}",
+                          "hi": f"{hi:.6f}"}, class_="run")
+        rows.append(dot_row(HEAD, h.baselines, "dw", f"final match of {r.label}", mark))
+    ticks = [t / 100 for t in range(0, 101, 25)]
+    return dot_axis(HEAD, ticks, "{:.0%}", h.baselines, pct, "final match"), tuple(rows)
 
 
 def radius_chart(radius: Radius, labels: Sequence[str]) -> tuple[str, tuple[str, ...]]:
@@ -149,23 +154,19 @@ def radius_chart(radius: Radius, labels: Sequence[str]) -> tuple[str, tuple[str,
     interval end and baseline, with the baselines' labels) and one row per run."""
     highs = [r.hi for r in radius.rows if r.hi is not None]
     s = Scale(nice_top([*highs, *radius.baselines.values()]), RADIUS_W)
-    base = radius.baselines
-    head = axis(s, [s.top * k / 4 for k in range(5)], "{:g}", 40, "dw-axis",
-                "change radius axis",
-                [*baseline_labels(s, base, {b: base_name(b) for b in base}, "{:.2f}".format),
-                 *baseline_lines(s, base, 24)])
     rows = []
     for label, r in zip(labels, radius.rows, strict=True):
-        parts = baseline_lines(s, base, ROW_H)
         if r.value is None or r.lo is None or r.hi is None:
-            parts.append(text(s.pad, ROW_H / 2 + 4, "no complete conversation", fill="#666",
-                              class_="no-figure", data_run=label))
+            mark = text(s.pad, ROW_H / 2 + 4, "no complete conversation", fill="#666",
+                        class_="no-figure", data_run=label)
         else:
-            parts.append(group(whisker(s, r.value, r.lo, r.hi, ROW_H / 2, "#6c3483"),
-                               {"run": label, "value": f"{r.value:.6f}", "lo": f"{r.lo:.6f}",
-                                "hi": f"{r.hi:.6f}", "n": r.n}, class_="point"))
-        rows.append(svg(RADIUS_W, ROW_H, "dw radius", f"change radius of {label}", parts))
-    return head, tuple(rows)
+            mark = group(whisker(s, r.value, r.lo, r.hi, ROW_H / 2, "#6c3483"),
+                         {"run": label, "value": f"{r.value:.6f}", "lo": f"{r.lo:.6f}",
+                          "hi": f"{r.hi:.6f}", "n": r.n}, class_="point")
+        rows.append(dot_row(s, radius.baselines, "dw radius", f"change radius of {label}",
+                            mark))
+    return dot_axis(s, [s.top * k / 4 for k in range(5)], "{:g}", radius.baselines,
+                    "{:.2f}".format, "change radius"), tuple(rows)
 
 
 def undo_chart(undo: UndoPanels | None,
@@ -283,9 +284,9 @@ def horizon_chart(runs: Sequence[HorizonSeries]) -> str:
     y = Span(-2, 102, bottom, top)
     last = max([1, *(t for s in runs for t, _ in s.survival)])
     xs = Span(-0.05 * last, 1.05 * last, r0, r1)
-    pct = [(float(v), str(v)) for v in range(0, 101, 20)]
+    percents = [(float(v), str(v)) for v in range(0, 101, 20)]
     parts = [frame(l0, top, l1, bottom), frame(r0, top, r1, bottom),
-             y_ticks(y, pct, l0, l1), y_ticks(y, pct, r0, r1),
+             y_ticks(y, percents, l0, l1), y_ticks(y, percents, r0, r1),
              x_ticks(x, [(float(n), str(n)) for n in spaced(tested)], bottom),
              x_ticks(xs, _turn_ticks(last), bottom),
              line(l0, l1, y.at(50), y.at(50), "#999", stroke_dasharray="2 3")]

@@ -21,21 +21,21 @@ from rich.table import Table
 from rich.text import Text
 
 from butterfly.code.judge import figures_line
-from butterfly.core import horizon_text
 from butterfly.core.agents import baseline_label
 from butterfly.core.asking import asked_line, asked_only
 from butterfly.core.efficiency_text import efficiency_lines
+from butterfly.core.horizon_text import horizon_line
 from butterfly.core.metric_registry import METRICS, Metric
 from butterfly.core.printable import printable
 from butterfly.core.scores import (
     Aggregate,
-    HorizonResult,
     RunScore,
     SuiteLabel,
     Usage,
 )
 from butterfly.core.wire import redact
 from butterfly.engine.tracks import track
+from butterfly.present.text import pct
 from butterfly.runs.calls import CallView
 from butterfly.runs.play import Progress as RunProgress
 from butterfly.runs.reader import Run
@@ -155,10 +155,6 @@ def failure_lines(run: Run) -> list[str]:
     return lines
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
 def _ci(c: list[float] | None) -> str:
     return "-" if c is None else f"{100 * c[0]:.1f}-{100 * c[1]:.1f}%"
 
@@ -199,7 +195,7 @@ def _cell(m: Metric, r: Aggregate) -> str:
     if cell == "count":
         return str(getattr(r, m.count))
     value = getattr(r, m.name)
-    text = {"share": _pct, "mean": _num}.get(m.pool.unit, str)(value)
+    text = {"share": pct, "mean": _num}.get(m.pool.unit, str)(value)
     if cell == "value and count":
         text += f" ({getattr(r, m.count)}/{r.n_conversations})"
     return text
@@ -264,8 +260,8 @@ def score_tables(result: RunScore, console: Console | None = None) -> list[Table
         cat.add_row(
             Text(printable(c)),
             str(r.n_conversations),
-            _pct(r.final_match),
-            *(_pct(b.by_category[c].final_match) for b in result.baselines.values()),
+            pct(r.final_match),
+            *(pct(b.by_category[c].final_match) for b in result.baselines.values()),
         )
     return [main, cat]
 
@@ -273,12 +269,6 @@ def score_tables(result: RunScore, console: Console | None = None) -> list[Table
 def suite_name(suite: SuiteLabel) -> str:
     """``butterfly-40 v2``, or the suite file's name when it is not a frozen suite."""
     return suite.name if suite.version is None else f"{suite.name} v{suite.version}"
-
-
-def horizon_line(h: HorizonResult | None) -> str | None:
-    """The horizon and final match by chain length, on one line (the notebook prints the same:
-    ``core/horizon_text.py``)."""
-    return None if h is None else horizon_text.horizon_line(h)
 
 
 def usage_line(u: Usage) -> str:
@@ -343,7 +333,7 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
     for t in score_tables(result, console):
         console.print(t)
     _say(console, f"effective final match (final match x coverage): "
-                  f"{_pct(result.effective_final_match)}")
+                  f"{pct(result.effective_final_match)}")
     if result.code is not None:
         _say(console, figures_line(result.code))  # worded once, for the notebook too
     if result.abstention_by_reason:
@@ -359,12 +349,12 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
             _say(console, said, highlight=False)
     if len(result.by_layout) > 1:
         _say(console, "final match by layout: " + ", ".join(
-            f"{lay} {_pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"
+            f"{lay} {pct(r.final_match)} ({r.final_matches}/{r.n_conversations})"
             for lay, r in result.by_layout.items()))
     if result.incomplete:
         _say(console, f"incomplete (a call failed after its retries or was cut off; excluded "
                       f"from every figure): {result.incomplete} of {result.n_total} "
-                      f"conversations ({_pct(result.incomplete_share)})")
+                      f"conversations ({pct(result.incomplete_share)})")
     if result.not_played:
         _say(console, f"not played (never started: an interrupted run, or a sequential "
                       f"comparison that stopped early): {result.not_played} conversations")
@@ -372,11 +362,10 @@ def print_score(result: RunScore, console: Console | None = None) -> None:
     if result.n_conversations > result.n_scenarios:  # several per scenario
         _say(console, "flips (butterfly flips RUN for the table): "
                       + ", ".join(f"{k} {v}" for k, v in flips.items()))
-    parts = [f"{op} {_pct(v.share)} (n={v.n})" for op, v in result.undo_recovery_by_op.items()
+    parts = [f"{op} {pct(v.share)} (n={v.n})" for op, v in result.undo_recovery_by_op.items()
              if v.n]
     if parts:
         _say(console, asked_only("undo recovery by op", result.ask_at) + ": "
                       + ", ".join(parts))
-    line = horizon_line(result.horizon)
-    if line is not None:
-        _say(console, line, highlight=False)
+    if result.horizon is not None:  # worded once, for the notebook too
+        _say(console, horizon_line(result.horizon), highlight=False)

@@ -16,16 +16,13 @@ from collections.abc import Mapping, Sequence
 
 from butterfly.analysis.report.data import CostClaim, Frontier, Headline, HeadRow
 from butterfly.core.agents import window_k
+from butterfly.present.text import pct
 
 
 def _names(labels: Sequence[str]) -> str:
     if len(labels) <= 2:
         return " and ".join(labels)
     return ", ".join(labels[:-1]) + " and " + labels[-1]
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
 
 
 def sentences(h: Headline) -> list[str]:
@@ -43,8 +40,8 @@ def sentences(h: Headline) -> list[str]:
     tied = [rows[j].label for j in scored[1:] if (top, j) not in above]
     if len(scored) == 1:
         r = rows[top]
-        out.append(f"{lead} has a final match of {_pct(r.final_match)} "
-                   f"(95% interval {_pct(r.lo)} to {_pct(r.hi)}).")
+        out.append(f"{lead} has a final match of {pct(r.final_match)} "
+                   f"(95% interval {pct(r.lo, '–')} to {pct(r.hi, '–')}).")
     elif beaten:
         out.append(f"{lead} leads {_names(beaten)} in final match "
                    "(the 95% interval of each difference excludes zero).")
@@ -59,7 +56,7 @@ def sentences(h: Headline) -> list[str]:
             verb = "is" if len(at) == 1 else "are"
             whose = "its" if len(at) == 1 else "each one's"
             out.append(f"{_names(at)} {verb} at the no-op baseline: {whose} 95% interval "
-                       f"includes the no-op's {_pct(noop)} (answering the initial spec every "
+                       f"includes the no-op's {pct(noop)} (answering the initial spec every "
                        "turn).")
     return out + _recency(rows, scored, baselines, h.on_baseline_scenarios, noop)
 
@@ -82,7 +79,7 @@ def _recency(rows: Sequence[HeadRow], scored: Sequence[int], baselines: Mapping[
               and (noop is None or (rows[i].lo or 0.0) > noop) and _holds(rows[i], v)]
         if at:
             whose = "its" if len(at) == 1 else "each one's"
-            out.append(f"{_names(at)}: {whose} 95% interval includes the {_pct(v)} of reading "
+            out.append(f"{_names(at)}: {whose} 95% interval includes the {pct(v)} of reading "
                        f"only the last {k} messages (the recency baseline window:k={k}).")
     return out
 

@@ -30,7 +30,7 @@ from butterfly.present.charts import draw
 from butterfly.present.display import suite_name
 from butterfly.present.headline import frontier_sentences, sentences
 from butterfly.present.packing import pack
-from butterfly.present.text import cannot_flag_note
+from butterfly.present.text import cannot_flag_note, pct
 from butterfly.runs.reader import Run
 from oracle import KEYS, UNDO_OPS
 
@@ -68,7 +68,7 @@ def environment() -> Any:
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined,
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.1f}%"
+    env.filters["pct"] = lambda x: pct(x, "–")
     env.filters["num"] = lambda x: "–" if x is None else f"{x:.3f}"
     env.filters["name"] = breakable
     env.filters["ci"] = lambda c, scale=100: "" if c is None else (

@@ -19,12 +19,10 @@ every control character in them (or in an id, a model name, a user's words) is s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.console import Console
 from rich.text import Text
 
-from butterfly.analysis.transcripts import ShowInfo, load
+from butterfly.analysis.transcripts import ShowInfo
 from butterfly.core.transcript import Transcript, TranscriptTurn
 
 WRONG = "red"
@@ -170,14 +168,6 @@ def listing(info: ShowInfo, convs: list[Transcript]) -> list[Text]:
         out.append(line)
     out.append(Text("butterfly show RUN --scenario ID for a transcript", style="dim"))
     return out
-
-
-def show(run: Path, scenario: str | None, layout: str | None, repeat: int,
-         *, full: bool = False, lines: int = 12, console: Console | None = None) -> int:
-    """Load and print (``butterfly show``; :func:`print_shown` prints what the API loaded)."""
-    info, convs = load(run, scenario, layout, repeat)
-    return print_shown(info, convs, scenario is not None, full=full, lines=lines,
-                       console=console)
 
 
 def print_shown(info: ShowInfo, convs: list[Transcript], one: bool, *, full: bool = False,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from butterfly.analysis.sweep_records import SweepBill, SweepBudget, SweepResult
 from butterfly.core.printable import printable
 from butterfly.present.bill import HEAD, bill_row, budget_line, notes, table, usd
+from butterfly.present.text import pct
 
 
 def sweep_bill_text(b: SweepBill) -> str:
@@ -26,10 +27,6 @@ def sweep_bill_text(b: SweepBill) -> str:
     if b.max_cost is not None:
         lines.append(budget_line(b.max_cost, b.total.cost_usd) + " (over the whole sweep)")
     return "\n".join(lines)
-
-
-def _share(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1%}"
 
 
 def _ci(ci: list[float] | None) -> str:
@@ -55,7 +52,7 @@ def sweep_text(r: SweepResult) -> str:
     head += ["cost USD", "USD per correct", "tokens per correct", "reasoning per edit"]
     rows = [tuple(head)]
     for b in r.budgets:
-        figure = _horizon(b) if r.by_length else (_share(b.final_match), _ci(b.final_match_ci))
+        figure = _horizon(b) if r.by_length else (pct(b.final_match), _ci(b.final_match_ci))
         cost = "-" if b.status is None else usd(b.cost_usd)
         per = "-" if b.cost_per_correct_usd is None else usd(b.cost_per_correct_usd)
         rows.append((f"{r.key}={b.value}", b.status or "not played", f"{b.conversations:,}",

@@ -9,7 +9,6 @@ import csv
 import io
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from butterfly.analysis.flips import AuditItem, FlipGrid
 from butterfly.analysis.listing import RunLine
@@ -17,7 +16,6 @@ from butterfly.analysis.results import (
     Calibration,
     CompareResult,
     CostRatio,
-    MethodCalibration,
     SequentialResult,
 )
 from butterfly.analysis.tidy import Level, Row, columns
@@ -27,9 +25,6 @@ from butterfly.core.printable import printable
 from butterfly.core.vocab import ErrorClass
 from butterfly.present.bill import table
 from butterfly.runs.play import wait_note
-
-if TYPE_CHECKING:  # calibrate imports scipy: a type only
-    from butterfly.analysis.calibrate import Study, StudyRow
 
 
 def _cached(x: RunLine) -> str:
@@ -118,8 +113,10 @@ def audit_text(items: list[AuditItem]) -> str:
     return "\n".join(lines)
 
 
-def pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def pct(x: float | None, none: str = "-") -> str:
+    """A share as a percentage with one decimal (``none`` where there is no figure): the one
+    way the terminal, the texts and the report write a share."""
+    return none if x is None else f"{100 * x:.1f}%"
 
 
 def compare_asked_line(result: CompareResult) -> str:
@@ -218,20 +215,11 @@ def compare_text(result: CompareResult) -> str:
     return "\n".join(lines)
 
 
-def _row(m: MethodCalibration) -> StudyRow:
-    dumped = m.model_dump(by_alias=True)
-    return {"label": dumped["label"], "null": dumped["null"], "0.3": dumped["0.3"],
-            "0.6": dumped["0.6"]}
-
-
-def calibration_text(result: Calibration | Study, title: str) -> str:
+def calibration_text(result: Calibration, title: str) -> str:
     """The study as a table: one row per method, per configuration false alarms / FDR / power /
-    answers. ``result`` is a :class:`Calibration` or a study as ``study`` returns it."""
-    if isinstance(result, Calibration):
-        meta = next(iter(result.root.values())).study if result.root else {}
-        rows = {name: _row(m) for name, m in result.root.items()}
-    else:
-        rows, meta = result.rows, result.meta
+    answers."""
+    rows = [m.model_dump(by_alias=True) for m in result.root.values()]
+    meta = rows[0]["study"] if rows else {}
     head = (f"{title}: m = {meta.get('m')} scenarios, {meta.get('pairs')} pairs available per "
             f"scenario, {meta.get('reps')} replications, q = {meta.get('q')}, seed "
             f"{meta.get('seed')}")
@@ -248,7 +236,7 @@ def calibration_text(result: Calibration | Study, title: str) -> str:
         lines.insert(1, f"note: only {pairs} pair(s) per scenario: no per-scenario test can "
                         "find a regression with so few answers; calibrate a run made with "
                         "--repeats 20 or more (or --simulate)")
-    for row in rows.values():
+    for row in rows:
         n, lo, hi = row["null"], row["0.3"], row["0.6"]
         lines.append(
             f"| {row['label']} | {f(n['false_alarms'], 2)} | {f(n['fdr'])} | {f(lo['fdr'])} | "

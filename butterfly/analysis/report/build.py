@@ -15,12 +15,10 @@ from butterfly.analysis.flips import FlipGrid, flip_grid, load_columns
 from butterfly.analysis.report.data import (
     BaselineEntry,
     ModePair,
-    PageScenario,
     ReportData,
     RunEntry,
 )
 from butterfly.analysis.report.figures import (
-    effective,
     first_divergent,
     headline,
     heat,
@@ -33,6 +31,7 @@ from butterfly.analysis.report.frontier import frontier, ranking
 from butterfly.analysis.report.pages import page_conversations, page_scenario
 from butterfly.analysis.scoring import score_run
 from butterfly.core.asking import ask_label
+from butterfly.core.metrics import effective_final_match
 from butterfly.engine.tracks import track
 from butterfly.errors import UserError
 from butterfly.runs.reader import Run, check_same_scenarios, load_run
@@ -90,11 +89,9 @@ def _entries(loaded: Sequence[Run]) -> list[RunEntry]:
     scores = [score_run(run) for run in loaded]
     prompts = [track(s.prompt.track).version_name(s.prompt.version) for s in scores]
     labels = labels_apart(loaded, prompts)
-    base_ids = sorted({c.id for c in scores[0].scenarios})
     return [RunEntry(label=label, path=str(run.path), status=run.manifest.status,
                      params=run.params, suite_path=str(run.manifest.suite.path),
                      suite_sha256=run.manifest.suite.sha256, prompt=prompt, score=s,
-                     same_scenarios_as_baselines=sorted({c.id for c in s.scenarios}) == base_ids,
                      budget_sweep=run.manifest.budget_sweep)
             for run, s, label, prompt in zip(loaded, scores, labels, prompts, strict=True)]
 
@@ -126,13 +123,9 @@ def report_data(runs: Sequence[Path | Run], title: str | None = None,
         return load_answers(loaded[i])
 
     first = entries[0].score
-    baselines = tuple(BaselineEntry(name=name, score=b, effective_final_match=effective(b))
-                      for name, b in first.baselines.items())
-    scenarios: dict[str, PageScenario] = {}
-    for run in loaded:
-        for s in run.scenarios:
-            if s.id not in scenarios:
-                scenarios[s.id] = page_scenario(s)
+    baselines = tuple(BaselineEntry(name=n, score=b, effective_final_match=effective_final_match(b))
+                      for n, b in first.baselines.items())
+    played = {s.id: s for run in loaded for s in run.scenarios}  # one id, one scenario
     suites = [e.suite_sha256 for e in entries]
     categories = tuple(c for c in CATEGORIES if any(c in e.score.by_category for e in entries))
     head = headline(entries, baselines, answers)
@@ -154,6 +147,6 @@ def report_data(runs: Sequence[Path | Run], title: str | None = None,
         modes=mode_pairs(entries),
         flips=_flips(loaded),
         compare=comparisons(suites, [e.label for e in entries], answers, compare_method, q),
-        scenarios=scenarios,
+        scenarios={sid: page_scenario(s) for sid, s in played.items()},
         conversations=tuple(c for i, run in enumerate(loaded) for c in page_conversations(i, run)),
     )

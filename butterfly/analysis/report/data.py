@@ -38,8 +38,6 @@ class RunEntry:
     suite_sha256: str
     prompt: str
     score: RunScore
-    same_scenarios_as_baselines: bool
-    """Whether the run played the scenarios the baselines are scored on (the first run's)."""
     budget_sweep: BudgetSweep | None = None
     """The budget sweep the run is one budget of (``butterfly sweep``), if any."""
 
@@ -270,8 +268,7 @@ YMetric = Literal["final match", "horizon"]
 class FrontierPoint:
     """A run on the chart: its index and label, x (USD or tokens per conversation), y with its
     95% interval (a share, or turns for the horizon), whether no other run beats it, and its
-    sweep (name, the key swept, its budget and the budget's place) when it is one budget of a
-    sweep."""
+    budget when it is one budget of a sweep (``SweepLine`` joins a sweep's runs)."""
 
     run: int
     label: str
@@ -280,9 +277,7 @@ class FrontierPoint:
     lo: float
     hi: float
     pareto: bool
-    sweep: str | None = None
     budget: str | None = None
-    budget_index: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

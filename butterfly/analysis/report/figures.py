@@ -65,9 +65,10 @@ def headline(runs: Sequence[RunEntry], baselines: Sequence[BaselineEntry],
     apart (runs of one suite, ``suite_sha256``, are paired)."""
     rows = head_rows(runs)
     base = {b.name: b.score.final_match for b in baselines if b.score.final_match is not None}
+    played = [sorted({c.id for c in r.score.scenarios}) for r in runs]  # the baselines': [0]'s
     return Headline(rows=rows, baselines=base,
                     above=separated(rows, [r.suite_sha256 for r in runs], answers),
-                    on_baseline_scenarios=tuple(r.same_scenarios_as_baselines for r in runs))
+                    on_baseline_scenarios=tuple(ids == played[0] for ids in played))
 
 
 def separated(rows: Sequence[HeadRow], suites: Sequence[str],
@@ -193,8 +194,3 @@ def horizon_series(runs: Sequence[RunEntry]) -> tuple[HorizonSeries, ...]:
     """The runs over two chain lengths or more, as the horizon chart draws them."""
     return tuple(series_of(i, r.label, h) for i, r in enumerate(runs)
                  if (h := r.score.horizon) is not None and len(h.by_length) > 1)
-
-
-def effective(x: Aggregate) -> float | None:
-    """Final match x coverage (PromptAudit's effective score); None without either."""
-    return None if x.final_match is None or x.coverage is None else x.final_match * x.coverage

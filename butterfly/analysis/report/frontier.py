@@ -54,21 +54,18 @@ HORIZON_MARGIN: Final = 0.10
 MAX_CLAIMS: Final = 3
 """The sentences kept (the cheapest claims first): more would bury the headline."""
 
-def cost_of(r: RunEntry) -> float | None:
-    """The run's cost per complete conversation (USD), as ``score --json`` has it."""
+def per_conversation(r: RunEntry, metric: XMetric = "cost") -> float | None:
+    """The run's cost (USD) or tokens (prompt + completion) per complete conversation, as
+    ``score --json`` has them."""
     e = r.score.efficiency
-    return None if e is None else e.cost_per_conversation_usd
-
-
-def tokens_of(r: RunEntry) -> float | None:
-    """The run's tokens (prompt + completion) per complete conversation."""
-    e = r.score.efficiency
-    return None if e is None else e.tokens_per_conversation
+    if e is None:
+        return None
+    return e.cost_per_conversation_usd if metric == "cost" else e.tokens_per_conversation
 
 
 def x_metric(runs: Sequence[RunEntry]) -> XMetric:
     """Cost when two runs or more are priced, else tokens (models nobody prices)."""
-    return "cost" if sum(cost_of(r) is not None for r in runs) >= 2 else "tokens"
+    return "cost" if sum(per_conversation(r) is not None for r in runs) >= 2 else "tokens"
 
 
 def y_metric(runs: Sequence[RunEntry]) -> YMetric:
@@ -205,7 +202,7 @@ def frontier(runs: Sequence[RunEntry], headline: Headline) -> Frontier | None:
     placed: list[tuple[int, float, tuple[float, float, float]]] = []
     apart: list[tuple[str, str]] = []
     for i, r in enumerate(runs):
-        x = cost_of(r) if xm == "cost" else tokens_of(r)
+        x = per_conversation(r, xm)
         got = _y(r, ym)
         if x is None or x <= 0:
             apart.append((r.label, "no price" if xm == "cost" else "no token counts"))
@@ -219,10 +216,8 @@ def frontier(runs: Sequence[RunEntry], headline: Headline) -> Frontier | None:
     points = []
     for (i, x, (y, lo, hi)), mark in zip(placed, marks, strict=True):
         b = runs[i].budget_sweep
-        points.append(FrontierPoint(
-            run=i, label=runs[i].label, x=x, y=y, lo=lo, hi=hi, pareto=mark,
-            sweep=None if b is None else b.name, budget=None if b is None else b.value,
-            budget_index=None if b is None else b.index))
+        points.append(FrontierPoint(run=i, label=runs[i].label, x=x, y=y, lo=lo, hi=hi,
+                                    pareto=mark, budget=None if b is None else b.value))
     found = claims(runs, headline, points, xm) if ym == "final match" else ()
     return Frontier(x_metric=xm, y_metric=ym, points=tuple(points),
                     sweeps=sweep_lines(runs, {i for i, _, _ in placed}), claims=found,
@@ -245,8 +240,8 @@ def ranking(runs: Sequence[RunEntry]) -> Ranking:
         lead_lo, lead_hi = interval(runs[left[0]])
         tier = [i for i in left if interval(runs[i])[1] >= lead_lo
                 and interval(runs[i])[0] <= lead_hi]
-        ranked = sorted(tier, key=lambda i: (cost_of(runs[i]) is None,
-                                             cost_of(runs[i]) or 0.0,
+        ranked = sorted(tier, key=lambda i: (per_conversation(runs[i]) is None,
+                                             per_conversation(runs[i]) or 0.0,
                                              -(runs[i].score.final_match or 0.0)))
         by_cost = by_cost or ranked != tier
         order += ranked

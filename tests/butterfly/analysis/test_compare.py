@@ -143,13 +143,21 @@ def test_compare_reproducible_through_cli(runs: dict[str, Path],
 
 
 def test_calibrate_says_when_a_run_has_too_few_repeats() -> None:
-    from butterfly.analysis.calibrate import Study
+    from butterfly.analysis.results import Calibration
     from butterfly.present.text import calibration_text as render
 
-    text = render(Study({}, {"m": 40, "pairs": 1, "reps": 20, "q": 0.1, "seed": 0}), "x")
+    rates = {"fdr": 0.0, "power": 0.5, "false_alarms": 0.0, "answers": 80.0, "reps": 20, "m": 40}
+    row = {"label": "bh", "null": rates, "0.3": rates, "0.6": rates}
+
+    def study(pairs: int) -> Calibration:
+        return Calibration.of({"bh": row}, {"m": 40, "pairs": pairs, "reps": 20, "q": 0.1,
+                                            "seed": 0})
+
+    text = render(study(1), "x")
     assert "only 1 pair(s) per scenario" in text
-    text = render(Study({}, {"m": 40, "pairs": 50, "reps": 20, "q": 0.1, "seed": 0}), "x")
-    assert "note:" not in text
+    assert text.splitlines()[-1] == ("| bh | 0.00 | 0.000 | 0.000 | 0.500 | 80 | 0.000 | 0.500 "
+                                     "| 80 | 80 |")
+    assert "note:" not in render(study(50), "x")
 
 
 def test_compare_says_when_its_method_cannot_flag_a_scenario(

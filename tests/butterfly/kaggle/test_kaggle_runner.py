@@ -17,11 +17,11 @@ import butterfly
 from butterfly import RunOptions, api
 from butterfly.core.agents import agent_specs
 from butterfly.core.asking import ASKED_NOTE, asked_line
+from butterfly.core.horizon_text import horizon_line
 from butterfly.core.prompts import restate_message
 from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
 from butterfly.kaggle import settings as st
-from butterfly.present.display import horizon_line
 from butterfly.runs.run_flags import parse_ask_at
 from butterfly.suite.load import load_manifest, load_suite
 from oracle import replay
@@ -114,7 +114,7 @@ def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) 
                              v["abstentions"]) for v in verdicts}
     text = bb.headline_text("fake", verdicts, scenarios={s.id: s for s in CHAINS},
                             ask_at=ask_at)
-    assert text.splitlines()[-1] == horizon_line(score.horizon)
+    assert score.horizon is not None and text.splitlines()[-1] == horizon_line(score.horizon)
     line = next(x for x in text.splitlines() if x.startswith("baselines on the same"))
     assert line == "baselines on the same 3 scenarios: final match " + ", ".join(
         f"{name} {b.final_match:.1%}" for name, b in score.baselines.items())

@@ -66,11 +66,13 @@ def test_colour_on_a_terminal(noisy: Path) -> None:
 
     from rich.console import Console
 
-    from butterfly.present.show import show
+    from butterfly import api
+    from butterfly.present.show import print_shown
 
     buf = StringIO()
     console = Console(file=buf, force_terminal=True, color_system="standard", width=120)
-    show(noisy, sid, None, 0, console=console)
+    shown = api.show(noisy, sid, None, 0)
+    print_shown(shown.info, shown.conversations, shown.one, console=console)
     assert ANSI.search(buf.getvalue())
     assert "\x1b[35m" in buf.getvalue() or "\x1b[35;" in buf.getvalue()  # magenta: collateral
 

@@ -224,9 +224,10 @@ def test_a_terminal_shows_the_markup_of_a_name_as_written(
         marked_runs: tuple[Path, Path]) -> None:
     """On a terminal (colours on), the score's title, table and lines and show's transcript
     print the name's brackets literally: rich reads no markup from data."""
+    from butterfly import api
     from butterfly.analysis.scoring import score_run
     from butterfly.present.display import print_score
-    from butterfly.present.show import show
+    from butterfly.present.show import print_shown
 
     console = Console(file=io.StringIO(), width=200, force_terminal=True, record=True)
     print_score(score_run(marked_runs[1]), console)
@@ -235,5 +236,6 @@ def test_a_terminal_shows_the_markup_of_a_name_as_written(
     assert SHOWN in title and "s\\x1b[32m[italic]uite" in title
     assert text.count(SHOWN) == 3  # the title, the score table, the table by category
     console = Console(file=io.StringIO(), width=200, force_terminal=True, record=True)
-    show(marked_runs[1], None, None, 0, console=console)
+    shown = api.show(marked_runs[1])
+    print_shown(shown.info, shown.conversations, shown.one, console=console)
     assert SHOWN in console.export_text()

@@ -98,7 +98,7 @@ def test_a_shard_alone_says_so_with_honest_denominators(sweep: tuple[Path, list[
     assert main(["score", str(s1)]) == 0
     assert "shard 1/2 of a sweep" in capsys.readouterr().out
     assert main(["show", str(s1)]) == 0 and main(["runs", str(s1.parent)]) == 0
-    from butterfly.present.show import load
+    from butterfly.analysis.transcripts import load
 
     suite = load_suite(ROOT / "scenarios" / "butterfly-40.jsonl")[:12]
     theirs = {(s.id, lay, r) for s, lay, r in conversations(suite, RunParams(
