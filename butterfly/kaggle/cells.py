@@ -77,7 +77,6 @@ import time
 
 from butterfly.core.asking import asked_line, asked_only
 from butterfly.kaggle import code_track as ct
-from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
 from butterfly.kaggle import settings as st
 
@@ -103,7 +102,7 @@ PROTOCOL = os.environ.get("BUTTERFLY_PROTOCOL", "json")
 PARSE = os.environ.get("BUTTERFLY_PARSE", "structured")
 MAX_ANSWER_CHARS = os.environ.get("BUTTERFLY_MAX_ANSWER_CHARS", "")
 # The frozen suites in this notebook: the sha256, the track and the default ask points of each.
-SUITES: dict[str, rs.SuiteEntry] = json.loads('@SUITES@')
+SUITES: dict[str, st.SuiteEntry] = json.loads('@SUITES@')
 if os.environ.get("BUTTERFLY_SUITE_FILE"):  # offline tests only: a suite file from disk
     with open(os.environ["BUTTERFLY_SUITE_FILE"], encoding="utf-8") as _f:
         SUITE = _f.read()
@@ -151,7 +150,7 @@ print(f"{len(RUN_IDS)} of {len(SCENARIOS)} scenarios, {EXTRA_API_PARAMS}, "
 # (docs/cost.md), made per scenario when the notebook was built (tools/kaggle_quota.py), summed
 # over the scenarios chosen above, for a few models (docs/kaggle.md, "Sized to the daily quota").
 ESTIMATE = json.loads('@ESTIMATE@')
-_what, _rows = rs.estimate_for(ESTIMATE, SUITE_NAME, SETTINGS)
+_what, _rows = st.estimate_for(ESTIMATE, SUITE_NAME, SETTINGS)
 if RUN_IDS and all(i in _rows for i in RUN_IDS) and not os.environ.get("BUTTERFLY_SUITE_FILE"):
     _calls = sum(_rows[i]["calls"] for i in RUN_IDS)
     print(f"estimate ({_what}): {_calls} calls; at most {_calls * MAX_TOKENS:,} completion "

@@ -26,10 +26,9 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Final
 
 from butterfly.code import sandbox
-from butterfly.code.conversation import added_messages, code_spec, program_of
+from butterfly.code.conversation import code_spec, program_of
 from butterfly.code.judge import broken, figures, figures_line
 from butterfly.code.spec_of_program import extract
-from butterfly.core.prompts import Message
 from butterfly.core.scores import CodeScore
 from butterfly.engine.conversation import Answered
 from butterfly.engine.tracks import track
@@ -62,14 +61,6 @@ def use_fallback_sandbox(env: MutableMapping[str, str] = os.environ) -> str:
             "process with resource limits, a clean environment and an audit hook refusing "
             "sockets, subprocesses and writes outside its own directory; weaker than "
             "bubblewrap (docs/code-track.md).")
-
-
-def messages_for(scenario: Scenario, turn: int, answers: Sequence[str]) -> list[Message]:
-    """Every message the CLI sends for ``turn`` after these earlier answers (chat mode)."""
-    out: list[Message] = []
-    for t in range(1, turn + 1):
-        out += added_messages(scenario, t, answers[t - 2] if t > 1 else None)
-    return out
 
 
 def observe_cached(observe: Observe = extract) -> Observe:

@@ -95,7 +95,6 @@ MODULES: Final = (
     "butterfly/kaggle/__init__.py",
     "butterfly/kaggle/settings.py",
     "butterfly/kaggle/runner.py",
-    "butterfly/kaggle/restate.py",
     "butterfly/kaggle/code_track.py",
 )
 """The inlined modules, in the order they run: each may import only those before it. The code
@@ -216,9 +215,9 @@ turns, scripted baselines, the horizon, results, scorer, prompts), the code trac
 (`butterfly/code/`: its catalogue, the reference program, the conversation, the probes, the
 sandbox, the extractor and the judge), the conversation engine (`butterfly/engine/`: the
 tracks and the turns of a conversation), `butterfly/kaggle/settings.py` (what the notebook plays,
-checked once), `butterfly/kaggle/runner.py` (the engine driven through kaggle-benchmarks' chat,
-the retries and the verdicts), `butterfly/kaggle/restate.py` (restate mode, asked at chosen
-turns) and `butterfly/kaggle/code_track.py` (the code track's observations and verdicts).
+checked once, and the estimate of what it will send), `butterfly/kaggle/runner.py` (the engine
+driven through kaggle-benchmarks' chat, the retries and the verdicts) and
+`butterfly/kaggle/code_track.py` (the code track's observations and verdicts).
 """
 
 DATA_NOTE: Final = """\

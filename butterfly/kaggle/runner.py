@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypedDict, TypeVar
 
@@ -48,13 +48,14 @@ from butterfly.core.metrics import (
     recency_ks,
     score_scenario,
 )
-from butterfly.core.prompts import Message, messages
+from butterfly.core.prompts import Message
 from butterfly.core.scores import Aggregate, Efficiency, HorizonResult
 from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import KAGGLE_RETRY
 from butterfly.core.wire import exception_kind, over_context, redact
 from butterfly.engine.conversation import Answered, Conversation, answered
-from butterfly.kaggle.settings import LAYOUT, MODE, PROTOCOL, STRATEGY, Settings
+from butterfly.engine.tracks import track as track_named
+from butterfly.kaggle.settings import Settings
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -166,10 +167,14 @@ def long_slice(scenarios: Sequence[Scenario], per_length: int) -> list[Scenario]
 
 
 def messages_for(scenario: Scenario, turn: int, answers: Sequence[str],
-                 mode: str = MODE) -> list[Message]:
-    """Every message the CLI (``butterfly run --protocol json --mode MODE``) sends for
-    ``turn`` after these earlier answers (restate mode: none, each call is stateless)."""
-    return messages(scenario, turn, answers, LAYOUT, mode, STRATEGY, PROTOCOL)
+                 settings: Settings | None = None) -> list[Message]:
+    """Every message the CLI (``butterfly run`` with these settings; None: the notebook's
+    defaults) sends for ``turn`` after these earlier answers (restate mode: none, each call is
+    stateless): what each turn up to it adds, the track's messages (``Track.added``)."""
+    p = settings or Settings()
+    turns = [turn] if p.mode == "restate" else range(1, turn + 1)
+    return [m for t in turns for m in track_named(p.track).added(
+        scenario, t, answers[t - 2] if t > 1 and p.mode == "chat" else None, p.layout, p)]
 
 
 def asked_of(scenario: Scenario, ask_at: Sequence[int] | None) -> Sequence[int]:
@@ -328,25 +333,36 @@ def play_verdict(scenario: Scenario, settings: Settings, chat: Chat, max_tokens:
     return verdict_of(score_of(conv), rows)
 
 
-class Scripted:
-    """A :class:`Chat` answering from a list, in order (the answers a test or a file gives);
-    it keeps no messages."""
+class Recorded:
+    """A :class:`Chat` over ``respond_to``, which answers the messages the chat holds (the
+    CLI's messages for the ask: in chat mode its history, the answers in it as the engine
+    holds them); it records the answers (the answers a test or a file gives, a server)."""
 
-    def __init__(self, answers: Sequence[Answer]) -> None:
-        self._answers: Iterator[Answer] = iter(answers)
+    def __init__(self, respond_to: Callable[[list[Message]], Answer]) -> None:
+        self.respond_to, self.sent, self.answers = respond_to, list[Message](), list[Answer]()
 
     def send(self, messages: Sequence[Message], fresh: bool) -> None:
-        pass
+        self.sent = [*([] if fresh else self.sent), *messages]
 
     def respond(self) -> Answer:
-        return next(self._answers)
+        answer = self.respond_to(list(self.sent))
+        self.answers.append(answer)
+        self.sent.append({"role": "assistant", "content": answer.text})
+        return answer
 
     def amend(self, text: str) -> None:
-        pass
+        self.sent[-1] = {"role": "assistant", "content": text}
 
 
-def _once(call: Callable[[], Answer]) -> Answer:
-    return call()
+def play(scenario: Scenario, respond_to: Callable[[list[Message]], Answer], *,
+         retries: Retries | None = None, settings: Settings | None = None,
+         max_tokens: int = MAX_TOKENS) -> list[Answer]:
+    """One conversation played through :class:`Recorded` (``respond_to`` each ask's messages,
+    retried on transient errors: a retry sends the same messages again). The answers, in
+    order; in restate mode a turn not asked is no call."""
+    chat = Recorded(respond_to)
+    converse(Conversation(scenario, settings or Settings()), chat, max_tokens, retries=retries)
+    return chat.answers
 
 
 def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
@@ -357,43 +373,9 @@ def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
     :func:`play_verdict` reads and scores them."""
     chosen = settings or Settings(mode="chat" if ask_at is None else "restate",
                                   ask_at=None if ask_at is None else tuple(ask_at))
-    return play_verdict(scenario, chosen, Scripted(answers), max_tokens, retries=_once,
-                        judge=judge)
-
-
-class Said:
-    """A :class:`Chat` over two callables: ``say`` puts the user's message in a chat that
-    already holds the system message, ``respond`` asks the model (and keeps the answer in the
-    chat). It records the answers."""
-
-    def __init__(self, say: Callable[[str], object], respond: Callable[[], Answer]) -> None:
-        self.say, self.respond_once, self.answers = say, respond, list[Answer]()
-
-    def send(self, messages: Sequence[Message], fresh: bool) -> None:
-        for m in messages:
-            if m["role"] == "user":
-                self.say(m["content"])
-            elif m["role"] != "system":
-                raise RuntimeError(f"this chat takes only the user's messages, not {m['role']}")
-
-    def respond(self) -> Answer:
-        answer = self.respond_once()
-        self.answers.append(answer)
-        return answer
-
-    def amend(self, text: str) -> None:
-        raise RuntimeError("this chat cannot amend an answer")
-
-
-def play(scenario: Scenario, say: Callable[[str], object], respond: Callable[[], Answer], *,
-         retries: Retries | None = None, settings: Settings | None = None,
-         max_tokens: int = MAX_TOKENS) -> list[Answer]:
-    """One conversation in chat mode (the system message already in the chat): the engine's
-    turns through :class:`Said` (``say`` each user message once, then ``respond``, retried on
-    transient errors). The answers, in order; they stay in the chat, whatever they are."""
-    chat = Said(say, respond)
-    converse(Conversation(scenario, settings or Settings()), chat, max_tokens, retries=retries)
-    return chat.answers
+    given = iter(answers)
+    return play_verdict(scenario, chosen, Recorded(lambda _: next(given)), max_tokens,
+                        retries=lambda call: call(), judge=judge)
 
 
 def verdict_of(score: ScenarioScore, answers: list[AnswerRow]) -> Verdict:

@@ -8,14 +8,16 @@ A feature the notebook cannot offer is refused here in one line that names the r
 ``response_format``, self-consistency, several layouts in one run, and the lenient parser in a
 kernel without ``json_repair``. What the CLI refuses, the notebook refuses in the same words
 (chat mode with ask points, a reasoning strategy without ``json-last``, what a track cannot
-play). Inlined into the notebook, so it imports only ``core``, ``engine`` and ``oracle``.
+play). Here too: the frozen suites the notebook carries and the dry run's estimate of what its
+settings will send (:func:`estimate_for`). Inlined into the notebook, so it imports only
+``core``, ``engine`` and ``oracle``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final, TypedDict, TypeVar
 
 from butterfly.core.asking import EVERY, LAST
 from butterfly.core.prompts import compatible
@@ -206,3 +208,64 @@ def described(s: Settings) -> str:
     if s.max_answer_chars != DEFAULTS.max_answer_chars:
         parts.append(f"max answer chars {s.max_answer_chars:,}")
     return ", ".join(parts)
+
+
+class SuiteEntry(TypedDict):
+    """A frozen suite the notebook carries (its ``SUITES``): sha256, track, default ask points,
+    the second K of its recency baseline."""
+
+    sha256: str
+    track: str
+    ask_at: list[int] | None
+    window_k: int | None
+
+
+class EstimateRow(TypedDict):
+    """One scenario's estimate: its calls, and its prompt and completion tokens per model."""
+
+    calls: int
+    prompt: dict[str, int]
+    completion: dict[str, int]
+
+
+Rows = dict[str, EstimateRow]
+"""scenario id -> its estimate."""
+
+
+class AskedEstimate(TypedDict):
+    ask_at: list[int]
+    scenarios: Rows
+
+
+class Estimate(TypedDict):
+    """What :func:`estimate_for` reads of ``notebooks/estimate.json`` (suite -> rows): chat
+    mode (``suites``), restate mode asking every turn, and asked at the default points."""
+
+    suites: dict[str, Rows]
+    restate: dict[str, Rows]
+    asked: dict[str, AskedEstimate]
+
+
+ESTIMATED: Final = (STRATEGY, PROTOCOL, (LAYOUT,))
+"""The prompt the carried estimate counts (strategy, protocol, layouts): the notebook's
+defaults."""
+
+
+def estimate_for(estimate: Estimate, suite: str, s: Settings) -> tuple[str, Rows]:
+    """The estimate (``notebooks/estimate.json``, tools/kaggle_quota.py) of each scenario of
+    ``suite`` played with the settings ``s``, and what it is of; no rows when the notebook
+    carries none for them (it carries the default prompt in chat mode, restate mode asking
+    every turn, and restate mode asked at the suite's default ask points: another strategy,
+    protocol, layout or ask points get none, and the cell says so)."""
+    if (s.strategy, s.protocol, s.layouts) != ESTIMATED:
+        return (f"{s.mode} mode, strategy {s.strategy}, protocol {s.protocol}, layout "
+                f"{s.layout}", {})
+    if s.mode == "chat":
+        return "chat mode", estimate["suites"].get(suite, {})
+    if s.ask_at is None:
+        return "restate mode, every turn asked", estimate["restate"].get(suite, {})
+    asked = estimate["asked"].get(suite)
+    if asked is None or list(s.ask_at) != asked["ask_at"]:
+        return f"restate mode asked at {list(s.ask_at)}", {}
+    return (f"restate mode asked at turns {', '.join(map(str, s.ask_at))} and the last",
+            asked["scenarios"])

@@ -27,6 +27,7 @@ from butterfly.code.agents import code_answers
 from butterfly.code.conversation import SYSTEM, code_spec, program_block, user_message
 from butterfly.code.judge import broken
 from butterfly.code.program import render
+from butterfly.core.prompts import Message
 from butterfly.kaggle import code_track as ct
 from butterfly.kaggle import notebook
 from butterfly.kaggle import runner as bb
@@ -99,18 +100,15 @@ def nb_figures(verdicts: list[Any]) -> dict[str, Any]:
 def _play(s: Scenario, cli_by_turn: dict[tuple[str, int], Any]) -> list[bb.Answer]:
     """Play ``s`` with the runner's loop against the script, checking every request's messages
     against the CLI's."""
-    chat: list[dict[str, str]] = [{"role": "system", "content": SYSTEM}]
 
-    def reply() -> bb.Answer:
+    def reply(chat: list[Message]) -> bb.Answer:
+        assert chat[0] == {"role": "system", "content": SYSTEM}
         assert chat == cli_by_turn[_key({"messages": chat})]  # the CLI's messages
-        text = respond({"messages": chat})
-        chat.append({"role": "assistant", "content": text})
-        return bb.Answer(text, 100)
+        return bb.Answer(respond({"messages": chat}), 100)
 
-    answers = bb.play(s, lambda text: chat.append({"role": "user", "content": text}), reply,
-                      retries=lambda call: call(), settings=ct.CODE)
+    answers = bb.play(s, reply, retries=lambda call: call(), settings=ct.CODE)
     for t in range(1, len(s.turns) + 1):
-        assert ct.messages_for(s, t, [a.text for a in answers]) == cli_by_turn[(s.id, t)]
+        assert bb.messages_for(s, t, [a.text for a in answers], ct.CODE) == cli_by_turn[(s.id, t)]
     return answers
 
 
