@@ -43,19 +43,22 @@ class Played:
     params: RunParams
 
     def metadata(self) -> dict[str, Any]:
-        """The task's metadata under :data:`META` (the log's ``eval.metadata``)."""
-        p = self.params
+        """The task's metadata under :data:`META` (the log's ``eval.metadata``): the suite, the
+        run's parameters (:data:`SHOWN`, each as the ``params`` dump has it), and that dump."""
+        dumped = self.params.model_dump(mode="json")
+        given = {**dumped, "prompt_version": PROMPT_VERSION}
         return {META: {
             "suite": self.suite_path.stem, "suite_path": str(self.suite_path),
-            "suite_sha256": self.suite_sha256, "mode": p.mode,
-            "ask_at": None if p.ask_at is None else list(p.ask_at),
-            "strategy": p.strategy, "samples": p.samples, "sc_base": p.sc_base,
-            "protocol": p.protocol, "max_answer_chars": p.max_answer_chars,
-            "prompt_version": PROMPT_VERSION, "track": p.track, "layouts": list(p.layouts),
-            "parse": p.parse, "seed": p.seed, "temperature": p.temperature,
-            "max_tokens": p.max_tokens, "per_category": p.per_category, "limit": p.limit,
-            "params": p.model_dump(mode="json"),
+            "suite_sha256": self.suite_sha256, **{k: given[k] for k in SHOWN},
+            "params": dumped,
         }}
+
+
+SHOWN: Final = ("mode", "ask_at", "strategy", "samples", "sc_base", "protocol",
+                "max_answer_chars", "prompt_version", "track", "layouts", "parse", "seed",
+                "temperature", "max_tokens", "per_category", "limit")
+"""The parameters the task's metadata names (the import reads them back:
+``runs.inspect_log.ButterflyMeta``), in its order."""
 
 
 def as_list(value: str | int | Sequence[Any] | None) -> str | list[Any] | None:

@@ -134,7 +134,7 @@ import hashlib
 import json
 import time
 
-from butterfly.core.asking import asked_line, asked_only
+from butterfly.core.asking import asked_line, asked_only, asked_turns
 from butterfly.kaggle import code_track as ct
 from butterfly.kaggle import runner as bb
 from butterfly.kaggle import settings as st
@@ -188,7 +188,7 @@ if not RUN_IDS and SUITE_NAME == "butterfly-long":
     RUN_IDS = [s.id for s in bb.long_slice(SCENARIOS, LONG_PER_LENGTH)]
 RUN_IDS = RUN_IDS or [s.id for s in SCENARIOS]
 print(f"{SUITE_NAME} ({TRACK} track, {SETTINGS.mode} mode): {len(RUN_IDS)} conversations, "
-      f"{sum(len(bb.asked_of(BY_ID[i], ASK_AT)) for i in RUN_IDS)} calls")
+      f"{sum(len(asked_turns(len(BY_ID[i].turns), ASK_AT)) for i in RUN_IDS)} calls")
 if ASK_AT is not None:  # as `butterfly score` says it
     print(asked_line(ASK_AT))
 if CODE_TRACK:  # model-written programs run in a child process, never in this kernel

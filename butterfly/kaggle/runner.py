@@ -35,12 +35,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypedDict, TypeVar
 
 from butterfly.core.agents import baseline_label
-from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
+from butterfly.core.asking import ASKED_NOTE, asked_line
 from butterfly.core.efficiency import Spent, efficiency
 from butterfly.core.efficiency_text import latency_line, per_correct_line
 from butterfly.core.horizon_text import horizon_line
 from butterfly.core.metrics import (
-    ScenarioScore,
     aggregate,
     baselines_of,
     effective_final_match,
@@ -177,11 +176,6 @@ def messages_for(scenario: Scenario, turn: int, answers: Sequence[str],
         scenario, t, answers[t - 2] if t > 1 and p.mode == "chat" else None, p.layout, p)]
 
 
-def asked_of(scenario: Scenario, ask_at: Sequence[int] | None) -> Sequence[int]:
-    """The turns of ``scenario`` asked (:func:`butterfly.core.asking.asked_turns`)."""
-    return asked_turns(len(scenario.turns), ask_at)
-
-
 @dataclass(frozen=True)
 class Answer:
     """One answer as the model gave it."""
@@ -216,12 +210,6 @@ Retries = Callable[[Callable[[], Answer]], Answer]
 Judge = Callable[[int, Answered], Answered]
 """(turn, an answer as the engine read it) -> the answer as its track judges it (the code
 track: its program observed, then judged; ``butterfly.kaggle.code_track``)."""
-
-
-def truncated(answer: Answer, max_tokens: int) -> bool:
-    """The CLI reads ``finish_reason == "length"``; kaggle-benchmarks does not pass the finish
-    reason on, so an answer that used the whole output budget counts as cut off."""
-    return answer.output_tokens is not None and answer.output_tokens >= max_tokens
 
 
 class AnswerRow(TypedDict):
@@ -272,7 +260,10 @@ def _answer(conv: Conversation, chat: Chat, max_tokens: int, retries: Retries
         return Answered(0, "", None, parsed.reason, parsed.detail), None
     cap = conv.settings.max_answer_chars
     cut = len(answer.text) if len(answer.text) > cap else None
-    finish = "length" if truncated(answer, max_tokens) else None
+    # kaggle-benchmarks passes no finish reason on, where the CLI reads "length": an answer
+    # that used the whole output budget counts as cut off
+    used = answer.output_tokens
+    finish = "length" if used is not None and used >= max_tokens else None
     return answered(conv, 0, answer.text[:cap], finish, cut), answer
 
 
@@ -319,18 +310,26 @@ class Verdict(TypedDict):
     answers: list[AnswerRow]
 
 
-def score_of(conv: Conversation) -> ScenarioScore:
-    """A played conversation scored by ``butterfly score``'s scorer (its asked turns' specs)."""
-    asked = None if conv.settings.ask_at is None else conv.asked
-    return score_scenario(conv.scenario, conv.specs(), asked=asked)
-
-
 def play_verdict(scenario: Scenario, settings: Settings, chat: Chat, max_tokens: int, *,
                  retries: Retries | None = None, judge: Judge | None = None) -> Verdict:
-    """One scenario played through ``chat`` (:func:`converse`) and scored: its verdict."""
+    """One scenario played through ``chat`` (:func:`converse`) and scored by ``butterfly
+    score``'s scorer (its asked turns' specs): its verdict (both tracks record it alike)."""
     conv = Conversation(scenario, settings, settings.layout)
     rows = converse(conv, chat, max_tokens, retries=retries, judge=judge)
-    return verdict_of(score_of(conv), rows)
+    score = score_scenario(scenario, conv.specs(),
+                           asked=None if settings.ask_at is None else conv.asked)
+    return Verdict(
+        id=score.id,
+        category=score.category,
+        final_match=score.final_match,
+        turn_match=list(score.turn_match),
+        first_divergent_turn=score.first_divergent,
+        wobble=score.wobble,
+        change_radius=score.change_radius,
+        abstentions=score.abstentions,
+        asked=None if score.asked is None else list(score.asked),
+        answers=rows,
+    )
 
 
 class Recorded:
@@ -376,22 +375,6 @@ def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
     given = iter(answers)
     return play_verdict(scenario, chosen, Recorded(lambda _: next(given)), max_tokens,
                         retries=lambda call: call(), judge=judge)
-
-
-def verdict_of(score: ScenarioScore, answers: list[AnswerRow]) -> Verdict:
-    """The verdict fields of one scored scenario (both tracks record them alike)."""
-    return Verdict(
-        id=score.id,
-        category=score.category,
-        final_match=score.final_match,
-        turn_match=list(score.turn_match),
-        first_divergent_turn=score.first_divergent,
-        wobble=score.wobble,
-        change_radius=score.change_radius,
-        abstentions=score.abstentions,
-        asked=None if score.asked is None else list(score.asked),
-        answers=answers,
-    )
 
 
 class Headline(TypedDict):

@@ -99,9 +99,10 @@ def mode_of(text: str) -> Mode:
     """The notebook's ``MODE`` (``BUTTERFLY_MODE``, ``butterfly run --mode``): chat (the
     default, also when empty) or restate (each asked turn one stateless call)."""
     mode = text.strip() or MODE
-    if mode not in MODES:
-        raise Refused(f"BUTTERFLY_MODE={mode!r}: the notebook plays {' or '.join(MODES)}")
-    return _choice("BUTTERFLY_MODE", mode, MODES)
+    for m in MODES:
+        if m == mode:
+            return m
+    raise Refused(f"BUTTERFLY_MODE={mode!r}: the notebook plays {' or '.join(MODES)}")
 
 
 def ask_at_of(text: str, mode: str, default: Sequence[int] | None) -> tuple[int, ...] | None:
@@ -129,23 +130,25 @@ def ask_at_of(text: str, mode: str, default: Sequence[int] | None) -> tuple[int,
     return tuple(sorted(set(turns)))
 
 
-def _choice(name: str, text: str, allowed: tuple[T, ...]) -> T:
-    """``text`` as the name of ``allowed`` it is (``text`` stripped), or :class:`Refused`."""
-    found = [a for a in allowed if a == text.strip()]
-    if not found:
-        raise Refused(f"{name}={text.strip()!r}: one of {', '.join(allowed)}")
-    return found[0]
+def _choice(name: str, text: str, allowed: tuple[T, ...], default: str = "") -> T:
+    """``text`` as the name of ``allowed`` it is (``text`` stripped; empty: ``default``), or
+    :class:`Refused`."""
+    given = text.strip() or default
+    for a in allowed:
+        if a == given:
+            return a
+    raise Refused(f"{name}={given!r}: one of {', '.join(allowed)}")
 
 
 def _strategy(text: str) -> Strategy:
-    value = _choice("BUTTERFLY_STRATEGY", text.strip() or STRATEGY, STRATEGIES)
+    value = _choice("BUTTERFLY_STRATEGY", text, STRATEGIES, STRATEGY)
     if value == "self-consistency":
         raise Refused(REFUSALS["self-consistency"])
     return value
 
 
 def _protocol(text: str, strategy: str) -> Protocol:
-    value = _choice("BUTTERFLY_PROTOCOL", text.strip() or PROTOCOL, PROTOCOLS)
+    value = _choice("BUTTERFLY_PROTOCOL", text, PROTOCOLS, PROTOCOL)
     if value == "schema":
         raise Refused(REFUSALS["schema"])
     if not compatible(strategy, value):  # butterfly run's words (runs/run_flags.py)
@@ -162,7 +165,7 @@ def _layouts(text: str) -> tuple[str, ...]:
 
 
 def _parse(text: str, json_repair: bool) -> ParseMode:
-    value = _choice("BUTTERFLY_PARSE", text.strip() or PARSE, PARSE_MODES)
+    value = _choice("BUTTERFLY_PARSE", text, PARSE_MODES, PARSE)
     if value == "lenient" and not json_repair:
         raise Refused(REFUSALS["lenient"])
     return value

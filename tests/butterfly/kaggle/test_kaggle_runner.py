@@ -16,7 +16,7 @@ from fakeserver import FakeServer
 import butterfly
 from butterfly import RunOptions, api
 from butterfly.core.agents import agent_specs
-from butterfly.core.asking import ASKED_NOTE, asked_line
+from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
 from butterfly.core.prompts import restate_message
 from butterfly.kaggle import runner as bb
 from butterfly.kaggle import settings as st
@@ -98,7 +98,7 @@ def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) 
                             mode="restate", ask_at=ask, protocol="json", max_tokens=300,
                             out=tmp_path / "cli", cache=None)
         theirs = [b["messages"] for b in srv.requests]
-    asked = [(s, t) for s in CHAINS for t in bb.asked_of(s, ask_at)]
+    asked = [(s, t) for s in CHAINS for t in asked_turns(len(s.turns), ask_at)]
     assert len(mine) == len(asked) and sorted(map(json.dumps, mine)) == sorted(
         map(json.dumps, theirs))  # the same asks, one call each, none for an unasked turn
     assert mine == [bb.messages_for(s, t, [], asking) for s, t in asked]
@@ -122,8 +122,8 @@ def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) 
     assert list(score.baselines) == ["noop", "last-edit"]  # no chain of 40 turns: no window
     if ask_at is not None:
         assert text.splitlines()[0] == asked_line(ask_at) and text.count(ASKED_NOTE) == 3
-        assert [v["asked"] for v in verdicts] == [list(t) for t in
-                                                  (bb.asked_of(s, ask_at) for s in CHAINS)]
+        assert [v["asked"] for v in verdicts] == [list(asked_turns(len(s.turns), ask_at))
+                                                  for s in CHAINS]
 
 
 def test_restate_settings_read_as_the_cli_reads_them() -> None:
