@@ -19,6 +19,7 @@ from typing import Any, Final
 from butterfly.api.running import run_params
 from butterfly.core.options import RunOptions
 from butterfly.core.prompts import PROMPT_VERSION
+from butterfly.runs.inspect_log import ButterflyMeta
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
 from butterfly.suite.load import load_suite, resolve_suite
@@ -43,22 +44,13 @@ class Played:
     params: RunParams
 
     def metadata(self) -> dict[str, Any]:
-        """The task's metadata under :data:`META` (the log's ``eval.metadata``): the suite, the
-        run's parameters (:data:`SHOWN`, each as the ``params`` dump has it), and that dump."""
+        """The task's metadata under :data:`META` (the log's ``eval.metadata``): what the import
+        reads back (``runs.inspect_log.ButterflyMeta``: the suite, the run's parameters as the
+        ``params`` dump has them), then that dump."""
         dumped = self.params.model_dump(mode="json")
-        given = {**dumped, "prompt_version": PROMPT_VERSION}
-        return {META: {
-            "suite": self.suite_path.stem, "suite_path": str(self.suite_path),
-            "suite_sha256": self.suite_sha256, **{k: given[k] for k in SHOWN},
-            "params": dumped,
-        }}
-
-
-SHOWN: Final = ("mode", "ask_at", "strategy", "samples", "sc_base", "protocol",
-                "max_answer_chars", "prompt_version", "track", "layouts", "parse", "seed",
-                "temperature", "max_tokens", "per_category", "limit")
-"""The parameters the task's metadata names (the import reads them back:
-``runs.inspect_log.ButterflyMeta``), in its order."""
+        given = {**dumped, "prompt_version": PROMPT_VERSION, "suite": self.suite_path.stem,
+                 "suite_path": str(self.suite_path), "suite_sha256": self.suite_sha256}
+        return {META: {**{k: given[k] for k in ButterflyMeta.model_fields}, "params": dumped}}
 
 
 def as_list(value: str | int | Sequence[Any] | None) -> str | list[Any] | None:

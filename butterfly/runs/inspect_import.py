@@ -54,7 +54,6 @@ from butterfly.runs.reader import load_run
 from butterfly.runs.records import (
     CallError,
     CallRecord,
-    InspectSource,
     Message,
     RunManifest,
     RunParams,
@@ -204,7 +203,7 @@ class Maker:
         key = ConversationKey(s.id, sample.layout, sample.repeat)
         by_call = self.entries(s, sample)
         conv = Engine(s, self.params, sample.layout, sample.repeat)
-        at = sample.at or self.logged.created
+        at = sample.at or self.logged.source.created
         out: list[CallRecord] = []
         while (ask := conv.next_ask()) is not None:
             added = tuple(Message.model_validate(m) for m in ask.added)
@@ -231,21 +230,14 @@ class Maker:
                 "a butterfly run")
 
 
-def _source(logged: LoggedEval) -> InspectSource:
-    return InspectSource(
-        log=str(logged.path), log_sha256=logged.sha256, inspect_version=logged.inspect_version,
-        eval_id=logged.eval_id, run_id=logged.run_id, task=logged.task, created=logged.created,
-        status=logged.status, model=logged.model, samples=len(logged.samples),
-        cost_usd=logged.cost_usd)
-
-
 def _status(logged: LoggedEval, incomplete: Sequence[str], unplayed: int
             ) -> tuple[RunStatus, str | None]:
     """The run's status (and failure) from the log's and from what it played: interrupted
     when a selected conversation has no call, as a run stopped before it."""
-    if logged.status == "error":
+    status = logged.source.status
+    if status == "error":
         return "failed", f"inspect's eval ended in an error: {logged.error or 'none recorded'}"
-    if logged.status in ("cancelled", "started") or unplayed:
+    if status in ("cancelled", "started") or unplayed:
         return "interrupted", None
     return ("incomplete" if incomplete else "complete"), None
 
@@ -291,7 +283,7 @@ def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: R
     every = len(conversation_keys(chosen, params))
     status, failure = _status(logged, tuple(incomplete), every - begun)
     state.manifest = state.manifest.model_copy(update={
-        "imported_from": _source(logged), "started_at": logged.created})
+        "imported_from": logged.source, "started_at": logged.source.created})
     manifest = close_run(tmp, state, status, tuple(incomplete), failure=failure)
     return Imported(out=out, manifest=manifest, samples=len(logged.samples), conversations=every,
                     incomplete=unfinished, not_played=every - begun)
