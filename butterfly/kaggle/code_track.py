@@ -32,7 +32,7 @@ from butterfly.code.spec_of_program import extract
 from butterfly.core.scores import CodeScore
 from butterfly.engine.conversation import Answered
 from butterfly.engine.tracks import track
-from butterfly.kaggle.runner import Answer, Chat, Judge, Verdict, play_verdict, verdict
+from butterfly.kaggle.runner import Chat, Judge, Verdict, play_verdict
 from butterfly.kaggle.settings import Settings
 from oracle import Scenario, replay
 
@@ -112,14 +112,6 @@ def play_code_verdict(scenario: Scenario, settings: Settings, chat: Chat, max_to
     its verdict (``butterfly run --track code`` + ``butterfly score``)."""
     return with_broken(play_verdict(scenario, settings, chat, max_tokens,
                                     judge=judge_with(scenario, observe)))
-
-
-def code_verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
-                 observe: Observe = extract) -> CodeVerdict:
-    """These answers to a code conversation observed, judged and scored with the CLI's
-    functions, as :func:`play_code_verdict` does."""
-    return with_broken(verdict(scenario, answers, max_tokens, settings=CODE,
-                               judge=judge_with(scenario, observe)))
 
 
 def code_figures(verdicts: Sequence[CodeVerdict]) -> CodeScore:

@@ -129,7 +129,8 @@ def test_the_runner_plays_and_scores_the_code_track_as_the_cli(
     assert "sandbox: fallback (forced" in ct.use_fallback_sandbox()
     observe = ct.observe_cached()
     cli_by_turn = {_key(b): b["messages"] for b in bodies}
-    verdicts = [ct.code_verdict(s, _play(s, cli_by_turn), MAX_TOKENS, observe)
+    verdicts = [ct.with_broken(bb.verdict(s, _play(s, cli_by_turn), MAX_TOKENS, settings=ct.CODE,
+                                          judge=ct.judge_with(s, observe)))
                 for s in SCENARIOS.values()]
     assert nb_figures(verdicts) == per
     figures = ct.code_figures(verdicts)
