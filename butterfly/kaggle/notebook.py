@@ -25,6 +25,7 @@ from typing import Any, Final
 from butterfly import __version__
 from butterfly.errors import UserError
 from butterfly.files import write_text_atomic
+from butterfly.kaggle.settings import SuiteEntry
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 NOTEBOOK: Final = "notebooks/butterflybench.ipynb"
@@ -202,17 +203,14 @@ DESCRIPTION: Final = (
 
 @dataclass(frozen=True)
 class Frozen:
-    """A frozen suite the notebook carries: its name, file, text, sha256 and track, and its
-    default ask points (its manifest's ``ask_at``: restate mode asks there unless told)."""
+    """A frozen suite the notebook carries: its name, file and text, and what its ``SUITES``
+    entry says of it (its sha256, its track, its default ask points: its manifest's ``ask_at``,
+    where restate mode asks unless told, and the second K of its recency baseline)."""
 
     name: str
     path: str
     text: str
-    sha256: str
-    track: str
-    ask_at: list[int] | None = None
-    window_k: int | None = None
-    """The second K of its recency baseline (its manifest's ``window_k``)."""
+    entry: SuiteEntry
 
 
 def frozen_suites(root: Path) -> list[Frozen]:
@@ -229,8 +227,9 @@ def frozen_suites(root: Path) -> list[Frozen]:
         if sha != manifest.get("sha256"):
             raise NotebookBuildError(f"{path}: sha256 {sha[:12]} differs from its manifest's "
                                      f"({str(manifest.get('sha256'))[:12]})")
-        out.append(Frozen(name, path, text, sha, str(manifest.get("track", "spec")),
-                          manifest.get("ask_at"), manifest.get("window_k")))
+        out.append(Frozen(name, path, text, SuiteEntry(
+            sha256=sha, track=str(manifest.get("track", "spec")), ask_at=manifest.get("ask_at"),
+            window_k=manifest.get("window_k"))))
     return out
 
 
@@ -244,14 +243,12 @@ def build(root: Path = ROOT) -> str:
     suites = frozen_suites(root)
     suite = suites[0].text
     n = sum(1 for line in suite.splitlines() if line.strip())
-    table = {x.name: {"sha256": x.sha256, "track": x.track, "ask_at": x.ask_at,
-                      "window_k": x.window_k} for x in suites}
     inlined = {
         "modules": [("code", f"%%butterfly_module {path}\n{sources[path]}") for path in MODULES],
         "suites": [("code", f"%%butterfly_data {x.path}\n{x.text}") for x in suites]}
-    values = {"SUITES": json.dumps(table), "ESTIMATE": _quoted(_read(ESTIMATE, root).strip()),
-              "TASK": TASK_NAME, "DESCRIPTION": DESCRIPTION, "N": str(n),
-              "VERSION": __version__}
+    values = {"SUITES": json.dumps({x.name: x.entry for x in suites}),
+              "ESTIMATE": _quoted(_read(ESTIMATE, root).strip()), "TASK": TASK_NAME,
+              "DESCRIPTION": DESCRIPTION, "N": str(n), "VERSION": __version__}
     texts = [cell for name, kind, text in template_cells(_read(CELLS, root), values)
              for cell in (inlined[name] if kind == "inlined" else
                           [("markdown" if kind == "markdown" else "code", text)])]

@@ -198,7 +198,7 @@ def test_the_build_carries_butterfly_code_once_it_is_frozen(
         assert "butterfly-code" not in {x.name for x in notebook.frozen_suites(ROOT)}
     root = _tree_with_a_code_suite(tmp_path)
     suites = notebook.frozen_suites(root)
-    assert [(x.name, x.track) for x in suites] == [
+    assert [(x.name, x.entry["track"]) for x in suites] == [
         ("butterfly-40", "spec"), ("butterfly-long", "spec"), ("butterfly-code", "code")]
     built = notebook.build(root)
     assert "%%butterfly_data scenarios/butterfly-code.jsonl" in built
