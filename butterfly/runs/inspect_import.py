@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -80,14 +79,6 @@ class Imported(Result):
     """Conversations begun and not finished (an error, or the eval stopped)."""
     not_played: int
     """Conversations with no call in the log."""
-
-
-@dataclass
-class Played:
-    """One conversation's records, and whether every asked turn was answered."""
-
-    records: list[CallRecord]
-    complete: bool
 
 
 def _given(meta: T | None, config: T | None, default: T) -> T:
@@ -197,9 +188,10 @@ class Maker:
             out[(e.turn, e.sample)] = e
         return out
 
-    def conversation(self, s: Scenario, sample: LoggedSample) -> Played:
+    def conversation(self, s: Scenario, sample: LoggedSample) -> tuple[list[CallRecord], bool]:
         """The records of one sample, its conversation played again by the engine with the
-        logged answers: each asked turn until the first one not answered."""
+        logged answers: each asked turn until the first one not answered; and whether every
+        asked turn was answered."""
         key = ConversationKey(s.id, sample.layout, sample.repeat)
         by_call = self.entries(s, sample)
         conv = Engine(s, self.params, sample.layout, sample.repeat)
@@ -217,9 +209,9 @@ class Maker:
                                      error=sample.error)
                     out.append(self.record(conv, key, ask, stop, added, at))
                 conv.fail()
-                return Played(out, False)
+                return out, False
             conv.close([self.compactor.view(r) for r in out[-ask.samples:]])
-        return Played(out, True)
+        return out, True
 
     def _check_sent(self, sample: LoggedSample, e: TurnEntry, ours: int) -> None:
         if e.messages_sent != ours:
@@ -270,12 +262,12 @@ def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: R
     begun = unfinished = 0
     try:
         for s, sample in _samples(logged, chosen, params):
-            played = maker.conversation(s, sample)
-            for rec in played.records:
+            records, complete = maker.conversation(s, sample)
+            for rec in records:
                 log.append(rec)
                 state.add(state.lines + 1, rec)
-            begun += bool(played.records)
-            if played.records and not played.complete:
+            begun += bool(records)
+            if records and not complete:
                 incomplete[s.id] = None
                 unfinished += 1
     finally:
