@@ -109,14 +109,6 @@ class ProviderFailure(RuntimeError):
     failure. The notebook's per-scenario task fails with it, and the scenario gets no verdict."""
 
 
-def is_transient(exc: BaseException) -> bool:
-    """True when retrying may help: rate limits, timeouts, 5xx, dropped connections (the CLI's
-    error classes, :func:`butterfly.core.wire.exception_kind`). A request the provider refused
-    (400, 401, 403 such as "estimated cost exceeds your quota", 404) is not retried: it would
-    be refused again."""
-    return exception_kind(exc) is not None
-
-
 def describe(exc: BaseException) -> str:
     first = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {first}"[:300]
@@ -134,8 +126,8 @@ def call_with_retries(call: Callable[[], T], *, sleep: Callable[[float], None] =
         try:
             return call()
         except Exception as exc:
-            if not is_transient(exc):
-                raise
+            if exception_kind(exc) is None:  # refused (400, 401, 403 "estimated cost exceeds
+                raise  # your quota", 404): it would be refused again
             failed += 1
             wait = KAGGLE_RETRY.wait(failed)
             if wait is None:
