@@ -4,17 +4,19 @@ log").
 
 The log is read by :mod:`butterfly.runs.inspect_log`. The suite it played is found by the path
 the log names (or ``--suite``; a frozen suite of the same name when that path is missing) and
-checked by sha256. Each sample is one conversation, played again by butterfly's engine
-(``engine.conversation``) with the logged answers, so its store's calls become call records the
-way ``butterfly run`` makes them: the messages a turn adds are the engine's, from the suite and
-the answers before it (a self-consistency turn's vote included; their count is checked against
-what inspect sent), the raw answer is kept as logged and read again by the engine (the
-response-size cap, then the track's reader), tokens are carried over and priced as ``butterfly
-run`` prices them: by the price the user gave (``--price``, ``--price-per-mtok``; recorded as
-the manifest's ``params.price``), else by butterfly's price map. The directory is written by
-the run writers (:func:`~butterfly.runs.store.open_run`, :class:`~butterfly.runs.store.CallLog`,
-:func:`~butterfly.runs.store.close_run`) into a hidden directory beside ``--out`` and moved in
-at the end, the manifest last, then read back through the run reader's integrity checks.
+checked by sha256 (:func:`find_suite`), and its scope (``--per-category`` and ``--limit``) found
+from the samples it selected (:func:`scope_of`). Each sample is one conversation, played again
+by butterfly's engine (``engine.conversation``) with the logged answers, so its store's calls
+become call records the way ``butterfly run`` makes them: the messages a turn adds are the
+engine's, from the suite and the answers before it (a self-consistency turn's vote included;
+their count is checked against what inspect sent), the raw answer is kept as logged and read
+again by the engine (the response-size cap, then the track's reader), tokens are carried over
+and priced as ``butterfly run`` prices them: by the price the user gave (``--price``,
+``--price-per-mtok``; recorded as the manifest's ``params.price``), else by butterfly's price
+map. The directory is written by the run writers (:func:`~butterfly.runs.store.open_run`,
+:class:`~butterfly.runs.store.CallLog`, :func:`~butterfly.runs.store.close_run`) into a hidden
+directory beside ``--out`` and moved in at the end, the manifest last, then read back through
+the run reader's integrity checks.
 Inspect's own verdicts are not read: ``score`` re-scores the answers with the oracle.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -47,7 +50,6 @@ from butterfly.runs.inspect_log import (
     TurnEntry,
     read_log,
 )
-from butterfly.runs.inspect_suite import find_suite, scope_of
 from butterfly.runs.lock import LOCK, writer_lock
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import (
@@ -59,8 +61,16 @@ from butterfly.runs.records import (
     Tokens,
 )
 from butterfly.runs.scope import asked, conversation_keys, select
-from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, CallLog, close_run, open_run
-from butterfly.suite.load import load_suite
+from butterfly.runs.store import (
+    CALLS,
+    MANIFEST,
+    SUITE_COPY,
+    CallLog,
+    close_run,
+    open_run,
+    suite_sha256,
+)
+from butterfly.suite.load import SCENARIOS_DIR, load_suite, resolve_suite
 from oracle import Scenario
 
 T = TypeVar("T", int, float)
@@ -79,6 +89,54 @@ class Imported(Result):
     """Conversations begun and not finished (an error, or the eval stopped)."""
     not_played: int
     """Conversations with no call in the log."""
+
+
+def find_suite(logged: LoggedEval, given: Path | None) -> Path:
+    """The suite file the log played: ``given`` (``--suite``: a file, or a suite's name as
+    ``run --suite`` takes it), else the path the log names, else (that path missing) the frozen
+    suite of the log's suite name; its sha256 must be the log's."""
+    want, named = logged.meta.suite_sha256, Path(logged.meta.suite_path)
+    if given is None and not named.is_file():
+        frozen = SCENARIOS_DIR / f"{logged.meta.suite}.jsonl"
+        if "/" in logged.meta.suite or not frozen.is_file() or suite_sha256(frozen) != want:
+            raise UserError(f"{logged.path}: the suite it played, {named}, is missing: give "
+                            "that suite with --suite FILE")
+        return frozen
+    path = named if given is None else resolve_suite(str(given))  # a file, or a suite's name
+    sha = suite_sha256(path)
+    if sha != want:
+        raise UserError(f"{path} is not the suite the log played (its sha256 is {sha[:12]}, "
+                        f"the log's {want[:12]}): give that suite with --suite FILE")
+    return path
+
+
+def _scenario_ids(logged: LoggedEval) -> set[str]:
+    ids = {x.rsplit("/", 1)[0] for x in logged.selected or ()}
+    return ids | {s.scenario for s in logged.samples}
+
+
+def scope_of(logged: LoggedEval, suite: Sequence[Scenario], base: RunParams
+             ) -> tuple[int | None, int | None]:
+    """(limit, per_category) of the run: the log's metadata's when it names them, else the
+    ones whose selection of the suite is the scenarios the eval selected; refused when none
+    is."""
+    meta = logged.meta
+    if meta.limit is not None or meta.per_category is not None:
+        return meta.limit, meta.per_category
+    ids = _scenario_ids(logged)
+    unknown = sorted(ids - {s.id for s in suite})
+    if unknown:
+        raise UserError(f"{logged.path}: scenario {unknown[0]} is not in the suite "
+                        f"{meta.suite_path}")
+    most = max(Counter(s.category for s in suite).values(), default=0)
+    for per_category in (None, *range(1, most + 1)):
+        for limit in (None, len(ids)):
+            p = base.model_copy(update={"limit": limit, "per_category": per_category})
+            if {s.id for s in select(suite, p)} == ids:
+                return limit, per_category
+    raise UserError(f"{logged.path}: its {len(ids)} scenarios are not a selection a run can "
+                    "make (the first N of each category, then the first M): import a log of "
+                    "the whole suite, or of such a selection")
 
 
 def _given(meta: T | None, config: T | None, default: T) -> T:
