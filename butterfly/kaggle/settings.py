@@ -130,27 +130,22 @@ def ask_at_of(text: str, mode: str, default: Sequence[int] | None) -> tuple[int,
     return tuple(sorted(set(turns)))
 
 
-def _choice(name: str, text: str, allowed: tuple[T, ...], default: str = "") -> T:
+def _choice(name: str, text: str, allowed: tuple[T, ...], default: str = "",
+            refused: Sequence[str] = ()) -> T:
     """``text`` as the name of ``allowed`` it is (``text`` stripped; empty: ``default``), or
-    :class:`Refused`."""
+    :class:`Refused`: with its reason (:data:`REFUSALS`) for a name in ``refused``, a name the
+    notebook cannot play."""
     given = text.strip() or default
+    if given in refused:
+        raise Refused(REFUSALS[given])
     for a in allowed:
         if a == given:
             return a
     raise Refused(f"{name}={given!r}: one of {', '.join(allowed)}")
 
 
-def _strategy(text: str) -> Strategy:
-    value = _choice("BUTTERFLY_STRATEGY", text, STRATEGIES, STRATEGY)
-    if value == "self-consistency":
-        raise Refused(REFUSALS["self-consistency"])
-    return value
-
-
 def _protocol(text: str, strategy: str) -> Protocol:
-    value = _choice("BUTTERFLY_PROTOCOL", text, PROTOCOLS, PROTOCOL)
-    if value == "schema":
-        raise Refused(REFUSALS["schema"])
+    value = _choice("BUTTERFLY_PROTOCOL", text, PROTOCOLS, PROTOCOL, ("schema",))
     if not compatible(strategy, value):  # butterfly run's words (runs/run_flags.py)
         raise Refused(f"strategy {strategy} reasons before the spec: use protocol json-last "
                       "(json-first asks for the spec first, json for the spec alone)")
@@ -162,13 +157,6 @@ def _layouts(text: str) -> tuple[str, ...]:
     if len(names) != 1:
         raise Refused(REFUSALS["layouts"])
     return (_choice("BUTTERFLY_LAYOUT", names[0], LAYOUTS),)
-
-
-def _parse(text: str, json_repair: bool) -> ParseMode:
-    value = _choice("BUTTERFLY_PARSE", text, PARSE_MODES, PARSE)
-    if value == "lenient" and not json_repair:
-        raise Refused(REFUSALS["lenient"])
-    return value
 
 
 def _cap(text: str) -> int:
@@ -192,10 +180,12 @@ def settings_of(track: str, *, mode: str = "", ask_at: str = "",
     gives it; empty: the default), checked as ``butterfly run`` checks its options, or
     :class:`Refused` in one line. ``default_ask_at``: the suite's default ask points;
     ``json_repair``: whether the kernel has it (the lenient parser needs it)."""
-    played, chosen = mode_of(mode), _strategy(strategy)
+    played, unplayable = mode_of(mode), () if json_repair else ("lenient",)
+    chosen = _choice("BUTTERFLY_STRATEGY", strategy, STRATEGIES, STRATEGY, ("self-consistency",))
     settings = Settings(
         track=_choice("track", track, TRACKS), mode=played, strategy=chosen,
-        protocol=_protocol(protocol, chosen), parse=_parse(parse, json_repair),
+        protocol=_protocol(protocol, chosen),
+        parse=_choice("BUTTERFLY_PARSE", parse, PARSE_MODES, PARSE, unplayable),
         layouts=_layouts(layout), ask_at=ask_at_of(ask_at, played, default_ask_at),
         max_answer_chars=_cap(max_answer_chars))
     why = track_named(settings.track).refusal(settings)
