@@ -232,11 +232,6 @@ def _unsent(added: Sequence[Message], held: str | None, chat: Chat) -> list[Mess
     return list(added[1:])
 
 
-def refused_why(exc: BaseException) -> str:
-    """Why a refused call over the context window is an abstention (its record's detail)."""
-    return redact(f"the provider refused the request: {describe(exc)}")
-
-
 def _answer(conv: Conversation, chat: Chat, max_tokens: int, retries: Retries
             ) -> tuple[Answered, Answer | None]:
     """The asked turn's one answer as the engine reads it, and the model's answer (None for an
@@ -245,7 +240,8 @@ def _answer(conv: Conversation, chat: Chat, max_tokens: int, retries: Retries
     try:
         answer = retries(chat.respond)
     except Exception as exc:
-        parsed = conv.over_context(refused_why(exc)) if over_context(exc) else None
+        why = redact(f"the provider refused the request: {describe(exc)}")  # its detail
+        parsed = conv.over_context(why) if over_context(exc) else None
         if parsed is None:
             conv.fail()
             raise
