@@ -78,9 +78,10 @@ def figure(name: str, read: Callable[[Sequence[SampleScore]], float | None]
     return make
 
 
-def aggregated(name: str) -> Callable[[Sequence[SampleScore]], float | None]:
-    """The figure ``name`` of the pooled aggregate (:func:`pooled`)."""
-    return lambda scores: getattr(pooled(scores), name)
+def field_of(pool: Callable[[Sequence[SampleScore]], Aggregate | Efficiency], name: str
+             ) -> Callable[[Sequence[SampleScore]], float | None]:
+    """The figure ``name`` of what ``pool`` pools (:func:`pooled`, :func:`pooled_efficiency`)."""
+    return lambda scores: getattr(pool(scores), name)
 
 
 def numbers() -> list[str]:
@@ -132,15 +133,10 @@ EFFICIENCY: Final = ("cost_per_correct_usd", "tokens_per_correct", "reasoning_pe
 """The efficiency figures that are inspect metrics (``score --json``'s ``efficiency``)."""
 
 
-def spent(name: str) -> Callable[[Sequence[SampleScore]], float | None]:
-    """The efficiency figure ``name`` of the pooled calls (:func:`pooled_efficiency`)."""
-    return lambda scores: getattr(pooled_efficiency(scores), name)
-
-
 METRICS: Final = (
-    *(figure(name, aggregated(name)) for name in numbers()),
+    *(figure(name, field_of(pooled, name)) for name in numbers()),
     figure("effective_final_match", lambda scores: effective_final_match(pooled(scores))),
-    *(figure(name, spent(name)) for name in EFFICIENCY),
+    *(figure(name, field_of(pooled_efficiency, name)) for name in EFFICIENCY),
 )
 """The scorer's metrics: the registry's numbers, effective final match, then the efficiency
 figures."""

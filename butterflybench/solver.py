@@ -43,7 +43,7 @@ from butterfly.core.wire import says_over_context
 from butterfly.engine.conversation import Answered, Ask, Conversation
 from butterfly.engine.tracks import Parsed
 from butterfly.errors import UserError
-from butterfly.runs.inspect_log import OVER_CONTEXT, OVER_CONTEXT_DETAIL
+from butterfly.runs.inspect_log import OVER_CONTEXT, OVER_CONTEXT_DETAIL, TurnUsage
 from butterfly.runs.records import RunParams
 from butterflybench.suites import META, TURNS, by_id
 
@@ -87,8 +87,7 @@ def usage_of(usage: ModelUsage | None) -> dict[str, int | None]:
     completion's with its reasoning, the reasoning's, the cached prompt tokens, and those
     written to the cache (Anthropic charges them at its cache-write rate)."""
     if usage is None:
-        return dict.fromkeys(("prompt_tokens", "completion_tokens", "reasoning_tokens",
-                              "cached_tokens", "cache_write_tokens"))
+        return dict.fromkeys(TurnUsage.model_fields)  # the import reads these (the log's contract)
     cached = usage.input_tokens_cache_read
     prompt = usage.input_tokens + (cached or 0) + (usage.input_tokens_cache_write or 0)
     return {"prompt_tokens": prompt, "completion_tokens": usage.output_tokens,

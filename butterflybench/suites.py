@@ -19,6 +19,7 @@ from typing import Any, Final
 from butterfly.api.running import run_params
 from butterfly.core.options import RunOptions
 from butterfly.core.prompts import PROMPT_VERSION
+from butterfly.runs.inspect_log import ButterflyMeta
 from butterfly.runs.records import RunParams
 from butterfly.runs.scope import select
 from butterfly.suite.load import load_suite, resolve_suite
@@ -43,19 +44,13 @@ class Played:
     params: RunParams
 
     def metadata(self) -> dict[str, Any]:
-        """The task's metadata under :data:`META` (the log's ``eval.metadata``)."""
-        p = self.params
-        return {META: {
-            "suite": self.suite_path.stem, "suite_path": str(self.suite_path),
-            "suite_sha256": self.suite_sha256, "mode": p.mode,
-            "ask_at": None if p.ask_at is None else list(p.ask_at),
-            "strategy": p.strategy, "samples": p.samples, "sc_base": p.sc_base,
-            "protocol": p.protocol, "max_answer_chars": p.max_answer_chars,
-            "prompt_version": PROMPT_VERSION, "track": p.track, "layouts": list(p.layouts),
-            "parse": p.parse, "seed": p.seed, "temperature": p.temperature,
-            "max_tokens": p.max_tokens, "per_category": p.per_category, "limit": p.limit,
-            "params": p.model_dump(mode="json"),
-        }}
+        """The task's metadata under :data:`META` (the log's ``eval.metadata``): what the import
+        reads back (``runs.inspect_log.ButterflyMeta``: the suite, the run's parameters as the
+        ``params`` dump has them), then that dump."""
+        dumped = self.params.model_dump(mode="json")
+        given = {**dumped, "prompt_version": PROMPT_VERSION, "suite": self.suite_path.stem,
+                 "suite_path": str(self.suite_path), "suite_sha256": self.suite_sha256}
+        return {META: {**{k: given[k] for k in ButterflyMeta.model_fields}, "params": dumped}}
 
 
 def as_list(value: str | int | Sequence[Any] | None) -> str | list[Any] | None:

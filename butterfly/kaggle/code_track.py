@@ -26,14 +26,13 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Final
 
 from butterfly.code import sandbox
-from butterfly.code.conversation import added_messages, code_spec, program_of
+from butterfly.code.conversation import code_spec, program_of
 from butterfly.code.judge import broken, figures, figures_line
 from butterfly.code.spec_of_program import extract
-from butterfly.core.prompts import Message
 from butterfly.core.scores import CodeScore
 from butterfly.engine.conversation import Answered
 from butterfly.engine.tracks import track
-from butterfly.kaggle.runner import Answer, Chat, Judge, Verdict, play_verdict, verdict
+from butterfly.kaggle.runner import Chat, Judge, Verdict, play_verdict
 from butterfly.kaggle.settings import Settings
 from oracle import Scenario, replay
 
@@ -62,14 +61,6 @@ def use_fallback_sandbox(env: MutableMapping[str, str] = os.environ) -> str:
             "process with resource limits, a clean environment and an audit hook refusing "
             "sockets, subprocesses and writes outside its own directory; weaker than "
             "bubblewrap (docs/code-track.md).")
-
-
-def messages_for(scenario: Scenario, turn: int, answers: Sequence[str]) -> list[Message]:
-    """Every message the CLI sends for ``turn`` after these earlier answers (chat mode)."""
-    out: list[Message] = []
-    for t in range(1, turn + 1):
-        out += added_messages(scenario, t, answers[t - 2] if t > 1 else None)
-    return out
 
 
 def observe_cached(observe: Observe = extract) -> Observe:
@@ -121,14 +112,6 @@ def play_code_verdict(scenario: Scenario, settings: Settings, chat: Chat, max_to
     its verdict (``butterfly run --track code`` + ``butterfly score``)."""
     return with_broken(play_verdict(scenario, settings, chat, max_tokens,
                                     judge=judge_with(scenario, observe)))
-
-
-def code_verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
-                 observe: Observe = extract) -> CodeVerdict:
-    """These answers to a code conversation observed, judged and scored with the CLI's
-    functions, as :func:`play_code_verdict` does."""
-    return with_broken(verdict(scenario, answers, max_tokens, settings=CODE,
-                               judge=judge_with(scenario, observe)))
 
 
 def code_figures(verdicts: Sequence[CodeVerdict]) -> CodeScore:

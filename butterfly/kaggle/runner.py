@@ -30,17 +30,16 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypedDict, TypeVar
 
 from butterfly.core.agents import baseline_label
-from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
+from butterfly.core.asking import ASKED_NOTE, asked_line
 from butterfly.core.efficiency import Spent, efficiency
 from butterfly.core.efficiency_text import latency_line, per_correct_line
 from butterfly.core.horizon_text import horizon_line
 from butterfly.core.metrics import (
-    ScenarioScore,
     aggregate,
     baselines_of,
     effective_final_match,
@@ -48,13 +47,14 @@ from butterfly.core.metrics import (
     recency_ks,
     score_scenario,
 )
-from butterfly.core.prompts import Message, messages
+from butterfly.core.prompts import Message
 from butterfly.core.scores import Aggregate, Efficiency, HorizonResult
 from butterfly.core.turns import ConversationKey
 from butterfly.core.vocab import KAGGLE_RETRY
 from butterfly.core.wire import exception_kind, over_context, redact
 from butterfly.engine.conversation import Answered, Conversation, answered
-from butterfly.kaggle.settings import LAYOUT, MODE, PROTOCOL, STRATEGY, Settings
+from butterfly.engine.tracks import track as track_named
+from butterfly.kaggle.settings import Settings
 from oracle import Scenario
 
 T = TypeVar("T")
@@ -109,14 +109,6 @@ class ProviderFailure(RuntimeError):
     failure. The notebook's per-scenario task fails with it, and the scenario gets no verdict."""
 
 
-def is_transient(exc: BaseException) -> bool:
-    """True when retrying may help: rate limits, timeouts, 5xx, dropped connections (the CLI's
-    error classes, :func:`butterfly.core.wire.exception_kind`). A request the provider refused
-    (400, 401, 403 such as "estimated cost exceeds your quota", 404) is not retried: it would
-    be refused again."""
-    return exception_kind(exc) is not None
-
-
 def describe(exc: BaseException) -> str:
     first = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {first}"[:300]
@@ -134,8 +126,8 @@ def call_with_retries(call: Callable[[], T], *, sleep: Callable[[float], None] =
         try:
             return call()
         except Exception as exc:
-            if not is_transient(exc):
-                raise
+            if exception_kind(exc) is None:  # refused (400, 401, 403 "estimated cost exceeds
+                raise  # your quota", 404): it would be refused again
             failed += 1
             wait = KAGGLE_RETRY.wait(failed)
             if wait is None:
@@ -166,15 +158,14 @@ def long_slice(scenarios: Sequence[Scenario], per_length: int) -> list[Scenario]
 
 
 def messages_for(scenario: Scenario, turn: int, answers: Sequence[str],
-                 mode: str = MODE) -> list[Message]:
-    """Every message the CLI (``butterfly run --protocol json --mode MODE``) sends for
-    ``turn`` after these earlier answers (restate mode: none, each call is stateless)."""
-    return messages(scenario, turn, answers, LAYOUT, mode, STRATEGY, PROTOCOL)
-
-
-def asked_of(scenario: Scenario, ask_at: Sequence[int] | None) -> Sequence[int]:
-    """The turns of ``scenario`` asked (:func:`butterfly.core.asking.asked_turns`)."""
-    return asked_turns(len(scenario.turns), ask_at)
+                 settings: Settings | None = None) -> list[Message]:
+    """Every message the CLI (``butterfly run`` with these settings; None: the notebook's
+    defaults) sends for ``turn`` after these earlier answers (restate mode: none, each call is
+    stateless): what each turn up to it adds, the track's messages (``Track.added``)."""
+    p = settings or Settings()
+    turns = [turn] if p.mode == "restate" else range(1, turn + 1)
+    return [m for t in turns for m in track_named(p.track).added(
+        scenario, t, answers[t - 2] if t > 1 and p.mode == "chat" else None, p.layout, p)]
 
 
 @dataclass(frozen=True)
@@ -213,12 +204,6 @@ Judge = Callable[[int, Answered], Answered]
 track: its program observed, then judged; ``butterfly.kaggle.code_track``)."""
 
 
-def truncated(answer: Answer, max_tokens: int) -> bool:
-    """The CLI reads ``finish_reason == "length"``; kaggle-benchmarks does not pass the finish
-    reason on, so an answer that used the whole output budget counts as cut off."""
-    return answer.output_tokens is not None and answer.output_tokens >= max_tokens
-
-
 class AnswerRow(TypedDict):
     turn: int
     raw: str
@@ -247,11 +232,6 @@ def _unsent(added: Sequence[Message], held: str | None, chat: Chat) -> list[Mess
     return list(added[1:])
 
 
-def refused_why(exc: BaseException) -> str:
-    """Why a refused call over the context window is an abstention (its record's detail)."""
-    return redact(f"the provider refused the request: {describe(exc)}")
-
-
 def _answer(conv: Conversation, chat: Chat, max_tokens: int, retries: Retries
             ) -> tuple[Answered, Answer | None]:
     """The asked turn's one answer as the engine reads it, and the model's answer (None for an
@@ -260,14 +240,18 @@ def _answer(conv: Conversation, chat: Chat, max_tokens: int, retries: Retries
     try:
         answer = retries(chat.respond)
     except Exception as exc:
-        parsed = conv.over_context(refused_why(exc)) if over_context(exc) else None
+        why = redact(f"the provider refused the request: {describe(exc)}")  # its detail
+        parsed = conv.over_context(why) if over_context(exc) else None
         if parsed is None:
             conv.fail()
             raise
         return Answered(0, "", None, parsed.reason, parsed.detail), None
     cap = conv.settings.max_answer_chars
     cut = len(answer.text) if len(answer.text) > cap else None
-    finish = "length" if truncated(answer, max_tokens) else None
+    # kaggle-benchmarks passes no finish reason on, where the CLI reads "length": an answer
+    # that used the whole output budget counts as cut off
+    used = answer.output_tokens
+    finish = "length" if used is not None and used >= max_tokens else None
     return answered(conv, 0, answer.text[:cap], finish, cut), answer
 
 
@@ -314,90 +298,14 @@ class Verdict(TypedDict):
     answers: list[AnswerRow]
 
 
-def score_of(conv: Conversation) -> ScenarioScore:
-    """A played conversation scored by ``butterfly score``'s scorer (its asked turns' specs)."""
-    asked = None if conv.settings.ask_at is None else conv.asked
-    return score_scenario(conv.scenario, conv.specs(), asked=asked)
-
-
 def play_verdict(scenario: Scenario, settings: Settings, chat: Chat, max_tokens: int, *,
                  retries: Retries | None = None, judge: Judge | None = None) -> Verdict:
-    """One scenario played through ``chat`` (:func:`converse`) and scored: its verdict."""
+    """One scenario played through ``chat`` (:func:`converse`) and scored by ``butterfly
+    score``'s scorer (its asked turns' specs): its verdict (both tracks record it alike)."""
     conv = Conversation(scenario, settings, settings.layout)
     rows = converse(conv, chat, max_tokens, retries=retries, judge=judge)
-    return verdict_of(score_of(conv), rows)
-
-
-class Scripted:
-    """A :class:`Chat` answering from a list, in order (the answers a test or a file gives);
-    it keeps no messages."""
-
-    def __init__(self, answers: Sequence[Answer]) -> None:
-        self._answers: Iterator[Answer] = iter(answers)
-
-    def send(self, messages: Sequence[Message], fresh: bool) -> None:
-        pass
-
-    def respond(self) -> Answer:
-        return next(self._answers)
-
-    def amend(self, text: str) -> None:
-        pass
-
-
-def _once(call: Callable[[], Answer]) -> Answer:
-    return call()
-
-
-def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
-            ask_at: Sequence[int] | None = None, *, settings: Settings | None = None,
-            judge: Judge | None = None) -> Verdict:
-    """The verdict of these answers to the asked turns (``ask_at``: restate mode asked at
-    chosen turns; ``settings``: other than the notebook's defaults), read and scored as
-    :func:`play_verdict` reads and scores them."""
-    chosen = settings or Settings(mode="chat" if ask_at is None else "restate",
-                                  ask_at=None if ask_at is None else tuple(ask_at))
-    return play_verdict(scenario, chosen, Scripted(answers), max_tokens, retries=_once,
-                        judge=judge)
-
-
-class Said:
-    """A :class:`Chat` over two callables: ``say`` puts the user's message in a chat that
-    already holds the system message, ``respond`` asks the model (and keeps the answer in the
-    chat). It records the answers."""
-
-    def __init__(self, say: Callable[[str], object], respond: Callable[[], Answer]) -> None:
-        self.say, self.respond_once, self.answers = say, respond, list[Answer]()
-
-    def send(self, messages: Sequence[Message], fresh: bool) -> None:
-        for m in messages:
-            if m["role"] == "user":
-                self.say(m["content"])
-            elif m["role"] != "system":
-                raise RuntimeError(f"this chat takes only the user's messages, not {m['role']}")
-
-    def respond(self) -> Answer:
-        answer = self.respond_once()
-        self.answers.append(answer)
-        return answer
-
-    def amend(self, text: str) -> None:
-        raise RuntimeError("this chat cannot amend an answer")
-
-
-def play(scenario: Scenario, say: Callable[[str], object], respond: Callable[[], Answer], *,
-         retries: Retries | None = None, settings: Settings | None = None,
-         max_tokens: int = MAX_TOKENS) -> list[Answer]:
-    """One conversation in chat mode (the system message already in the chat): the engine's
-    turns through :class:`Said` (``say`` each user message once, then ``respond``, retried on
-    transient errors). The answers, in order; they stay in the chat, whatever they are."""
-    chat = Said(say, respond)
-    converse(Conversation(scenario, settings or Settings()), chat, max_tokens, retries=retries)
-    return chat.answers
-
-
-def verdict_of(score: ScenarioScore, answers: list[AnswerRow]) -> Verdict:
-    """The verdict fields of one scored scenario (both tracks record them alike)."""
+    score = score_scenario(scenario, conv.specs(),
+                           asked=None if settings.ask_at is None else conv.asked)
     return Verdict(
         id=score.id,
         category=score.category,
@@ -408,8 +316,53 @@ def verdict_of(score: ScenarioScore, answers: list[AnswerRow]) -> Verdict:
         change_radius=score.change_radius,
         abstentions=score.abstentions,
         asked=None if score.asked is None else list(score.asked),
-        answers=answers,
+        answers=rows,
     )
+
+
+class Recorded:
+    """A :class:`Chat` over ``respond_to``, which answers the messages the chat holds (the
+    CLI's messages for the ask: in chat mode its history, the answers in it as the engine
+    holds them); it records the answers (the answers a test or a file gives, a server)."""
+
+    def __init__(self, respond_to: Callable[[list[Message]], Answer]) -> None:
+        self.respond_to, self.sent, self.answers = respond_to, list[Message](), list[Answer]()
+
+    def send(self, messages: Sequence[Message], fresh: bool) -> None:
+        self.sent = [*([] if fresh else self.sent), *messages]
+
+    def respond(self) -> Answer:
+        answer = self.respond_to(list(self.sent))
+        self.answers.append(answer)
+        self.sent.append({"role": "assistant", "content": answer.text})
+        return answer
+
+    def amend(self, text: str) -> None:
+        self.sent[-1] = {"role": "assistant", "content": text}
+
+
+def play(scenario: Scenario, respond_to: Callable[[list[Message]], Answer], *,
+         retries: Retries | None = None, settings: Settings | None = None,
+         max_tokens: int = MAX_TOKENS) -> list[Answer]:
+    """One conversation played through :class:`Recorded` (``respond_to`` each ask's messages,
+    retried on transient errors: a retry sends the same messages again). The answers, in
+    order; in restate mode a turn not asked is no call."""
+    chat = Recorded(respond_to)
+    converse(Conversation(scenario, settings or Settings()), chat, max_tokens, retries=retries)
+    return chat.answers
+
+
+def verdict(scenario: Scenario, answers: Sequence[Answer], max_tokens: int,
+            ask_at: Sequence[int] | None = None, *, settings: Settings | None = None,
+            judge: Judge | None = None) -> Verdict:
+    """The verdict of these answers to the asked turns (``ask_at``: restate mode asked at
+    chosen turns; ``settings``: other than the notebook's defaults), read and scored as
+    :func:`play_verdict` reads and scores them."""
+    chosen = settings or Settings(mode="chat" if ask_at is None else "restate",
+                                  ask_at=None if ask_at is None else tuple(ask_at))
+    given = iter(answers)
+    return play_verdict(scenario, chosen, Recorded(lambda _: next(given)), max_tokens,
+                        retries=lambda call: call(), judge=judge)
 
 
 class Headline(TypedDict):

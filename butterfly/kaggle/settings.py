@@ -8,14 +8,16 @@ A feature the notebook cannot offer is refused here in one line that names the r
 ``response_format``, self-consistency, several layouts in one run, and the lenient parser in a
 kernel without ``json_repair``. What the CLI refuses, the notebook refuses in the same words
 (chat mode with ask points, a reasoning strategy without ``json-last``, what a track cannot
-play). Inlined into the notebook, so it imports only ``core``, ``engine`` and ``oracle``.
+play). Here too: the frozen suites the notebook carries and the dry run's estimate of what its
+settings will send (:func:`estimate_for`). Inlined into the notebook, so it imports only
+``core``, ``engine`` and ``oracle``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final, TypedDict, TypeVar
 
 from butterfly.core.asking import EVERY, LAST
 from butterfly.core.prompts import compatible
@@ -97,9 +99,10 @@ def mode_of(text: str) -> Mode:
     """The notebook's ``MODE`` (``BUTTERFLY_MODE``, ``butterfly run --mode``): chat (the
     default, also when empty) or restate (each asked turn one stateless call)."""
     mode = text.strip() or MODE
-    if mode not in MODES:
-        raise Refused(f"BUTTERFLY_MODE={mode!r}: the notebook plays {' or '.join(MODES)}")
-    return _choice("BUTTERFLY_MODE", mode, MODES)
+    for m in MODES:
+        if m == mode:
+            return m
+    raise Refused(f"BUTTERFLY_MODE={mode!r}: the notebook plays {' or '.join(MODES)}")
 
 
 def ask_at_of(text: str, mode: str, default: Sequence[int] | None) -> tuple[int, ...] | None:
@@ -127,25 +130,22 @@ def ask_at_of(text: str, mode: str, default: Sequence[int] | None) -> tuple[int,
     return tuple(sorted(set(turns)))
 
 
-def _choice(name: str, text: str, allowed: tuple[T, ...]) -> T:
-    """``text`` as the name of ``allowed`` it is (``text`` stripped), or :class:`Refused`."""
-    found = [a for a in allowed if a == text.strip()]
-    if not found:
-        raise Refused(f"{name}={text.strip()!r}: one of {', '.join(allowed)}")
-    return found[0]
-
-
-def _strategy(text: str) -> Strategy:
-    value = _choice("BUTTERFLY_STRATEGY", text.strip() or STRATEGY, STRATEGIES)
-    if value == "self-consistency":
-        raise Refused(REFUSALS["self-consistency"])
-    return value
+def _choice(name: str, text: str, allowed: tuple[T, ...], default: str = "",
+            refused: Sequence[str] = ()) -> T:
+    """``text`` as the name of ``allowed`` it is (``text`` stripped; empty: ``default``), or
+    :class:`Refused`: with its reason (:data:`REFUSALS`) for a name in ``refused``, a name the
+    notebook cannot play."""
+    given = text.strip() or default
+    if given in refused:
+        raise Refused(REFUSALS[given])
+    for a in allowed:
+        if a == given:
+            return a
+    raise Refused(f"{name}={given!r}: one of {', '.join(allowed)}")
 
 
 def _protocol(text: str, strategy: str) -> Protocol:
-    value = _choice("BUTTERFLY_PROTOCOL", text.strip() or PROTOCOL, PROTOCOLS)
-    if value == "schema":
-        raise Refused(REFUSALS["schema"])
+    value = _choice("BUTTERFLY_PROTOCOL", text, PROTOCOLS, PROTOCOL, ("schema",))
     if not compatible(strategy, value):  # butterfly run's words (runs/run_flags.py)
         raise Refused(f"strategy {strategy} reasons before the spec: use protocol json-last "
                       "(json-first asks for the spec first, json for the spec alone)")
@@ -157,13 +157,6 @@ def _layouts(text: str) -> tuple[str, ...]:
     if len(names) != 1:
         raise Refused(REFUSALS["layouts"])
     return (_choice("BUTTERFLY_LAYOUT", names[0], LAYOUTS),)
-
-
-def _parse(text: str, json_repair: bool) -> ParseMode:
-    value = _choice("BUTTERFLY_PARSE", text.strip() or PARSE, PARSE_MODES)
-    if value == "lenient" and not json_repair:
-        raise Refused(REFUSALS["lenient"])
-    return value
 
 
 def _cap(text: str) -> int:
@@ -187,10 +180,12 @@ def settings_of(track: str, *, mode: str = "", ask_at: str = "",
     gives it; empty: the default), checked as ``butterfly run`` checks its options, or
     :class:`Refused` in one line. ``default_ask_at``: the suite's default ask points;
     ``json_repair``: whether the kernel has it (the lenient parser needs it)."""
-    played, chosen = mode_of(mode), _strategy(strategy)
+    played, unplayable = mode_of(mode), () if json_repair else ("lenient",)
+    chosen = _choice("BUTTERFLY_STRATEGY", strategy, STRATEGIES, STRATEGY, ("self-consistency",))
     settings = Settings(
         track=_choice("track", track, TRACKS), mode=played, strategy=chosen,
-        protocol=_protocol(protocol, chosen), parse=_parse(parse, json_repair),
+        protocol=_protocol(protocol, chosen),
+        parse=_choice("BUTTERFLY_PARSE", parse, PARSE_MODES, PARSE, unplayable),
         layouts=_layouts(layout), ask_at=ask_at_of(ask_at, played, default_ask_at),
         max_answer_chars=_cap(max_answer_chars))
     why = track_named(settings.track).refusal(settings)
@@ -206,3 +201,64 @@ def described(s: Settings) -> str:
     if s.max_answer_chars != DEFAULTS.max_answer_chars:
         parts.append(f"max answer chars {s.max_answer_chars:,}")
     return ", ".join(parts)
+
+
+class SuiteEntry(TypedDict):
+    """A frozen suite the notebook carries (its ``SUITES``): sha256, track, default ask points,
+    the second K of its recency baseline."""
+
+    sha256: str
+    track: str
+    ask_at: list[int] | None
+    window_k: int | None
+
+
+class EstimateRow(TypedDict):
+    """One scenario's estimate: its calls, and its prompt and completion tokens per model."""
+
+    calls: int
+    prompt: dict[str, int]
+    completion: dict[str, int]
+
+
+Rows = dict[str, EstimateRow]
+"""scenario id -> its estimate."""
+
+
+class AskedEstimate(TypedDict):
+    ask_at: list[int]
+    scenarios: Rows
+
+
+class Estimate(TypedDict):
+    """What :func:`estimate_for` reads of ``notebooks/estimate.json`` (suite -> rows): chat
+    mode (``suites``), restate mode asking every turn, and asked at the default points."""
+
+    suites: dict[str, Rows]
+    restate: dict[str, Rows]
+    asked: dict[str, AskedEstimate]
+
+
+ESTIMATED: Final = (STRATEGY, PROTOCOL, (LAYOUT,))
+"""The prompt the carried estimate counts (strategy, protocol, layouts): the notebook's
+defaults."""
+
+
+def estimate_for(estimate: Estimate, suite: str, s: Settings) -> tuple[str, Rows]:
+    """The estimate (``notebooks/estimate.json``, tools/kaggle_quota.py) of each scenario of
+    ``suite`` played with the settings ``s``, and what it is of; no rows when the notebook
+    carries none for them (it carries the default prompt in chat mode, restate mode asking
+    every turn, and restate mode asked at the suite's default ask points: another strategy,
+    protocol, layout or ask points get none, and the cell says so)."""
+    if (s.strategy, s.protocol, s.layouts) != ESTIMATED:
+        return (f"{s.mode} mode, strategy {s.strategy}, protocol {s.protocol}, layout "
+                f"{s.layout}", {})
+    if s.mode == "chat":
+        return "chat mode", estimate["suites"].get(suite, {})
+    if s.ask_at is None:
+        return "restate mode, every turn asked", estimate["restate"].get(suite, {})
+    asked = estimate["asked"].get(suite)
+    if asked is None or list(s.ask_at) != asked["ask_at"]:
+        return f"restate mode asked at {list(s.ask_at)}", {}
+    return (f"restate mode asked at turns {', '.join(map(str, s.ask_at))} and the last",
+            asked["scenarios"])

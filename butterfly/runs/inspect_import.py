@@ -4,17 +4,19 @@ log").
 
 The log is read by :mod:`butterfly.runs.inspect_log`. The suite it played is found by the path
 the log names (or ``--suite``; a frozen suite of the same name when that path is missing) and
-checked by sha256. Each sample is one conversation, played again by butterfly's engine
-(``engine.conversation``) with the logged answers, so its store's calls become call records the
-way ``butterfly run`` makes them: the messages a turn adds are the engine's, from the suite and
-the answers before it (a self-consistency turn's vote included; their count is checked against
-what inspect sent), the raw answer is kept as logged and read again by the engine (the
-response-size cap, then the track's reader), tokens are carried over and priced as ``butterfly
-run`` prices them: by the price the user gave (``--price``, ``--price-per-mtok``; recorded as
-the manifest's ``params.price``), else by butterfly's price map. The directory is written by
-the run writers (:func:`~butterfly.runs.store.open_run`, :class:`~butterfly.runs.digest.LinkedLog`,
-:func:`~butterfly.runs.store.close_run`) into a hidden directory beside ``--out`` and moved in
-at the end, the manifest last, then read back through the run reader's integrity checks.
+checked by sha256 (:func:`find_suite`), and its scope (``--per-category`` and ``--limit``) found
+from the samples it selected (:func:`scope_of`). Each sample is one conversation, played again
+by butterfly's engine (``engine.conversation``) with the logged answers, so its store's calls
+become call records the way ``butterfly run`` makes them: the messages a turn adds are the
+engine's, from the suite and the answers before it (a self-consistency turn's vote included;
+their count is checked against what inspect sent), the raw answer is kept as logged and read
+again by the engine (the response-size cap, then the track's reader), tokens are carried over
+and priced as ``butterfly run`` prices them: by the price the user gave (``--price``,
+``--price-per-mtok``; recorded as the manifest's ``params.price``), else by butterfly's price
+map. The directory is written by the run writers (:func:`~butterfly.runs.store.open_run`,
+:class:`~butterfly.runs.digest.LinkedLog`, :func:`~butterfly.runs.store.close_run`) into a hidden
+directory beside ``--out`` and moved in at the end, the manifest last, then read back through
+the run reader's integrity checks.
 Inspect's own verdicts are not read: ``score`` re-scores the answers with the oracle.
 """
 
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -48,21 +50,19 @@ from butterfly.runs.inspect_log import (
     TurnEntry,
     read_log,
 )
-from butterfly.runs.inspect_suite import find_suite, scope_of
 from butterfly.runs.lock import LOCK, writer_lock
 from butterfly.runs.reader import load_run
 from butterfly.runs.records import (
     CallError,
     CallRecord,
-    InspectSource,
     Message,
     RunManifest,
     RunParams,
     Tokens,
 )
 from butterfly.runs.scope import asked, conversation_keys, select
-from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, close_run, open_run
-from butterfly.suite.load import load_suite
+from butterfly.runs.store import CALLS, MANIFEST, SUITE_COPY, close_run, open_run, suite_sha256
+from butterfly.suite.load import SCENARIOS_DIR, load_suite, resolve_suite
 from oracle import Scenario
 
 T = TypeVar("T", int, float)
@@ -83,12 +83,52 @@ class Imported(Result):
     """Conversations with no call in the log."""
 
 
-@dataclass
-class Played:
-    """One conversation's records, and whether every asked turn was answered."""
+def find_suite(logged: LoggedEval, given: Path | None) -> Path:
+    """The suite file the log played: ``given`` (``--suite``: a file, or a suite's name as
+    ``run --suite`` takes it), else the path the log names, else (that path missing) the frozen
+    suite of the log's suite name; its sha256 must be the log's."""
+    want, named = logged.meta.suite_sha256, Path(logged.meta.suite_path)
+    if given is None and not named.is_file():
+        frozen = SCENARIOS_DIR / f"{logged.meta.suite}.jsonl"
+        if "/" in logged.meta.suite or not frozen.is_file() or suite_sha256(frozen) != want:
+            raise UserError(f"{logged.path}: the suite it played, {named}, is missing: give "
+                            "that suite with --suite FILE")
+        return frozen
+    path = named if given is None else resolve_suite(str(given))  # a file, or a suite's name
+    sha = suite_sha256(path)
+    if sha != want:
+        raise UserError(f"{path} is not the suite the log played (its sha256 is {sha[:12]}, "
+                        f"the log's {want[:12]}): give that suite with --suite FILE")
+    return path
 
-    records: list[CallRecord]
-    complete: bool
+
+def _scenario_ids(logged: LoggedEval) -> set[str]:
+    ids = {x.rsplit("/", 1)[0] for x in logged.selected or ()}
+    return ids | {s.scenario for s in logged.samples}
+
+
+def scope_of(logged: LoggedEval, suite: Sequence[Scenario], base: RunParams
+             ) -> tuple[int | None, int | None]:
+    """(limit, per_category) of the run: the log's metadata's when it names them, else the
+    ones whose selection of the suite is the scenarios the eval selected; refused when none
+    is."""
+    meta = logged.meta
+    if meta.limit is not None or meta.per_category is not None:
+        return meta.limit, meta.per_category
+    ids = _scenario_ids(logged)
+    unknown = sorted(ids - {s.id for s in suite})
+    if unknown:
+        raise UserError(f"{logged.path}: scenario {unknown[0]} is not in the suite "
+                        f"{meta.suite_path}")
+    most = max(Counter(s.category for s in suite).values(), default=0)
+    for per_category in (None, *range(1, most + 1)):
+        for limit in (None, len(ids)):
+            p = base.model_copy(update={"limit": limit, "per_category": per_category})
+            if {s.id for s in select(suite, p)} == ids:
+                return limit, per_category
+    raise UserError(f"{logged.path}: its {len(ids)} scenarios are not a selection a run can "
+                    "make (the first N of each category, then the first M): import a log of "
+                    "the whole suite, or of such a selection")
 
 
 def _given(meta: T | None, config: T | None, default: T) -> T:
@@ -198,13 +238,14 @@ class Maker:
             out[(e.turn, e.sample)] = e
         return out
 
-    def conversation(self, s: Scenario, sample: LoggedSample) -> Played:
+    def conversation(self, s: Scenario, sample: LoggedSample) -> tuple[list[CallRecord], bool]:
         """The records of one sample, its conversation played again by the engine with the
-        logged answers: each asked turn until the first one not answered."""
+        logged answers: each asked turn until the first one not answered; and whether every
+        asked turn was answered."""
         key = ConversationKey(s.id, sample.layout, sample.repeat)
         by_call = self.entries(s, sample)
         conv = Engine(s, self.params, sample.layout, sample.repeat)
-        at = sample.at or self.logged.created
+        at = sample.at or self.logged.source.created
         out: list[CallRecord] = []
         while (ask := conv.next_ask()) is not None:
             added = tuple(Message.model_validate(m) for m in ask.added)
@@ -218,9 +259,9 @@ class Maker:
                                      error=sample.error)
                     out.append(self.record(conv, key, ask, stop, added, at))
                 conv.fail()
-                return Played(out, False)
+                return out, False
             conv.close([self.compactor.view(r) for r in out[-ask.samples:]])
-        return Played(out, True)
+        return out, True
 
     def _check_sent(self, sample: LoggedSample, e: TurnEntry, ours: int) -> None:
         if e.messages_sent != ours:
@@ -231,21 +272,14 @@ class Maker:
                 "a butterfly run")
 
 
-def _source(logged: LoggedEval) -> InspectSource:
-    return InspectSource(
-        log=str(logged.path), log_sha256=logged.sha256, inspect_version=logged.inspect_version,
-        eval_id=logged.eval_id, run_id=logged.run_id, task=logged.task, created=logged.created,
-        status=logged.status, model=logged.model, samples=len(logged.samples),
-        cost_usd=logged.cost_usd)
-
-
 def _status(logged: LoggedEval, incomplete: Sequence[str], unplayed: int
             ) -> tuple[RunStatus, str | None]:
     """The run's status (and failure) from the log's and from what it played: interrupted
     when a selected conversation has no call, as a run stopped before it."""
-    if logged.status == "error":
+    status = logged.source.status
+    if status == "error":
         return "failed", f"inspect's eval ended in an error: {logged.error or 'none recorded'}"
-    if logged.status in ("cancelled", "started") or unplayed:
+    if status in ("cancelled", "started") or unplayed:
         return "interrupted", None
     return ("incomplete" if incomplete else "complete"), None
 
@@ -278,12 +312,12 @@ def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: R
     begun = unfinished = 0
     try:
         for s, sample in _samples(logged, chosen, params):
-            played = maker.conversation(s, sample)
-            for rec in played.records:
+            records, complete = maker.conversation(s, sample)
+            for rec in records:
                 log.append(rec)
                 state.add(state.lines + 1, rec)
-            begun += bool(played.records)
-            if played.records and not played.complete:
+            begun += bool(records)
+            if records and not complete:
                 incomplete[s.id] = None
                 unfinished += 1
     finally:
@@ -291,7 +325,7 @@ def _write(tmp: Path, out: Path, logged: LoggedEval, suite_path: Path, params: R
     every = len(conversation_keys(chosen, params))
     status, failure = _status(logged, tuple(incomplete), every - begun)
     state.manifest = state.manifest.model_copy(update={
-        "imported_from": _source(logged), "started_at": logged.created})
+        "imported_from": logged.source, "started_at": logged.source.created})
     manifest = close_run(tmp, state, status, tuple(incomplete), failure=failure)
     return Imported(out=out, manifest=manifest, samples=len(logged.samples), conversations=every,
                     incomplete=unfinished, not_played=every - begun)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from butterfly.core.vocab import Layout, Mode, ParseMode, Protocol, SCBase, Strategy, Track
 from butterfly.errors import UserError
+from butterfly.runs.records import InspectSource
 from butterfly.runs.run_price import first_error
 from butterfly.suite.load import sha256_file
 
@@ -107,18 +108,12 @@ class LoggedSample:
 
 @dataclass(frozen=True)
 class LoggedEval:
-    """What an import reads of a log: its provenance, parameters and samples."""
+    """What an import reads of a log: its provenance (as the run's manifest records it), its
+    parameters and samples."""
 
     path: Path
-    sha256: str
-    inspect_version: str | None
-    eval_id: str
-    run_id: str
-    task: str
-    created: str
-    status: str
+    source: InspectSource
     error: str | None
-    model: str
     meta: ButterflyMeta
     temperature: float | None
     max_tokens: int | None
@@ -127,12 +122,11 @@ class LoggedEval:
     selected: tuple[str, ...] | None
     """The sample ids the eval selected (``dataset.sample_ids``), played or not."""
     samples: tuple[LoggedSample, ...]
-    cost_usd: float | None
 
     @property
     def run_model(self) -> str:
         """The run's model: butterfly's own name for butterfly's models."""
-        return self.model.removeprefix(BUTTERFLY_PROVIDER)
+        return self.source.model.removeprefix(BUTTERFLY_PROVIDER)
 
 
 def _load(path: Path) -> EvalLog:
@@ -201,12 +195,14 @@ def read_log(path: Path) -> LoggedEval:
     spec, config = log.eval, log.eval.model_generate_config
     epochs = spec.config.epochs or 1
     ids = spec.dataset.sample_ids
-    return LoggedEval(
-        path=path, sha256=sha256_file(path),
+    samples = tuple(_sample(path, s, epochs) for s in log.samples or ())
+    source = InspectSource(
+        log=str(path), log_sha256=sha256_file(path),
         inspect_version=spec.packages.get("inspect_ai"), eval_id=spec.eval_id,
         run_id=spec.run_id, task=spec.task, created=str(spec.created), status=log.status,
-        error=None if log.error is None else log.error.message, model=spec.model, meta=meta,
-        temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
-        epochs=epochs, selected=None if ids is None else tuple(str(i) for i in ids),
-        samples=tuple(_sample(path, s, epochs) for s in log.samples or ()),
-        cost_usd=_cost(log))
+        model=spec.model, samples=len(samples), cost_usd=_cost(log))
+    return LoggedEval(
+        path=path, source=source, error=None if log.error is None else log.error.message,
+        meta=meta, temperature=config.temperature, max_tokens=config.max_tokens,
+        seed=config.seed, epochs=epochs,
+        selected=None if ids is None else tuple(str(i) for i in ids), samples=samples)

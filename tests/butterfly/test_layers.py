@@ -53,7 +53,6 @@ on first use (``butterfly.run``: a deferred import in ``__getattr__``, never at 
 NOTEBOOK_INLINED = {
     "butterfly.kaggle.settings": {"core", "engine"},
     "butterfly.kaggle.runner": {"core", "engine", "kaggle"},
-    "butterfly.kaggle.restate": {"core", "engine", "kaggle"},
     "butterfly.kaggle.code_track": {"core", "code", "engine", "kaggle"},
     **{f"butterfly.code.{m}": {"core", "code"}
        for m in ("program", "conversation", "probes", "runner",

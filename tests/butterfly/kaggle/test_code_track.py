@@ -27,6 +27,7 @@ from butterfly.code.agents import code_answers
 from butterfly.code.conversation import SYSTEM, code_spec, program_block, user_message
 from butterfly.code.judge import broken
 from butterfly.code.program import render
+from butterfly.core.prompts import Message
 from butterfly.kaggle import code_track as ct
 from butterfly.kaggle import notebook
 from butterfly.kaggle import runner as bb
@@ -99,18 +100,15 @@ def nb_figures(verdicts: list[Any]) -> dict[str, Any]:
 def _play(s: Scenario, cli_by_turn: dict[tuple[str, int], Any]) -> list[bb.Answer]:
     """Play ``s`` with the runner's loop against the script, checking every request's messages
     against the CLI's."""
-    chat: list[dict[str, str]] = [{"role": "system", "content": SYSTEM}]
 
-    def reply() -> bb.Answer:
+    def reply(chat: list[Message]) -> bb.Answer:
+        assert chat[0] == {"role": "system", "content": SYSTEM}
         assert chat == cli_by_turn[_key({"messages": chat})]  # the CLI's messages
-        text = respond({"messages": chat})
-        chat.append({"role": "assistant", "content": text})
-        return bb.Answer(text, 100)
+        return bb.Answer(respond({"messages": chat}), 100)
 
-    answers = bb.play(s, lambda text: chat.append({"role": "user", "content": text}), reply,
-                      retries=lambda call: call(), settings=ct.CODE)
+    answers = bb.play(s, reply, retries=lambda call: call(), settings=ct.CODE)
     for t in range(1, len(s.turns) + 1):
-        assert ct.messages_for(s, t, [a.text for a in answers]) == cli_by_turn[(s.id, t)]
+        assert bb.messages_for(s, t, [a.text for a in answers], ct.CODE) == cli_by_turn[(s.id, t)]
     return answers
 
 
@@ -131,7 +129,8 @@ def test_the_runner_plays_and_scores_the_code_track_as_the_cli(
     assert "sandbox: fallback (forced" in ct.use_fallback_sandbox()
     observe = ct.observe_cached()
     cli_by_turn = {_key(b): b["messages"] for b in bodies}
-    verdicts = [ct.code_verdict(s, _play(s, cli_by_turn), MAX_TOKENS, observe)
+    verdicts = [ct.with_broken(bb.verdict(s, _play(s, cli_by_turn), MAX_TOKENS, settings=ct.CODE,
+                                          judge=ct.judge_with(s, observe)))
                 for s in SCENARIOS.values()]
     assert nb_figures(verdicts) == per
     figures = ct.code_figures(verdicts)
@@ -199,7 +198,7 @@ def test_the_build_carries_butterfly_code_once_it_is_frozen(
         assert "butterfly-code" not in {x.name for x in notebook.frozen_suites(ROOT)}
     root = _tree_with_a_code_suite(tmp_path)
     suites = notebook.frozen_suites(root)
-    assert [(x.name, x.track) for x in suites] == [
+    assert [(x.name, x.entry["track"]) for x in suites] == [
         ("butterfly-40", "spec"), ("butterfly-long", "spec"), ("butterfly-code", "code")]
     built = notebook.build(root)
     assert "%%butterfly_data scenarios/butterfly-code.jsonl" in built

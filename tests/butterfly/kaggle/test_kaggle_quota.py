@@ -32,14 +32,14 @@ def test_the_estimate_has_every_scenario_of_every_suite_the_notebook_carries() -
             i: r["calls"] for i, r in rows.items()}, f"{suite.name}: run tools/kaggle_quota.py"
         for r in rows.values():
             assert set(r["prompt"]) == set(estimate["models"]) == set(r["completion"])
-        if suite.track == "spec":  # restate mode: every turn asked, and at the default points
+        if suite.entry["track"] == "spec":  # restate mode: every turn asked, and at the defaults
             assert {i: r["calls"] for i, r in estimate["restate"][suite.name].items()} == {
                 s.id: len(s.turns) for s in scenarios}
-        if suite.ask_at:
+        if suite.entry["ask_at"]:
             asked = estimate["asked"][suite.name]
-            assert asked["ask_at"] == suite.ask_at
+            assert asked["ask_at"] == suite.entry["ask_at"]
             assert {i: r["calls"] for i, r in asked["scenarios"].items()} == {
-                s.id: n_asked(len(s.turns), suite.ask_at) for s in scenarios}
+                s.id: n_asked(len(s.turns), suite.entry["ask_at"]) for s in scenarios}
 
 
 def test_the_docs_asked_table_is_the_estimates() -> None:

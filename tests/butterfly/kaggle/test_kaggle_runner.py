@@ -16,10 +16,9 @@ from fakeserver import FakeServer
 import butterfly
 from butterfly import RunOptions, api
 from butterfly.core.agents import agent_specs
-from butterfly.core.asking import ASKED_NOTE, asked_line
+from butterfly.core.asking import ASKED_NOTE, asked_line, asked_turns
 from butterfly.core.horizon_text import horizon_line
 from butterfly.core.prompts import restate_message
-from butterfly.kaggle import restate as rs
 from butterfly.kaggle import runner as bb
 from butterfly.kaggle import settings as st
 from butterfly.runs.run_flags import parse_ask_at
@@ -88,7 +87,9 @@ def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) 
     ask_at = st.ask_at_of(ask, "restate", None)
     assert ask_at == parse_ask_at(ask)
     with FakeServer(_asker) as srv:
-        answers = [rs.play_asked(s, ask_at, lambda m: _post(srv.api_base, m)) for s in CHAINS]
+        asking = st.Settings(mode="restate", ask_at=ask_at)
+        answers = [bb.play(s, lambda m: _post(srv.api_base, m), settings=asking)
+                   for s in CHAINS]
         mine = [b["messages"] for b in srv.requests]
     suite = tmp_path / "chains.jsonl"
     suite.write_text("".join(s.to_json() + "\n" for s in CHAINS), encoding="utf-8")
@@ -97,10 +98,10 @@ def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) 
                             mode="restate", ask_at=ask, protocol="json", max_tokens=300,
                             out=tmp_path / "cli", cache=None)
         theirs = [b["messages"] for b in srv.requests]
-    asked = [(s, t) for s in CHAINS for t in bb.asked_of(s, ask_at)]
+    asked = [(s, t) for s in CHAINS for t in asked_turns(len(s.turns), ask_at)]
     assert len(mine) == len(asked) and sorted(map(json.dumps, mine)) == sorted(
         map(json.dumps, theirs))  # the same asks, one call each, none for an unasked turn
-    assert mine == [rs.ask_messages(s, t) for s, t in asked]
+    assert mine == [bb.messages_for(s, t, [], asking) for s, t in asked]
     verdicts = [bb.verdict(s, a, 300, ask_at) for s, a in zip(CHAINS, answers, strict=True)]
     score = butterfly.score_run(run)
     agg = bb.figures(verdicts, {s.id: s for s in CHAINS})
@@ -121,8 +122,8 @@ def test_asked_turns_send_and_score_what_the_cli_does(ask: str, tmp_path: Path) 
     assert list(score.baselines) == ["noop", "last-edit"]  # no chain of 40 turns: no window
     if ask_at is not None:
         assert text.splitlines()[0] == asked_line(ask_at) and text.count(ASKED_NOTE) == 3
-        assert [v["asked"] for v in verdicts] == [list(t) for t in
-                                                  (bb.asked_of(s, ask_at) for s in CHAINS)]
+        assert [v["asked"] for v in verdicts] == [list(asked_turns(len(s.turns), ask_at))
+                                                  for s in CHAINS]
 
 
 def test_restate_settings_read_as_the_cli_reads_them() -> None:
@@ -146,9 +147,11 @@ def test_the_estimate_cell_picks_the_asked_run() -> None:
     ids = [s.id for s in LONG]
     for mode, ask_at, calls in [("chat", None, 1860), ("restate", None, 1860),
                                 ("restate", (5, 10, 20, 40, 80), 12 * (1 + 2 + 3 + 4 + 5))]:
-        what, rows = rs.estimate_rows(estimate, "butterfly-long", mode, ask_at)
+        what, rows = st.estimate_for(estimate, "butterfly-long",
+                                     st.Settings(mode=mode, ask_at=ask_at))
         assert sum(rows[i]["calls"] for i in ids) == calls, what
-    assert rs.estimate_rows(estimate, "butterfly-long", "restate", (7,))[1] == {}
+    asked_at_7 = st.Settings(mode="restate", ask_at=(7,))
+    assert st.estimate_for(estimate, "butterfly-long", asked_at_7)[1] == {}
 
 
 def _priced(agent: str, cost: float | None) -> list[bb.Verdict]:

@@ -26,7 +26,8 @@ from notebook_kernel import SharedKernel
 
 from butterfly.core.asking import ASKED_NOTE
 from butterfly.core.metrics import aggregate, score_scenario
-from butterfly.core.prompts import restate_message
+from butterfly.core.prompts import Message, restate_message
+from butterfly.core.wire import exception_kind
 from butterfly.kaggle import notebook
 from butterfly.kaggle import runner as bb
 from butterfly.suite.load import load_suite
@@ -145,7 +146,7 @@ class APIConnectionError(Exception):
     (ValueError("bad"), False), (KeyError("x"), False),
 ])  # fmt: skip
 def test_transient_errors(exc: Exception, transient: bool) -> None:
-    assert bb.is_transient(exc) is transient
+    assert (exception_kind(exc) is not None) is transient  # what the door retries
 
 
 def test_retries_wait_then_give_up_as_a_provider_failure() -> None:
@@ -181,19 +182,16 @@ def test_retries_wait_then_give_up_as_a_provider_failure() -> None:
 
 def test_play_sends_the_cli_conversation_and_retries_without_repeating_the_user() -> None:
     s = SCENARIOS["hw-indirect-same-format"]
-    chat: list[dict[str, str]] = [bb.messages_for(s, 1, [])[0]]
-    seen: list[list[dict[str, str]]] = []
+    seen: list[list[Message]] = []
     failures = iter([True, False, False, True, False])
 
-    def respond() -> bb.Answer:
+    def respond(chat: list[Message]) -> bb.Answer:
         if next(failures):
             raise _Status(500)
-        seen.append(list(chat))
-        text = f"answer {len(seen)}"
-        chat.append({"role": "assistant", "content": text})
-        return bb.Answer(text, 3)
+        seen.append(chat)
+        return bb.Answer(f"answer {len(seen)}", 3)
 
-    answers = bb.play(s, lambda text: chat.append({"role": "user", "content": text}), respond,
+    answers = bb.play(s, respond,
                       retries=lambda call: bb.call_with_retries(call, sleep=lambda _: None,
                                                                 log=None))
     assert [a.text for a in answers] == ["answer 1", "answer 2", "answer 3"]
