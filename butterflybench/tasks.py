@@ -15,7 +15,7 @@ defaults: docs/inspect.md).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from inspect_ai import Task, task
@@ -97,32 +97,43 @@ def _args(given: dict[str, Any], names: Sequence[str] = PARAMS) -> dict[str, Any
     return {k: given[k] for k in names}
 
 
-def suite_task(name: str, suite: str, doc: str) -> Callable[..., Task]:
-    """The registered task ``name`` playing the frozen suite ``suite`` (``doc``: its
-    description), taking the spec track's parameters (:data:`PARAMS`)."""
+@task
+def butterfly_40(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = None,
+                 strategy: str = "zero-shot", samples: int | None = None,
+                 sc_base: str | None = None, protocol: str | None = None,
+                 parse: str = DEFAULTS.parse, per_category: int | None = None,
+                 limit: int | None = None, seed: int = DEFAULTS.seed,
+                 temperature: float = DEFAULTS.temperature, max_tokens: int | None = None,
+                 max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
+    """butterfly-40: the default suite, 40 scenarios of 1 to 10 turns."""
+    refuse_unknown("butterfly_40", unknown)
+    return butterfly_task("butterfly-40", **_args(locals()))
 
-    def play_suite(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = None,
+
+@task
+def butterfly_hard(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = None,
                    strategy: str = "zero-shot", samples: int | None = None,
                    sc_base: str | None = None, protocol: str | None = None,
                    parse: str = DEFAULTS.parse, per_category: int | None = None,
                    limit: int | None = None, seed: int = DEFAULTS.seed,
                    temperature: float = DEFAULTS.temperature, max_tokens: int | None = None,
                    max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
-        refuse_unknown(name, unknown)
-        return butterfly_task(suite, **_args(locals()))
-
-    play_suite.__name__ = play_suite.__qualname__ = name
-    play_suite.__doc__ = doc
-    made: Callable[..., Task] = task(name=name)(play_suite)
-    return made
+    """butterfly-hard: 40 scenarios built from the hardest constructions."""
+    refuse_unknown("butterfly_hard", unknown)
+    return butterfly_task("butterfly-hard", **_args(locals()))
 
 
-butterfly_40 = suite_task("butterfly_40", "butterfly-40",
-                          "butterfly-40: the default suite, 40 scenarios of 1 to 10 turns.")
-butterfly_hard = suite_task("butterfly_hard", "butterfly-hard",
-                            "butterfly-hard: 40 scenarios built from the hardest constructions.")
-butterfly_long = suite_task("butterfly_long", "butterfly-long",
-                            "butterfly-long: chains of 5, 10, 20, 40 and 80 turns.")
+@task
+def butterfly_long(layouts: Layouts = "E", mode: str = "chat", ask_at: AskAt = None,
+                   strategy: str = "zero-shot", samples: int | None = None,
+                   sc_base: str | None = None, protocol: str | None = None,
+                   parse: str = DEFAULTS.parse, per_category: int | None = None,
+                   limit: int | None = None, seed: int = DEFAULTS.seed,
+                   temperature: float = DEFAULTS.temperature, max_tokens: int | None = None,
+                   max_answer_chars: int = DEFAULTS.max_answer_chars, **unknown: Any) -> Task:
+    """butterfly-long: chains of 5, 10, 20, 40 and 80 turns."""
+    refuse_unknown("butterfly_long", unknown)
+    return butterfly_task("butterfly-long", **_args(locals()))
 
 
 @task
